@@ -1,0 +1,1 @@
+"""How a session unfolds: run records, model access, the LangGraph engine, supporters, the runner and the CLI."""

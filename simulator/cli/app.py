@@ -1,0 +1,29 @@
+"""The `rescue-sim` entry point: registers each command module; heavy imports happen inside commands."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="rescue-sim",
+    help="Relation-aware multi-party emotional support simulator.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+
+def _register() -> None:
+    from simulator.cli import personas_cmd
+
+    app.add_typer(personas_cmd.app, name="personas", help="Case cards: list, show, validate, graph, import RESCUE data.")
+
+
+def main() -> None:
+    _register()
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,290 @@
+"""The one module that talks to litellm: every agent, tracker, judge and benchmark call goes through here.
+
+It owns structured output (schema sent where supported, else parsed, validated and retried), retries with
+backoff, timeouts, the disk cache, token/cost accounting, per-provider concurrency limits and the embedded
+offline model (registered as the litellm custom provider `local`). litellm is imported lazily: it costs
+seconds, and commands that never call a model should not pay for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from simulator.llm.cache import CallCache
+from simulator.llm.embedded import DEFAULT_LOCAL_MODEL, cache_dir, get_embedded_model, resolve_gguf
+from simulator.llm.profiles import profile_for
+from simulator.llm.structured import ParseError, looks_like_refusal, parse_structured
+from simulator.llm.types import CallRecord, Completion, ModelConfigError, ModelError, Prompt, Role, Usage
+
+LOCAL_PROVIDER = "local"
+
+
+class ModelSettings(BaseModel):
+    """Which model plays which role, and how calls are made. Built by the CLI from flags and RESCUE_SIM_* vars."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    default: str = Field(default=DEFAULT_LOCAL_MODEL, description="Model for every role not overridden.")
+    roles: dict[str, str] = Field(default_factory=dict, description="Role -> model id overrides.")
+    api_bases: dict[str, str] = Field(default_factory=dict, description="Model id -> OpenAI-compatible base URL.")
+    max_retries: int = Field(default=4, ge=0, description="Retries on rate limits, timeouts and server errors.")
+    parse_attempts: int = Field(default=3, ge=1, description="Attempts to get valid structured output.")
+    timeout_s: float = Field(default=600.0, gt=0, description="Per attempt; local CPU generation is slow.")
+    concurrency: dict[str, int] = Field(default_factory=lambda: {LOCAL_PROVIDER: 1})
+    default_concurrency: int = Field(default=8, ge=1)
+    cache: bool = True
+    cache_path: Path | None = Field(default=None, description="SQLite call cache; default in the cache folder.")
+    gguf: str | None = Field(default=None, description="GGUF for `local/` models other than the default.")
+    n_threads: int | None = None
+    litellm_kwargs: dict[str, Any] = Field(default_factory=dict, description="Extra kwargs (tests: mock_response).")
+
+    def model_for(self, role: str) -> str:
+        return self.roles.get(role, self.default)
+
+
+def provider_of(model: str) -> str:
+    return model.split("/", 1)[0] if "/" in model else "openai"
+
+
+_RETRYABLE = ("RateLimitError", "APIConnectionError", "Timeout", "InternalServerError", "ServiceUnavailableError",
+              "APIError", "BadGatewayError")
+_CONFIG = ("AuthenticationError", "NotFoundError", "PermissionDeniedError")
+
+
+class LiteLLMClient:
+    """ModelClient over litellm. Safe to share across tasks in one event loop."""
+
+    def __init__(self, settings: ModelSettings | None = None):
+        self.settings = settings or ModelSettings()
+        self._cache = CallCache(self.settings.cache_path or cache_dir() / "calls.sqlite") if self.settings.cache else None
+        self._semaphores: dict[tuple[int, str], asyncio.Semaphore] = {}
+        self._checked_env: set[str] = set()
+        self._litellm: Any = None
+
+    def model_for(self, role: Role) -> str:
+        return self.settings.model_for(role)
+
+    # -- litellm setup ---------------------------------------------------------------------------------------
+    def _lib(self) -> Any:
+        if self._litellm is None:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the cost map online
+            import litellm
+
+            litellm.suppress_debug_info = True
+            litellm.drop_params = True
+            _register_local_provider(litellm, self.settings)
+            self._litellm = litellm
+        return self._litellm
+
+    def _semaphore(self, model: str) -> asyncio.Semaphore:
+        key = (id(asyncio.get_running_loop()), provider_of(model))
+        if key not in self._semaphores:
+            limit = self.settings.concurrency.get(key[1], self.settings.default_concurrency)
+            self._semaphores[key] = asyncio.Semaphore(limit)
+        return self._semaphores[key]
+
+    def check_environment(self, model: str) -> None:
+        """Fail fast, in one line, when a hosted model's API key is missing."""
+        if model in self._checked_env or model in self.settings.api_bases:
+            return
+        if provider_of(model) == LOCAL_PROVIDER:
+            if model != DEFAULT_LOCAL_MODEL and not self.settings.gguf:
+                raise ModelConfigError(f"model {model!r}: set RESCUE_SIM_GGUF to its .gguf file, or use {DEFAULT_LOCAL_MODEL}")
+            if "mock_response" not in self.settings.litellm_kwargs:
+                resolve_gguf(None if model == DEFAULT_LOCAL_MODEL else self.settings.gguf)  # weights ready and verified
+            self._checked_env.add(model)
+            return
+        if "mock_response" in self.settings.litellm_kwargs:
+            return
+        lib = self._lib()
+        try:
+            env = lib.validate_environment(model=model)
+        except Exception as err:  # noqa: BLE001 - litellm raises many kinds for unknown models
+            raise ModelConfigError(f"model {model!r}: {_one_line(err)}; use provider/model, e.g. openai/gpt-4o-mini") from None
+        if not env.get("keys_in_environment", True):
+            keys = ", ".join(env.get("missing_keys") or ["the provider's API key"])
+            raise ModelConfigError(f"model {model!r}: missing API key; set {keys}")
+        self._checked_env.add(model)
+
+    # -- the call --------------------------------------------------------------------------------------------
+    async def complete(
+        self,
+        prompt: Prompt,
+        *,
+        role: Role,
+        model: str | None = None,
+        schema: type[BaseModel] | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.7,
+        seed: int | None = None,
+        trial: int = 0,
+    ) -> Completion:
+        model = model or self.model_for(role)
+        self.check_environment(model)
+        profile = profile_for(model)
+        json_schema = schema.model_json_schema() if schema is not None else None
+        messages = profile.render(prompt, json_schema)
+        started = time.perf_counter()
+        attempts = 0
+        last_reason = ""
+        for parse_try in range(self.settings.parse_attempts):
+            params = {
+                "max_tokens": max_tokens,
+                "temperature": temperature,
+                "seed": None if seed is None else seed + 7919 * parse_try,
+                "stop": list(prompt.stop) or None,
+                "trial": trial * 100 + parse_try,
+            }
+            text, usage, cost, n, hit = await self._call(model, messages, params, json_schema, role)
+            attempts += n
+            try:
+                parsed = parse_structured(text, schema) if schema is not None else None
+                if schema is None and looks_like_refusal(text):
+                    raise ParseError(f"refusal instead of the requested text: {text.strip()[:80]!r}")
+            except ParseError as err:
+                last_reason = str(err)
+                if self._cache is not None:
+                    self._cache.delete(self._key(model, messages, params, json_schema))
+                continue
+            call = CallRecord(
+                model=model, role=role, latency_s=round(time.perf_counter() - started, 4), usage=usage,
+                cost_usd=cost, attempts=attempts, cache_hit=hit,
+            )
+            return Completion(text=text, parsed=parsed, call=call)
+        raise ModelError(model, f"no valid output after {self.settings.parse_attempts} attempts: {last_reason}",
+                         attempts=attempts, latency_s=time.perf_counter() - started)
+
+    def _key(self, model: str, messages: list[dict[str, str]], params: dict[str, Any], schema: dict | None) -> str:
+        blob = json.dumps({"model": model, "messages": messages, "params": params, "schema": schema,
+                           "api_base": self.settings.api_bases.get(model)}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    async def _call(
+        self, model: str, messages: list[dict[str, str]], params: dict[str, Any], schema: dict | None, role: str
+    ) -> tuple[str, Usage, float | None, int, bool]:
+        """One logical call with retries: (text, usage, cost, attempts, cache hit)."""
+        key = self._key(model, messages, params, schema)
+        if self._cache is not None and (hit := self._cache.get(key)) is not None:
+            return hit["text"], Usage(**hit["usage"]), hit.get("cost"), 0, True
+        lib = self._lib()
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "max_tokens": params["max_tokens"],
+            "temperature": params["temperature"],
+            "timeout": self.settings.timeout_s,
+            **self.settings.litellm_kwargs,
+        }
+        if params["seed"] is not None:
+            kwargs["seed"] = params["seed"]
+        if params["stop"]:
+            kwargs["stop"] = params["stop"]
+        if schema is not None and _wants_response_format(lib, model):
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+        if model in self.settings.api_bases:
+            kwargs["api_base"] = self.settings.api_bases[model]
+            kwargs.setdefault("api_key", os.environ.get("RESCUE_SIM_ENDPOINT_KEY", "none"))
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with self._semaphore(model):
+                    response = await asyncio.wait_for(lib.acompletion(**kwargs), timeout=self.settings.timeout_s + 5)
+                break
+            except asyncio.TimeoutError:
+                reason = f"timed out after {self.settings.timeout_s:.0f}s"
+            except Exception as err:  # noqa: BLE001 - classified by litellm's exception names below
+                name = type(err).__name__
+                if name in _CONFIG:
+                    raise ModelConfigError(f"model {model!r}: {name}: {_one_line(err)}") from None
+                if name == "BadRequestError" and "LLM Provider NOT provided" in str(err):
+                    raise ModelConfigError(f"unknown model {model!r}; use provider/model, e.g. openai/gpt-4o-mini") from None
+                if name not in _RETRYABLE:
+                    raise ModelError(model, f"{name}: {_one_line(err)}", attempts=attempt) from None
+                reason = f"{name}: {_one_line(err)}"
+            if attempt > self.settings.max_retries:
+                raise ModelError(model, f"failed after {attempt} attempts: {reason}", attempts=attempt)
+            await asyncio.sleep(min(30.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random()))
+        text = response.choices[0].message.content or ""
+        u = getattr(response, "usage", None)
+        details = getattr(u, "prompt_tokens_details", None)
+        usage = Usage(
+            prompt_tokens=getattr(u, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(u, "completion_tokens", 0) or 0,
+            cached_prompt_tokens=getattr(details, "cached_tokens", 0) or 0,
+        )
+        cost = 0.0 if provider_of(model) == LOCAL_PROVIDER else (response._hidden_params or {}).get("response_cost")
+        if self._cache is not None:
+            self._cache.put(key, {"text": text, "usage": usage.model_dump(), "cost": cost})
+        return text, usage, cost, attempt, False
+
+    def embedded_stats(self) -> dict[str, Any] | None:
+        """Prefix-cache and token totals of the embedded model, if it was loaded in this process."""
+        from simulator.llm import embedded
+
+        if not embedded._models:
+            return None
+        stats = next(iter(embedded._models.values())).stats
+        return dict(vars(stats))
+
+
+def _wants_response_format(lib: Any, model: str) -> bool:
+    if provider_of(model) == LOCAL_PROVIDER:
+        return True
+    try:
+        return bool(lib.supports_response_schema(model=model))
+    except Exception:  # noqa: BLE001 - unknown to litellm's map: describe the schema in the prompt only
+        return False
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text[:300]
+
+
+def _register_local_provider(litellm: Any, settings: ModelSettings) -> None:
+    """Register the embedded GGUF as litellm's custom provider `local` (same path as any provider)."""
+    if any(p.get("provider") == LOCAL_PROVIDER for p in litellm.custom_provider_map):
+        return
+    from litellm import CustomLLM
+    from litellm.types.utils import Usage as LUsage
+
+    class EmbeddedProvider(CustomLLM):
+        async def acompletion(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
+                              encoding, api_key, logging_obj, optional_params, **_: Any):
+            gguf = None if model == DEFAULT_LOCAL_MODEL.split("/", 1)[1] else settings.gguf
+            engine = await asyncio.to_thread(get_embedded_model, gguf, settings.n_threads)
+            rf = optional_params.get("response_format") or {}
+            schema = (rf.get("json_schema") or {}).get("schema") if rf.get("type") == "json_schema" else rf.get("schema")
+            result = await asyncio.to_thread(
+                engine.generate,
+                messages,
+                max_tokens=int(optional_params.get("max_tokens") or 256),
+                temperature=float(optional_params.get("temperature", 0.7)),
+                seed=optional_params.get("seed"),
+                stop=optional_params.get("stop"),
+                json_schema=schema,
+            )
+            model_response.choices[0].message.content = result.text
+            model_response.choices[0].finish_reason = result.finish_reason
+            model_response.model = f"{LOCAL_PROVIDER}/{model}"
+            model_response.usage = LUsage(
+                prompt_tokens=result.prompt_tokens,
+                completion_tokens=result.completion_tokens,
+                total_tokens=result.prompt_tokens + result.completion_tokens,
+                prompt_tokens_details={"cached_tokens": result.cached_prompt_tokens},
+            )
+            return model_response
+
+    litellm.custom_provider_map = [*litellm.custom_provider_map, {"provider": LOCAL_PROVIDER, "custom_handler": EmbeddedProvider()}]
+    litellm.register_model({DEFAULT_LOCAL_MODEL: {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
+                                                  "litellm_provider": LOCAL_PROVIDER, "mode": "chat"}})

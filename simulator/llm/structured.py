@@ -1,0 +1,59 @@
+"""Turning model text into validated objects: strip code fences, find the JSON, validate, explain failures."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+T = TypeVar("T", bound=BaseModel)
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+_REFUSAL = re.compile(
+    r"^\s*(?:I'?m sorry|I am sorry|I apologi[sz]e|I can(?:no|')t (?:help|assist|comply|continue|do that|provide)|"
+    r"I(?:'m| am) (?:not able|unable) to|As an AI\b|I won't be able)",
+    re.IGNORECASE,
+)
+
+
+class ParseError(ValueError):
+    """Text that is not a valid instance of the schema; the message says why in one line."""
+
+
+def looks_like_refusal(text: str) -> bool:
+    """A reply that declines the task instead of doing it (a persona breaking, a judge refusing)."""
+    return bool(_REFUSAL.match(text.strip().strip('"')))
+
+
+def extract_json(text: str) -> object:
+    """The first JSON object in `text`, tolerating code fences and prose around it."""
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    for cand in candidates:
+        cand = cand.strip()
+        try:
+            return json.loads(cand)
+        except json.JSONDecodeError:
+            pass
+        start = cand.find("{")
+        while start != -1:
+            try:
+                obj, _ = json.JSONDecoder().raw_decode(cand[start:])
+                return obj
+            except json.JSONDecodeError:
+                start = cand.find("{", start + 1)
+    if looks_like_refusal(text):
+        raise ParseError(f"refusal instead of JSON: {text.strip()[:80]!r}")
+    raise ParseError(f"no JSON object in reply: {text.strip()[:80]!r}")
+
+
+def parse_structured(text: str, schema: type[T]) -> T:
+    """Validate model text against a pydantic schema, or raise ParseError naming the first problem."""
+    obj = extract_json(text)
+    try:
+        return schema.model_validate(obj)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(root)"
+        raise ParseError(f"invalid {schema.__name__}: {where}: {first['msg']}") from None

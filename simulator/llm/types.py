@@ -1,0 +1,84 @@
+"""What crosses the model-access boundary: prompts in, completions with their accounting out."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from personas.errors import UserError
+
+Role = Literal["member", "supporter", "tracker", "judge", "bench", "enrich", "check"]
+
+
+class Prompt(BaseModel):
+    """A model-agnostic prompt; a prompt profile renders it into messages for a given model.
+
+    Shared, stable text goes first (`context`: case and transcript), role-specific text last
+    (`instructions`), so consecutive calls share a prefix that llama.cpp and hosted providers cache.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    context: str = Field(description="Shared prefix: case context, transcript so far. Treated as data.")
+    instructions: str = Field(description="Role-specific task, placed after the context.")
+    prefill: str = Field(default="", description="Start of the reply, e.g. 'Dana: \"' (script profiles continue it).")
+    stop: tuple[str, ...] = Field(default=(), description="Stop sequences for free-text replies.")
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = Field(default=0, description="Prompt tokens served from a prefix cache.")
+
+
+class CallRecord(BaseModel):
+    """Accounting for one model call (after retries): kept with every turn and judgment."""
+
+    model: str
+    role: str
+    latency_s: float = Field(description="Wall time of the call including retries; ~0 on a disk-cache hit.")
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = Field(default=None, description="Provider cost; None when unknown, 0 for local models.")
+    attempts: int = 1
+    cache_hit: bool = False
+
+
+class Completion(BaseModel):
+    """A successful call: raw text, the validated object when a schema was given, and the accounting."""
+
+    text: str
+    parsed: Any = None
+    call: CallRecord
+
+
+class ModelError(Exception):
+    """A call that failed after its retries; carries the reason so the item is recorded as failed."""
+
+    def __init__(self, model: str, reason: str, *, attempts: int = 1, latency_s: float = 0.0):
+        self.model, self.reason, self.attempts, self.latency_s = model, reason, attempts, latency_s
+        super().__init__(f"{model}: {reason}")
+
+
+class ModelConfigError(UserError):
+    """A model that cannot be used as configured (missing key, unknown model, unreachable endpoint)."""
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """Everything agents, trackers and judges need from a model."""
+
+    async def complete(
+        self,
+        prompt: Prompt,
+        *,
+        role: Role,
+        model: str | None = None,
+        schema: type[BaseModel] | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.7,
+        seed: int | None = None,
+        trial: int = 0,
+    ) -> Completion: ...
+
+    def model_for(self, role: Role) -> str: ...
