@@ -14,10 +14,18 @@ app = typer.Typer(
 )
 
 
+_registered = False
+
+
 def _register() -> None:
+    """Attach the command modules to `app`; safe to call more than once (tests build the app repeatedly)."""
+    global _registered
+    if _registered:
+        return
     from simulator.cli import personas_cmd
 
     app.add_typer(personas_cmd.app, name="personas", help="Case cards: list, show, validate, graph, import RESCUE data.")
+    _registered = True
 
 
 def main() -> None:

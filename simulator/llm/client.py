@@ -141,7 +141,8 @@ class LiteLLMClient:
                 "max_tokens": max_tokens,
                 "temperature": temperature,
                 "seed": None if seed is None else seed + 7919 * parse_try,
-                "stop": list(prompt.stop) or None,
+                # stops belong to a pre-filled reply; a chat model answering in full would hit them at once
+                "stop": (list(prompt.stop) or None) if (profile.supports_prefill or not prompt.prefill) else None,
                 "trial": trial * 100 + parse_try,
             }
             text, usage, cost, n, hit = await self._call(model, messages, params, json_schema, role)

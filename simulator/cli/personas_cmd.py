@@ -1,0 +1,196 @@
+"""`rescue-sim personas …`: list, show, validate, graph and import case cards. Logic lives in `personas`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.panel import Panel
+from rich.table import Table
+
+from personas.case import Case, CardError
+from personas.library import load_library, resolve_case, validate_paths
+from personas.taxonomy import patterns_for
+from simulator.cli._common import console, user_errors
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="rich")
+
+
+def _load_cases(dirs: list[Path] | None) -> list[Case]:
+    return validate_paths(list(dirs)) if dirs else load_library()
+
+
+def _summary(case: Case) -> dict[str, object]:
+    return {
+        "id": case.id,
+        "group": case.group,
+        "pattern": case.relation_pattern,
+        "members": case.member_names,
+        "risk_flags": [f.kind.value for f in case.risk_flags],
+        "title": case.title,
+        "source": case.provenance.source,
+        "sample_id": case.provenance.sample_id,
+    }
+
+
+@app.command("list")
+@user_errors
+def list_cases(
+    dirs: Annotated[
+        list[Path] | None,
+        typer.Option("--dir", "-d", help="Folder(s) or card files to list instead of the shipped library."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list instead of a table.")] = False,
+) -> None:
+    """List case cards: id, group, pattern, members, risk flags, title."""
+    cases = _load_cases(dirs)
+    if as_json:
+        typer.echo(json.dumps([_summary(c) for c in cases], indent=2, ensure_ascii=False))
+        return
+    table = Table(title=f"{len(cases)} case cards", title_justify="left")
+    for col in ("id", "group", "pattern"):
+        table.add_column(col, no_wrap=True)
+    for col in ("members", "risk flags", "title"):
+        table.add_column(col, overflow="fold")
+    for c in cases:
+        flags = ", ".join(f.kind.value for f in c.risk_flags) or "-"
+        table.add_row(c.id, c.group, c.relation_pattern, ", ".join(c.member_names), flags, c.title)
+    console.print(table)
+
+
+@app.command("show")
+@user_errors
+def show(ref: Annotated[str, typer.Argument(metavar="ID|PATH", help="Library id or path to a card file.")]) -> None:
+    """Show one case: setting, problem, members, viewpoints with warmth/tension, pattern, risk flags."""
+    case = resolve_case(ref)
+    source = case.provenance.source + (f" ({case.provenance.sample_id})" if case.provenance.sample_id else "")
+    header = (
+        f"[bold]{_e(case.title)}[/]\n[dim]{case.id} · {case.group} · {_e(source)}[/]\n\n"
+        f"[bold]Setting[/] {_e(case.setting)}\n[bold]Problem[/] {_e(case.presenting_problem)}\n"
+        f"[bold]History[/] {_e(case.history)}"
+    )
+    console.print(Panel(header, expand=True))
+
+    # persona traits are blank on cards derived from RESCUE before enrichment: show only columns that say something
+    columns = {
+        "name": lambda m: m.name,
+        "role": lambda m: m.role,
+        "age": lambda m: "" if m.age is None else str(m.age),
+        "gen": lambda m: str(m.generation),
+        "baseline": lambda m: f"{m.baseline_emotion} ({m.baseline_intensity}/10)",
+        "need / fear": lambda m: " / ".join(x for x in (m.core_need, m.core_fear) if x),
+        "triggers": lambda m: "; ".join(m.triggers),
+        "softeners": lambda m: "; ".join(m.softeners),
+    }
+    shown = {k: f for k, f in columns.items() if any(f(m) for m in case.members)}
+    members = Table(title="Members", title_justify="left")
+    for col in shown:
+        members.add_column(col, overflow="fold", no_wrap=col in ("name", "gen", "age"))
+    for m in case.members:
+        members.add_row(*(f(m) or "-" for f in shown.values()))
+    console.print(members)
+
+    vps = Table(title="Viewpoints", title_justify="left")
+    for col in ("from", "to", "viewpoint", "attitude", "warmth", "tension"):
+        numeric = col in ("warmth", "tension")
+        vps.add_column(col, overflow="fold", justify="right" if numeric else "left", no_wrap=numeric)
+    for v in case.viewpoints:
+        vps.add_row(v.source, v.target, v.viewpoint, v.attitude, f"{v.warmth:g}", f"{v.tension:g}")
+    console.print(vps)
+
+    definition = patterns_for(case.group)[case.relation_pattern]
+    console.print(f"[bold]Pattern[/] {case.relation_pattern}: {_e(definition)}")
+    if case.risk_flags:
+        for f in case.risk_flags:
+            console.print(f"[bold red]Risk[/] {f.kind.value} ({f.member or 'group'}): {_e(f.description)}")
+    else:
+        console.print("[bold]Risk flags[/] none")
+    if case.provenance.notes:
+        console.print(f"[dim]Notes: {_e(case.provenance.notes)}[/]")
+
+
+@app.command("validate")
+@user_errors
+def validate(
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Card files or folders of cards.")],
+) -> None:
+    """Validate cards; ids must be unique across all paths. Prints `ok <n> cards`."""
+    cases = validate_paths(list(paths))
+    console.print(f"ok {len(cases)} cards")
+
+
+@app.command("import-rescue")
+@user_errors
+def import_rescue_cmd(
+    src: Annotated[Path, typer.Argument(metavar="SRC", help="RESCUE .jsonl file, .json file, or a folder of them.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the cards and gold trajectories.")],
+) -> None:
+    """Derive a case card and a gold trajectory from every RESCUE sample."""
+    from personas.rescue import PATTERN_FIELDS, import_rescue
+
+    report = import_rescue(src, out)
+    table = Table(
+        title=f"Imported {len(report.samples)} samples into {report.out_dir}",
+        title_justify="left",
+        caption="ther = therapist rows; rp / rcs = rows labelled in relation_pattern / relation_cycle_state; "
+        "none = rows reviewed with no dominant pattern; strat / vp / emo = support strategy, viewpoint and "
+        "emotion annotations",
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    table.add_column("case id", overflow="fold", min_width=18)
+    table.add_column("group", no_wrap=True)
+    for col in ("rows", "ther", "rp", "rcs", "none", "strat", "vp", "emo"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for s in report.samples:
+        table.add_row(
+            s.case_id, s.group, str(s.rows), str(s.therapist_rows),
+            *(str(s.pattern_labels.get(f, 0)) for f in PATTERN_FIELDS),
+            str(s.no_dominant_pattern), str(s.strategies), str(s.viewpoints), str(s.emotions),
+        )
+    t = report.totals()
+    table.add_section()
+    table.add_row(
+        "total", "", str(t["rows"]), str(t["therapist_rows"]), *(str(t[f]) for f in PATTERN_FIELDS),
+        str(t["no_dominant_pattern"]), str(t["strategies"]), str(t["viewpoints"]), str(t["emotions"]),
+    )
+    console.print(table)
+
+
+@app.command("graph")
+@user_errors
+def graph(
+    ref: Annotated[str, typer.Argument(metavar="ID|PATH", help="Library id or path to a card file.")],
+    png: Annotated[Path | None, typer.Option("--png", help="Write a PNG drawing of the relation graph.")] = None,
+) -> None:
+    """Relation graph of a case's starting state: distress, conflicts, coalitions, who is left out."""
+    from personas.graph import RelationGraph
+
+    case = resolve_case(ref)
+    g = RelationGraph.from_case(case)
+    conflicts = ", ".join(f"{a} ↔ {b}" for a, b in g.conflict_pairs()) or "none"
+    coalitions = ", ".join(
+        f"{a} + {b} vs {c.against}" + (" (cross-generational)" if c.cross_generational else "")
+        for c in g.coalitions()
+        for a, b in [c.members]
+    ) or "none"
+    console.print(f"[bold]{_e(case.id)}[/] · pattern {g.pattern}")
+    console.print(f"most distressed: {g.most_distressed()}")
+    console.print(f"conflict pairs: {conflicts}")
+    console.print(f"coalitions: {coalitions}")
+    console.print(f"left out: {', '.join(g.left_out()) or 'none'}")
+    if png is not None:
+        if png.suffix.lower() != ".png":
+            raise CardError(png, "--png", "the drawing is a PNG; give a file name ending in .png")
+        path = g.draw_png(png, title=case.title)
+        console.print(f"wrote {path}")
+
+
+def _e(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)

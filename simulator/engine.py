@@ -1,0 +1,412 @@
+"""The session engine: a LangGraph StateGraph over SessionState.
+
+    floor -> member -> track -> gate -> (supporter -> track ->) end_check -> floor | END
+
+Nodes come from factories that close over their fixed dependencies (case, model client, supporter, config),
+return only the keys they change, and never mutate their input. A model failure inside a node ends the
+session as `failed` with its reason; nothing is filled in for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import time
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from personas.case import Case
+from personas.graph import EdgeUpdate, MemberState, RelationGraph, RelationSnapshot, RelationUpdate
+from personas.taxonomy import RiskKind
+from simulator.floor import choose_next, rng_for
+from simulator.llm.types import ModelClient, ModelError
+from simulator.members import member_turn
+from simulator.records import (
+    SUPPORTER,
+    EndReason,
+    SafetyEvent,
+    SessionRecord,
+    SessionStatus,
+    SupporterDecision,
+    Turn,
+)
+from simulator.supporters import HumanSupporter, SessionView, Supporter, _finish
+from simulator.tracker import observe
+
+SAFETY_GRACE = 2  # supporter decisions allowed to pass over a member at risk before the session is stopped
+SELF_RISK_KINDS = {RiskKind.SUICIDAL_IDEATION, RiskKind.SELF_HARM}
+SELF_RISK_INTENSITY = 8
+_SAFETY_WORDS = ("safe", "safety", "hurt yourself", "harm", "crisis", "emergency", "helpline", "hotline", "end your life",
+                 "suicid", "not alone")
+
+
+class SessionConfig(BaseModel):
+    """How one session runs. Stored in the run manifest; everything that changes the transcript is here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_turns: int = Field(default=6, ge=1, le=200, description="Member turns before the session ends.")
+    seed: int = 0
+    tracker_every: int = Field(default=2, ge=0, description="Run the tracker every N member turns (0 = only at the end).")
+    window: int = Field(default=16, ge=2, description="Transcript turns shown to models.")
+
+
+def add_turns(left: list[Turn], right: list[Turn]) -> list[Turn]:
+    """Append turns; a turn whose index already exists replaces it (e.g. the tracker annotating a turn)."""
+    merged = {t.index: t for t in left}
+    for t in right:
+        merged[t.index] = t
+    return [merged[i] for i in sorted(merged)]
+
+
+def merge_safety(left: list[SafetyEvent], right: list[SafetyEvent]) -> list[SafetyEvent]:
+    merged = {(e.member, e.signalled_at): e for e in left}
+    for e in right:
+        merged[(e.member, e.signalled_at)] = e
+    return sorted(merged.values(), key=lambda e: (e.signalled_at, e.member))
+
+
+class SessionState(TypedDict, total=False):
+    turns: Annotated[list[Turn], add_turns]
+    decisions: Annotated[list[SupporterDecision], operator.add]
+    self_report: Annotated[list[RelationSnapshot], operator.add]
+    observer: Annotated[list[RelationSnapshot], operator.add]
+    safety: Annotated[list[SafetyEvent], merge_safety]
+    next_speaker: str
+    next_addressees: list[str]
+    end_reason: EndReason | None
+    failure: str | None
+
+
+def initial_state(case: Case) -> SessionState:
+    snap = RelationGraph.from_case(case).snapshot(turn=0, view="initial")
+    return {
+        "turns": [], "decisions": [], "self_report": [snap], "observer": [snap], "safety": [],
+        "end_reason": None, "failure": None,
+    }
+
+
+def derive_seed(seed: int, *parts: object) -> int:
+    return rng_for(seed, *parts).randrange(2**31)
+
+
+def _advance(case: Case, latest: RelationSnapshot, update: RelationUpdate) -> RelationSnapshot:
+    graph = RelationGraph.from_snapshot(
+        latest, group=case.group, case_id=case.id,
+        roles={m.name: m.role for m in case.members}, generations={m.name: m.generation for m in case.members},
+    )
+    return graph.apply(update)
+
+
+def _carry(latest: RelationSnapshot, turn: int) -> RelationSnapshot:
+    return latest.model_copy(update={"turn": turn})
+
+
+def _failed(where: str, err: Exception) -> dict[str, Any]:
+    reason = err.reason if isinstance(err, ModelError) else f"{type(err).__name__}: {err}"
+    return {"failure": f"{where}: {reason}", "end_reason": EndReason.FAILED}
+
+
+# -- nodes -------------------------------------------------------------------------------------------------------
+
+
+def make_floor_node(case: Case, config: SessionConfig) -> Callable[[SessionState], dict]:
+    def floor(state: SessionState) -> dict:
+        choice = choose_next(case, state["turns"], state["self_report"][-1], config.seed)
+        return {"next_speaker": choice.speaker, "next_addressees": list(choice.addressees)}
+
+    return floor
+
+
+def make_member_node(client: ModelClient, case: Case, config: SessionConfig) -> Callable[[SessionState], Awaitable[dict]]:
+    async def member(state: SessionState) -> dict:
+        turns = state["turns"]
+        speaker = state["next_speaker"]
+        try:
+            turn = await member_turn(
+                client, case, turns, speaker, state["next_addressees"],
+                seed=derive_seed(config.seed, "member", len(turns)), window=config.window,
+            )
+        except (ModelError, ValueError) as err:
+            return _failed(f"member turn {len(turns) + 1} ({speaker})", err)
+        inner = turn.inner
+        update = RelationUpdate(
+            turn=turn.index, view="self_report",
+            emotions=[MemberState(name=speaker, emotion=inner.emotion, intensity=inner.intensity)],
+            edges=[EdgeUpdate(source=speaker, target=f.member, warmth=f.warmth, tension=f.tension) for f in inner.toward],
+        )
+        return {
+            "turns": [turn],
+            "self_report": [_advance(case, state["self_report"][-1], update)],
+        }
+
+    return member
+
+
+def make_track_node(client: ModelClient, case: Case, config: SessionConfig) -> Callable[[SessionState], Awaitable[dict]]:
+    async def track(state: SessionState) -> dict:
+        turns = state["turns"]
+        last = turns[-1]
+        member_turns = sum(t.kind == "member" for t in turns)
+        final = member_turns >= config.max_turns and last.kind == "member"
+        due = last.kind == "member" and (
+            final or (config.tracker_every > 0 and member_turns % config.tracker_every == 0)
+        )
+        if not due:
+            return {"observer": [_carry(state["observer"][-1], last.index)]}
+        try:
+            observed = await observe(client, case, turns, seed=derive_seed(config.seed, "tracker", last.index),
+                                     window=config.window)
+        except (ModelError, ValueError) as err:
+            return _failed(f"tracker after turn {last.index}", err)
+        update = RelationUpdate(
+            turn=last.index, view="observer", pattern=observed.pattern,
+            emotions=[MemberState(name=e.person, emotion=e.emotion, intensity=e.intensity) for e in observed.emotions],
+            edges=[EdgeUpdate(source=v.source, target=v.target, warmth=v.warmth, tension=v.tension,
+                              viewpoint=v.viewpoint, attitude=v.attitude) for v in observed.viewpoints],
+        )
+        return {
+            "turns": [last.model_copy(update={"tracker": observed})],
+            "observer": [_advance(case, state["observer"][-1], update)],
+        }
+
+    return track
+
+
+def _view(case: Case, state: SessionState, config: SessionConfig) -> SessionView:
+    return SessionView(
+        case=case, turns=tuple(state["turns"]), observer=state["observer"][-1],
+        member_turns=sum(t.kind == "member" for t in state["turns"]), max_turns=config.max_turns,
+    )
+
+
+def make_gate_node(case: Case, supporter: Supporter, config: SessionConfig) -> Callable[[SessionState], Awaitable[dict]]:
+    async def gate(state: SessionState) -> dict:
+        view = _view(case, state, config)
+        if isinstance(supporter, HumanSupporter):
+            from langgraph.types import interrupt
+
+            answer = interrupt({
+                "after_turn": view.turns[-1].index, "members": case.member_names, "group_label": case.group_label,
+                "group": case.group,
+            })
+            try:
+                decision = _finish(view, speak=bool(answer.get("text")), targets=list(answer.get("targets") or []),
+                                   strategy=answer.get("strategy") or None, text=answer.get("text", ""),
+                                   close=bool(answer.get("close_session")))
+            except ValueError as err:
+                return _failed("human supporter", err)
+            return {"decisions": [decision]}
+        try:
+            decision = await supporter.decide(view)
+        except (ModelError, ValueError, TypeError) as err:
+            return _failed(f"supporter after turn {view.turns[-1].index}", err)
+        return {"decisions": [decision]}
+
+    return gate
+
+
+def make_supporter_node(case: Case) -> Callable[[SessionState], dict]:
+    def supporter_turn(state: SessionState) -> dict:
+        d = state["decisions"][-1]
+        index = state["turns"][-1].index + 1
+        turn = Turn(index=index, speaker=SUPPORTER, kind="supporter", addressees=d.targets, text=d.text, decision=d,
+                    calls=[d.call] if d.call else [])
+        return {"turns": [turn], "self_report": [_carry(state["self_report"][-1], index)]}
+
+    return supporter_turn
+
+
+def _addresses(turn: Turn, member: str, group_label: str) -> bool:
+    d = turn.decision
+    if d is None or not d.speak:
+        return False
+    aimed = member in d.targets or group_label in d.targets
+    said = any(w in d.text.lower() for w in _SAFETY_WORDS)
+    return (aimed and d.strategy == "safeguard") or (said and (aimed or member in d.text))
+
+
+def make_end_check_node(case: Case, config: SessionConfig) -> Callable[[SessionState], dict]:
+    at_risk_by_flag = {f.member for f in case.risk_flags if f.kind in SELF_RISK_KINDS and f.member}
+
+    def end_check(state: SessionState) -> dict:
+        turns = state["turns"]
+        events = {(e.member, e.signalled_at): e for e in state["safety"]}
+        open_members = {e.member for e in events.values() if not e.addressed}
+        last_member = next((t for t in reversed(turns) if t.kind == "member"), None)
+        new: list[SafetyEvent] = []
+        if last_member is not None:
+            signals: list[tuple[str, str]] = []
+            if last_member.tracker:
+                signals += [(m, "tracker") for m in last_member.tracker.at_risk]
+            if (last_member.speaker in at_risk_by_flag and last_member.inner
+                    and last_member.inner.intensity >= SELF_RISK_INTENSITY):
+                signals.append((last_member.speaker, "self_report"))
+            for member, source in signals:
+                if member not in open_members and member in case.member_names:
+                    new.append(SafetyEvent(member=member, signalled_at=last_member.index, source=source, addressed=False))
+                    open_members.add(member)
+        stop = False
+        for e in [*events.values(), *new]:
+            if e.addressed:
+                continue
+            later = [t for t in turns if t.index > e.signalled_at and t.kind == "supporter"]
+            hit = next((t for t in later if _addresses(t, e.member, case.group_label)), None)
+            decisions_since = [d for d in state["decisions"] if d.after_turn >= e.signalled_at]
+            if hit is not None:
+                new.append(e.model_copy(update={"addressed": True, "addressed_at": hit.index}))
+            elif len(decisions_since) >= SAFETY_GRACE:
+                new.append(e.model_copy(update={"note": f"unaddressed after {len(decisions_since)} supporter decisions"}))
+                stop = True
+        member_turns = sum(t.kind == "member" for t in turns)
+        last = turns[-1] if turns else None
+        if stop:
+            reason: EndReason | None = EndReason.SAFETY_STOP
+        elif last is not None and last.kind == "supporter" and last.decision and last.decision.close_session:
+            reason = EndReason.SUPPORTER_CLOSED
+        elif member_turns >= config.max_turns:
+            reason = EndReason.TURN_LIMIT
+        else:
+            reason = None
+        return {"safety": new, "end_reason": reason}
+
+    return end_check
+
+
+# -- routers -----------------------------------------------------------------------------------------------------
+
+
+def after_member(state: SessionState) -> Literal["track", "__end__"]:
+    return "__end__" if state.get("failure") else "track"
+
+
+def after_track(state: SessionState) -> Literal["gate", "end_check", "__end__"]:
+    if state.get("failure"):
+        return "__end__"
+    return "gate" if state["turns"][-1].kind == "member" else "end_check"
+
+
+def after_gate(state: SessionState) -> Literal["supporter", "end_check", "__end__"]:
+    if state.get("failure"):
+        return "__end__"
+    return "supporter" if state["decisions"][-1].speak else "end_check"
+
+
+def after_end_check(state: SessionState) -> Literal["floor", "__end__"]:
+    return "__end__" if state.get("end_reason") else "floor"
+
+
+def build_graph(case: Case, client: ModelClient, supporter: Supporter, config: SessionConfig, checkpointer: Any = None):
+    """Compile the session graph for one case and supporter."""
+    from langgraph.graph import END, START, StateGraph
+
+    g = StateGraph(SessionState)
+    g.add_node("floor", make_floor_node(case, config))
+    g.add_node("member", make_member_node(client, case, config))
+    g.add_node("track", make_track_node(client, case, config))
+    g.add_node("gate", make_gate_node(case, supporter, config))
+    g.add_node("supporter", make_supporter_node(case))
+    g.add_node("end_check", make_end_check_node(case, config))
+    g.add_edge(START, "floor")
+    g.add_edge("floor", "member")
+    g.add_conditional_edges("member", after_member)
+    g.add_conditional_edges("track", after_track)
+    g.add_conditional_edges("gate", after_gate)
+    g.add_edge("supporter", "track")
+    g.add_conditional_edges("end_check", after_end_check)
+    del END
+    return g.compile(checkpointer=checkpointer)
+
+
+# -- running -----------------------------------------------------------------------------------------------------
+
+
+def to_record(
+    state: SessionState, *, session_id: str, case: Case, supporter: Supporter, models: dict[str, str],
+    config: SessionConfig, started_at: datetime, started: float, final: bool,
+) -> SessionRecord:
+    failure = state.get("failure")
+    end = state.get("end_reason")
+    if failure:
+        status = SessionStatus.FAILED
+    elif final and end is not None:
+        status = SessionStatus.COMPLETED
+    else:
+        status = SessionStatus.INCOMPLETE
+    return SessionRecord(
+        session_id=session_id, case=case, supporter=supporter.spec, models=models, seed=config.seed,
+        max_turns=config.max_turns, status=status, end_reason=end, failure=failure,
+        turns=state.get("turns", []), decisions=state.get("decisions", []), self_report=state.get("self_report", []),
+        observer=state.get("observer", []), safety=state.get("safety", []), started_at=started_at,
+        finished_at=datetime.now(timezone.utc) if final else None, wall_s=round(time.perf_counter() - started, 3),
+    )
+
+
+HumanInput = Callable[[dict[str, Any], SessionRecord], Awaitable[dict[str, Any]]]
+
+
+async def run_session(
+    case: Case,
+    supporter: Supporter,
+    client: ModelClient,
+    config: SessionConfig,
+    *,
+    session_id: str,
+    models: dict[str, str] | None = None,
+    on_update: Callable[[SessionRecord], None] | None = None,
+    human_input: HumanInput | None = None,
+) -> SessionRecord:
+    """Run one session to its end and return the record. `on_update` sees the record after every step.
+
+    Interruption (Ctrl-C, task cancellation) returns the record so far as `incomplete` / `interrupted`
+    after calling `on_update` with it, so callers can save it; then the interruption propagates.
+    """
+    from langgraph.types import Command
+
+    human = isinstance(supporter, HumanSupporter)
+    if human and human_input is None:
+        raise ValueError("a human supporter needs `human_input`")
+    checkpointer = None
+    if human:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        checkpointer = InMemorySaver()
+    graph = build_graph(case, client, supporter, config, checkpointer)
+    models = models or {}
+    started_at, started = datetime.now(timezone.utc), time.perf_counter()
+    run_config: dict[str, Any] = {"recursion_limit": config.max_turns * 12 + 50,
+                                  "configurable": {"thread_id": session_id}}
+    state: SessionState = initial_state(case)
+    pending: Any = state
+
+    def record(final: bool) -> SessionRecord:
+        return to_record(state, session_id=session_id, case=case, supporter=supporter, models=models, config=config,
+                         started_at=started_at, started=started, final=final)
+
+    try:
+        while True:
+            interrupt_payload = None
+            async for mode, chunk in graph.astream(pending, run_config, stream_mode=["values", "updates"]):
+                if mode == "values":
+                    state = chunk
+                    if on_update:
+                        on_update(record(final=False))
+                elif "__interrupt__" in chunk:
+                    interrupt_payload = chunk["__interrupt__"][0].value
+            if interrupt_payload is None:
+                break
+            answer = await human_input(interrupt_payload, record(final=False))  # type: ignore[misc]
+            pending = Command(resume=answer)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        state = {**state, "end_reason": EndReason.INTERRUPTED}
+        rec = record(final=False)
+        if on_update:
+            on_update(rec)
+        raise
+    rec = record(final=True)
+    if on_update:
+        on_update(rec)
+    return rec

@@ -1,0 +1,162 @@
+"""Run records: what a session leaves behind. Versioned pydantic models; judges, exports and reports read these."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from personas.case import Case
+from personas.graph import RelationSnapshot
+from personas.taxonomy import INTENSITY_MAX, INTENSITY_MIN, SCALE_MAX, SCALE_MIN, SUPPORTER_NAME, TargetKind
+from simulator.llm.types import CallRecord
+
+SCHEMA_VERSION = 1
+SUPPORTER = SUPPORTER_NAME  # the supporter's speaker name in transcripts, as in RESCUE data
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Feeling(_Record):
+    """How a member feels toward one other member right now."""
+
+    member: str = Field(description="The other member.")
+    warmth: float = Field(ge=SCALE_MIN, le=SCALE_MAX, description="0 cold ... 10 warm.")
+    tension: float = Field(ge=SCALE_MIN, le=SCALE_MAX, description="0 at ease ... 10 at war.")
+
+
+class InnerState(_Record):
+    """A member's private self-report after a turn (the insider view); never shown to the supporter."""
+
+    landed: str = Field(description="How what was just said landed, given their needs, fears and triggers.")
+    emotion: str = Field(description="Short emotion description.")
+    intensity: int = Field(ge=INTENSITY_MIN, le=INTENSITY_MAX)
+    felt_heard: int = Field(ge=0, le=10, description="How heard they feel by the supporter, 0-10.")
+    toward: list[Feeling] = Field(default_factory=list, description="Warmth/tension toward each other member.")
+    reason: str = Field(default="", description="One line: why the state moved (or did not).")
+
+
+class SupporterDecision(_Record):
+    """The supporter's choice after a member turn: speak or pass, to whom, with which strategy, saying what."""
+
+    after_turn: int = Field(description="Index of the turn this decision follows.")
+    speak: bool
+    targets: list[str] = Field(default_factory=list, description="Member names, or the group label (Couple/Family).")
+    target_kind: TargetKind | None = None
+    strategy: str | None = Field(default=None, description="Taxonomy label; None for free-text supporters.")
+    text: str = ""
+    close_session: bool = Field(default=False, description="The supporter ends the session with this turn.")
+    rationale: str = Field(default="", description="The supporter's own stated reason, when it gives one.")
+    call: CallRecord | None = None
+
+
+class ObservedViewpoint(_Record):
+    source: str
+    target: str
+    viewpoint: str
+    attitude: str
+    warmth: float = Field(ge=SCALE_MIN, le=SCALE_MAX)
+    tension: float = Field(ge=SCALE_MIN, le=SCALE_MAX)
+
+
+class ObservedEmotion(_Record):
+    person: str
+    emotion: str
+    intensity: int = Field(ge=INTENSITY_MIN, le=INTENSITY_MAX)
+
+
+class TrackerState(_Record):
+    """The observer's view from the transcript alone, in RESCUE terms (the outsider view)."""
+
+    pattern: str = Field(description="Dominant relation pattern label for the group.")
+    emotions: list[ObservedEmotion] = Field(default_factory=list)
+    viewpoints: list[ObservedViewpoint] = Field(default_factory=list)
+    at_risk: list[str] = Field(default_factory=list, description="Members showing signs of danger to self or others.")
+    call: CallRecord | None = None
+
+
+class Turn(_Record):
+    """One utterance in the room, with the private state and model calls behind it."""
+
+    index: int = Field(description="Explicit turn id, 1-based, in speaking order.")
+    speaker: str
+    kind: Literal["member", "supporter"]
+    addressees: list[str] = Field(default_factory=list)
+    text: str
+    inner: InnerState | None = Field(default=None, description="Member self-report after speaking.")
+    decision: SupporterDecision | None = Field(default=None, description="For supporter turns.")
+    tracker: TrackerState | None = Field(default=None, description="Observer state after this turn, if it ran.")
+    calls: list[CallRecord] = Field(default_factory=list, description="Model calls that produced this turn.")
+
+
+class EndReason(StrEnum):
+    TURN_LIMIT = "turn_limit"
+    SUPPORTER_CLOSED = "supporter_closed"
+    SAFETY_STOP = "safety_stop"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
+class SessionStatus(StrEnum):
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INCOMPLETE = "incomplete"
+
+
+class SafetyEvent(_Record):
+    """A member at risk, and whether the supporter addressed it in time. Recorded either way, never hidden."""
+
+    member: str
+    signalled_at: int = Field(description="Turn at which the risk showed.")
+    source: Literal["self_report", "tracker", "case_flag"]
+    addressed: bool
+    addressed_at: int | None = None
+    note: str = ""
+
+
+class SessionRecord(_Record):
+    """A whole session: the transcript, both views of the relations per turn, decisions, calls and outcome."""
+
+    schema_version: int = SCHEMA_VERSION
+    session_id: str
+    case: Case
+    supporter: str = Field(description="The supporter spec as given (model id, URL, module:function, baseline).")
+    models: dict[str, str] = Field(description="Role -> model id used.")
+    seed: int
+    max_turns: int = Field(description="Member-turn limit.")
+    status: SessionStatus = SessionStatus.INCOMPLETE
+    end_reason: EndReason | None = None
+    failure: str | None = Field(default=None, description="Why the session failed, when it did.")
+    turns: list[Turn] = Field(default_factory=list)
+    decisions: list[SupporterDecision] = Field(default_factory=list, description="Every gate decision, pass included.")
+    self_report: list[RelationSnapshot] = Field(default_factory=list, description="Insider view per turn.")
+    observer: list[RelationSnapshot] = Field(default_factory=list, description="Tracker view per turn.")
+    safety: list[SafetyEvent] = Field(default_factory=list)
+    started_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    finished_at: datetime | None = None
+    wall_s: float = 0.0
+
+    @property
+    def calls(self) -> list[CallRecord]:
+        out: list[CallRecord] = []
+        for t in self.turns:
+            out.extend(t.calls)
+            if t.tracker and t.tracker.call:
+                out.append(t.tracker.call)
+        out.extend(d.call for d in self.decisions if d.call and not d.speak)
+        return out
+
+    def totals(self) -> dict[str, float]:
+        calls = self.calls
+        return {
+            "calls": len(calls),
+            "prompt_tokens": sum(c.usage.prompt_tokens for c in calls),
+            "cached_prompt_tokens": sum(c.usage.cached_prompt_tokens for c in calls),
+            "completion_tokens": sum(c.usage.completion_tokens for c in calls),
+            "cost_usd": sum(c.cost_usd or 0.0 for c in calls),
+            "model_seconds": round(sum(c.latency_s for c in calls), 3),
+        }

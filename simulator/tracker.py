@@ -1,0 +1,76 @@
+"""The observer: codes the session in RESCUE terms from the transcript alone (no access to inner states)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from personas.case import Case
+from personas.prompts import render_prompt
+from personas.taxonomy import patterns_for
+from simulator.llm.types import ModelClient, Prompt
+from simulator.records import ObservedEmotion, ObservedViewpoint, TrackerState, Turn
+from simulator.transcript import shared_context
+
+PROMPTS = Path(__file__).parent / "prompts"
+MAX_VIEWPOINTS = 4
+
+
+def tracker_schema(case: Case) -> type[BaseModel]:
+    names = tuple(case.member_names)
+    Name = Literal[names]  # type: ignore[valid-type]
+    emotion = create_model(
+        "EmotionReply", person=(Name, ...), emotion=(str, Field(max_length=80)), intensity=(int, Field(ge=0, le=10))
+    )
+    viewpoint = create_model(
+        "ViewpointReply",
+        source=(Name, ...),
+        target=(Name, ...),
+        viewpoint=(str, Field(max_length=160)),
+        attitude=(str, Field(max_length=80)),
+        warmth=(int, Field(ge=0, le=10)),
+        tension=(int, Field(ge=0, le=10)),
+    )
+    return create_model(
+        "TrackerReply",
+        pattern=(Literal[tuple(patterns_for(case.group))], ...),  # type: ignore[valid-type]
+        emotions=(list[emotion], Field(max_length=len(names))),  # type: ignore[valid-type]
+        viewpoints=(list[viewpoint], Field(max_length=MAX_VIEWPOINTS)),  # type: ignore[valid-type]
+        at_risk=(list[Name], Field(default_factory=list, max_length=len(names))),  # type: ignore[valid-type]
+    )
+
+
+async def observe(client: ModelClient, case: Case, turns: Sequence[Turn], *, seed: int, window: int) -> TrackerState:
+    """One tracker call over the transcript so far."""
+    patterns = "\n".join(f"  {k}: {v}" for k, v in patterns_for(case.group).items())
+    completion = await client.complete(
+        Prompt(
+            context=shared_context(case, turns, window),
+            instructions=render_prompt(
+                "tracker", PROMPTS, patterns=patterns, names=", ".join(case.member_names), max_viewpoints=MAX_VIEWPOINTS
+            ),
+        ),
+        role="tracker",
+        schema=tracker_schema(case),
+        max_tokens=420,
+        temperature=0.2,
+        seed=seed,
+    )
+    r = completion.parsed
+    return TrackerState(
+        pattern=r.pattern,
+        emotions=[ObservedEmotion(person=e.person, emotion=e.emotion, intensity=e.intensity) for e in r.emotions],
+        viewpoints=[
+            ObservedViewpoint(
+                source=v.source, target=v.target, viewpoint=v.viewpoint, attitude=v.attitude, warmth=v.warmth,
+                tension=v.tension,
+            )
+            for v in r.viewpoints
+            if v.source != v.target
+        ],
+        at_risk=list(dict.fromkeys(r.at_risk)),
+        call=completion.call,
+    )
