@@ -231,6 +231,7 @@ def _addresses(turn: Turn, member: str, group_label: str) -> bool:
 
 def make_end_check_node(case: Case, config: SessionConfig) -> Callable[[SessionState], dict]:
     at_risk_by_flag = {f.member for f in case.risk_flags if f.kind in SELF_RISK_KINDS and f.member}
+    flagged = {f.member for f in case.risk_flags if f.member}
 
     def end_check(state: SessionState) -> dict:
         turns = state["turns"]
@@ -258,9 +259,13 @@ def make_end_check_node(case: Case, config: SessionConfig) -> Callable[[SessionS
             decisions_since = [d for d in state["decisions"] if d.after_turn >= e.signalled_at]
             if hit is not None:
                 new.append(e.model_copy(update={"addressed": True, "addressed_at": hit.index}))
-            elif len(decisions_since) >= SAFETY_GRACE:
-                new.append(e.model_copy(update={"note": f"unaddressed after {len(decisions_since)} supporter decisions"}))
-                stop = True
+            elif len(decisions_since) >= SAFETY_GRACE and not e.note:
+                # A tracker-only signal about a member the card does not flag is recorded but does not stop the
+                # session: small trackers over-report risk, and a false stop would hide the rest of the session.
+                corroborated = e.member in flagged or e.source != "tracker"
+                note = f"unaddressed after {len(decisions_since)} supporter decisions"
+                new.append(e.model_copy(update={"note": note if corroborated else note + " (tracker-only signal)"}))
+                stop = stop or corroborated
         member_turns = sum(t.kind == "member" for t in turns)
         last = turns[-1] if turns else None
         if stop:

@@ -50,8 +50,11 @@ def speaker_weights(case: Case, turns: Sequence[Turn], state: RelationSnapshot |
     out_tension: dict[str, float] = {m.name: 0.0 for m in case.members}
     if state is not None:
         intensity.update({s.name: s.intensity for s in state.members})
-        for e in state.edges:
-            out_tension[e.source] = max(out_tension[e.source], e.tension)
+        edges = [(e.source, e.tension) for e in state.edges]
+    else:
+        edges = [(v.source, v.tension) for v in case.viewpoints]
+    for source, tension in edges:
+        out_tension[source] = max(out_tension[source], tension)
     member_turns = [t for t in turns if t.kind == "member"]
     last_member = member_turns[-1].speaker if member_turns else None
     weights: dict[str, float] = {}

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, create_model
 
 from personas.case import Case, Member
 from personas.prompts import render_prompt
+from simulator.llm.structured import soft_max_length as _soft_max
 from simulator.llm.types import ModelClient, ModelError, Prompt
 from simulator.records import Feeling, InnerState, Turn
 from simulator.transcript import last_line, shared_context
@@ -32,12 +33,12 @@ def state_schema(case: Case, speaker: str) -> type[BaseModel]:
     )
     return create_model(
         "MemberStateReply",
-        landed=(str, Field(max_length=300)),
-        emotion=(str, Field(max_length=80)),
+        landed=(str, _soft_max(60)),
+        emotion=(str, _soft_max(40)),
         intensity=(int, Field(ge=0, le=10)),
         felt_heard=(int, Field(ge=0, le=10)),
         toward=(list[feeling], Field(min_length=len(others), max_length=len(others))),  # type: ignore[valid-type]
-        reason=(str, Field(max_length=300)),
+        reason=(str, _soft_max(60)),
     )
 
 
@@ -166,14 +167,14 @@ async def member_turn(
                 name=speaker,
                 emotion=inner.emotion,
                 intensity=inner.intensity,
-                landed_lower=(inner.landed[:1].lower() + inner.landed[1:]) if inner.landed else "",
+                landed=inner.landed or "-",
                 addressee=to,
             ),
             prefill=f'{speaker} (to {to}): "',
             stop=('"', "\n"),
         ),
         role="member",
-        max_tokens=90,
+        max_tokens=72,
         temperature=0.8,
         seed=seed + 1,
     )

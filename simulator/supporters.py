@@ -23,6 +23,7 @@ from personas.errors import UserError
 from personas.graph import RelationSnapshot
 from personas.prompts import render_prompt
 from personas.taxonomy import SUPPORTER_NAME, strategies_for, target_kind
+from simulator.llm.structured import soft_max_length as _soft_max
 from simulator.llm.types import ModelClient, Prompt
 from simulator.records import SupporterDecision, Turn
 from simulator.transcript import last_line, shared_context
@@ -64,6 +65,18 @@ class Supporter(Protocol):
     structured: bool  # True when the supporter labels its own strategy
 
     async def decide(self, view: SessionView) -> SupporterDecision: ...
+
+
+_SPEAKER_PREFIX = re.compile(rf"^\s*(?:{SUPPORTER_NAME}|Counsell?or|Supporter)\s*(?:\([^)]*\))?\s*:\s*", re.IGNORECASE)
+
+
+def clean_supporter_text(text: str) -> str:
+    """Strip a speaker tag and wrapping quotes that models like to add (`Therapist: 'Hi'` -> `Hi`)."""
+    text = _SPEAKER_PREFIX.sub("", text.strip())
+    for q in ('"', "'"):
+        if len(text) >= 2 and text[0] == q and text[-1] == q:
+            text = text[1:-1]
+    return " ".join(text.split())
 
 
 def _finish(view: SessionView, *, speak: bool, targets: list[str], strategy: str | None, text: str,
@@ -156,7 +169,7 @@ def decision_schema(case: Case) -> type[BaseModel]:
         speak=(bool, ...),
         targets=(list[Literal[targets]], Field(max_length=len(targets))),  # type: ignore[valid-type]
         strategy=(Literal[tuple(strategies_for(case.group))], ...),  # type: ignore[valid-type]
-        text=(str, Field(max_length=600)),
+        text=(str, _soft_max(240)),
         close_session=(bool, False),
     )
 
@@ -174,14 +187,12 @@ class ModelSupporter:
 
     async def decide(self, view: SessionView) -> SupporterDecision:
         case = view.case
-        strategies = "\n".join(f"  {k}: {v}" for k, v in strategies_for(case.group).items())
         completion = await self.client.complete(
             Prompt(
                 context=shared_context(case, view.public_turns(), self.window),
                 instructions=render_prompt(
                     "supporter", PROMPTS, supporter=SUPPORTER_NAME, group_kind="couples" if case.group == "couple" else "family",
                     last_line=last_line(view.turns), names=", ".join(case.member_names), group_label=case.group_label,
-                    strategies=strategies,
                 ),
             ),
             role="supporter",
@@ -192,7 +203,8 @@ class ModelSupporter:
             seed=self.seed + len(view.turns) * 31,
         )
         r = completion.parsed
-        if r.speak and not r.text.strip():
+        r.text = clean_supporter_text(r.text)
+        if r.speak and not r.text:
             return _finish(view, speak=False, targets=[], strategy=None, text="", rationale="chose to speak but said nothing",
                            call=completion.call)
         return _finish(view, speak=r.speak, targets=list(r.targets), strategy=r.strategy, text=r.text,
@@ -235,7 +247,7 @@ class FreeTextSupporter:
             temperature=0.5,
             seed=self.seed + len(view.turns) * 31,
         )
-        text = completion.text.strip().strip('"')
+        text = clean_supporter_text(completion.text)
         named = [n for n in case.member_names if re.search(rf"\b{re.escape(n)}\b", text)]
         return _finish(view, speak=bool(text), targets=named or [case.group_label], strategy=None, text=text,
                        call=completion.call)

@@ -11,33 +11,34 @@ from pydantic import BaseModel, Field, create_model
 from personas.case import Case
 from personas.prompts import render_prompt
 from personas.taxonomy import patterns_for
+from simulator.llm.structured import soft_max_length as _soft_max
 from simulator.llm.types import ModelClient, Prompt
 from simulator.records import ObservedEmotion, ObservedViewpoint, TrackerState, Turn
 from simulator.transcript import shared_context
 
 PROMPTS = Path(__file__).parent / "prompts"
-MAX_VIEWPOINTS = 4
+MAX_VIEWPOINTS = 3
 
 
 def tracker_schema(case: Case) -> type[BaseModel]:
     names = tuple(case.member_names)
     Name = Literal[names]  # type: ignore[valid-type]
     emotion = create_model(
-        "EmotionReply", person=(Name, ...), emotion=(str, Field(max_length=80)), intensity=(int, Field(ge=0, le=10))
+        "EmotionReply", person=(Name, ...), emotion=(str, _soft_max(48)), intensity=(int, Field(ge=0, le=10))
     )
     viewpoint = create_model(
         "ViewpointReply",
         source=(Name, ...),
         target=(Name, ...),
-        viewpoint=(str, Field(max_length=160)),
-        attitude=(str, Field(max_length=80)),
+        viewpoint=(str, _soft_max(100)),
+        attitude=(str, _soft_max(40)),
         warmth=(int, Field(ge=0, le=10)),
         tension=(int, Field(ge=0, le=10)),
     )
     return create_model(
         "TrackerReply",
         pattern=(Literal[tuple(patterns_for(case.group))], ...),  # type: ignore[valid-type]
-        emotions=(list[emotion], Field(max_length=len(names))),  # type: ignore[valid-type]
+        emotions=(list[emotion], Field(min_length=1, max_length=len(names))),  # type: ignore[valid-type]
         viewpoints=(list[viewpoint], Field(max_length=MAX_VIEWPOINTS)),  # type: ignore[valid-type]
         at_risk=(list[Name], Field(default_factory=list, max_length=len(names))),  # type: ignore[valid-type]
     )
@@ -45,17 +46,16 @@ def tracker_schema(case: Case) -> type[BaseModel]:
 
 async def observe(client: ModelClient, case: Case, turns: Sequence[Turn], *, seed: int, window: int) -> TrackerState:
     """One tracker call over the transcript so far."""
-    patterns = "\n".join(f"  {k}: {v}" for k, v in patterns_for(case.group).items())
     completion = await client.complete(
         Prompt(
             context=shared_context(case, turns, window),
             instructions=render_prompt(
-                "tracker", PROMPTS, patterns=patterns, names=", ".join(case.member_names), max_viewpoints=MAX_VIEWPOINTS
+                "tracker", PROMPTS, names=", ".join(case.member_names), max_viewpoints=MAX_VIEWPOINTS
             ),
         ),
         role="tracker",
         schema=tracker_schema(case),
-        max_tokens=420,
+        max_tokens=360,
         temperature=0.2,
         seed=seed,
     )

@@ -6,13 +6,18 @@ from collections.abc import Sequence
 
 from personas.case import Case
 from personas.prompts import render_prompt
+from personas.taxonomy import patterns_for, strategies_for
 from simulator.records import SUPPORTER, Turn
 
 DEFAULT_WINDOW = 16  # turns of transcript shown to models; older turns are summarised by count
 
 
 def case_context(case: Case) -> str:
-    """What everyone in the room knows; identical for every role, so it heads every prompt (prefix cache)."""
+    """What everyone in the room knows, plus the RESCUE codebook for the supporter and the observer.
+
+    It is identical for every role, so it heads every prompt and is processed once per session (llama.cpp's
+    prefix cache, hosted providers' prompt caching); role-specific text comes after the transcript.
+    """
     people = ", ".join(f"{m.name} ({m.role}{f', {m.age}' if m.age is not None else ''})" for m in case.members)
     return render_prompt(
         "case_context",
@@ -21,7 +26,13 @@ def case_context(case: Case) -> str:
         people_line=people,
         supporter=SUPPORTER,
         problem=case.presenting_problem,
+        patterns=_codebook(patterns_for(case.group)),
+        strategies=_codebook(strategies_for(case.group)),
     )
+
+
+def _codebook(labels: dict[str, str]) -> str:
+    return "\n".join(f"- {k}: {v}" for k, v in labels.items())
 
 
 def turn_line(turn: Turn) -> str:
@@ -30,8 +41,14 @@ def turn_line(turn: Turn) -> str:
 
 
 def render_transcript(turns: Sequence[Turn], window: int = DEFAULT_WINDOW) -> str:
-    """The last `window` turns as script lines."""
-    shown = list(turns)[-window:] if window else list(turns)
+    """The most recent turns as script lines: between window/2 and window of them.
+
+    The window slides in steps of half its size, so the first shown line (and with it the cached prompt
+    prefix) stays put for several turns instead of changing on every turn.
+    """
+    step = max(1, window // 2)
+    start = 0 if not window or len(turns) <= window else ((len(turns) - window) // step + 1) * step
+    shown = list(turns)[start:]
     lines = []
     if len(turns) > len(shown):
         lines.append(f"[{len(turns) - len(shown)} earlier turns not shown]")

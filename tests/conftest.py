@@ -18,3 +18,38 @@ def rescue_dir() -> Path:
     if not RESCUE_DIR.is_dir():
         pytest.skip(f"RESCUE reference data not found at {RESCUE_DIR}")
     return RESCUE_DIR
+
+
+# ---- benchmark (judges.bench) -----------------------------------------------------------------------------------
+
+
+def _fill_from_schema(node: dict, defs: dict) -> object:
+    if "$ref" in node:
+        return _fill_from_schema(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+    if "const" in node:
+        return node["const"]
+    if "enum" in node:
+        return node["enum"][0]
+    kind = node.get("type")
+    if kind == "object":
+        return {k: _fill_from_schema(v, defs) for k, v in node["properties"].items()}
+    if kind == "array":
+        item = node["items"]
+        item = defs[item["$ref"].rsplit("/", 1)[-1]] if "$ref" in item else item
+        if "id" in item.get("properties", {}):  # a batch: one answer per asked id
+            return [{**_fill_from_schema(item, defs), "id": i} for i in item["properties"]["id"]["enum"]]
+        if "enum" in item:
+            return item["enum"][: node.get("maxItems", 1)]
+        return [_fill_from_schema(item, defs)]
+    return {"string": "feels tense", "integer": 5, "number": 0.5}.get(kind)
+
+
+@pytest.fixture
+def bench_reply():
+    """A FakeModelClient `default`: a valid reply to any bench or judge schema (first allowed labels)."""
+
+    def reply(call) -> object:
+        schema = call.schema.model_json_schema()
+        return _fill_from_schema(schema, schema.get("$defs", {}))
+
+    return reply

@@ -25,6 +25,20 @@ def _register() -> None:
     from simulator.cli import personas_cmd
 
     app.add_typer(personas_cmd.app, name="personas", help="Case cards: list, show, validate, graph, import RESCUE data.")
+    from simulator.cli import bench_cmd
+
+    app.command("bench")(bench_cmd.bench)
+    from simulator.cli import judge_cmd, judge_validate_cmd, leaderboard_cmd
+
+    app.command("judge")(judge_cmd.judge)
+    app.command("leaderboard")(leaderboard_cmd.leaderboard)
+    app.command("judge-validate")(judge_validate_cmd.judge_validate)
+    from simulator.cli import models_cmd, play_cmd, run_cmd, show_cmd
+
+    app.command("run")(run_cmd.run)
+    app.command("play")(play_cmd.play)
+    app.command("show")(show_cmd.show)
+    app.command("models")(models_cmd.models)
     _registered = True
 
 

@@ -199,7 +199,7 @@ class LiteLLMClient:
             attempt += 1
             try:
                 async with self._semaphore(model):
-                    response = await asyncio.wait_for(lib.acompletion(**kwargs), timeout=self.settings.timeout_s + 5)
+                    response = await asyncio.wait_for(lib.acompletion(**kwargs), timeout=self.settings.timeout_s * 1.05 + 0.5)
                 break
             except asyncio.TimeoutError:
                 reason = f"timed out after {self.settings.timeout_s:.0f}s"

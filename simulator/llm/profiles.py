@@ -24,7 +24,7 @@ class PromptProfile:
 
     name: str
     supports_prefill: bool
-    json_in_prompt: bool  # also describe the JSON schema in the prompt text
+    json_in_prompt: bool  # describe the full JSON schema in the prompt (else only its keys: a grammar constrains it)
 
     def render(self, prompt: Prompt, schema: dict[str, Any] | None) -> list[dict[str, str]]:
         body = f"<data>\n{prompt.context.strip()}\n</data>\n\n{prompt.instructions.strip()}"
@@ -32,6 +32,8 @@ class PromptProfile:
             body += "\n\nAnswer with one JSON object matching this JSON schema, nothing else:\n" + json.dumps(
                 compact_schema(schema), separators=(",", ":")
             )
+        elif schema is not None:  # the grammar enforces the shape; a short reminder of the keys is enough
+            body += "\n\nAnswer with one JSON object with the keys: " + ", ".join(schema.get("properties", {})) + "."
         messages = [{"role": "system", "content": SYSTEM_PREAMBLE}, {"role": "user", "content": body}]
         if prompt.prefill:
             if self.supports_prefill and schema is None:
@@ -42,7 +44,7 @@ class PromptProfile:
 
 
 CHAT = PromptProfile(name="chat", supports_prefill=False, json_in_prompt=True)
-SCRIPT = PromptProfile(name="script", supports_prefill=True, json_in_prompt=True)
+SCRIPT = PromptProfile(name="script", supports_prefill=True, json_in_prompt=False)
 
 
 def profile_for(model: str) -> PromptProfile:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -57,3 +57,11 @@ def parse_structured(text: str, schema: type[T]) -> T:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(root)"
         raise ParseError(f"invalid {schema.__name__}: {where}: {first['msg']}") from None
+
+
+def soft_max_length(n: int) -> Any:
+    """A string length limit for the schema sent to the model (grammar-enforced on local models) that is not
+    validated: a hosted model that writes a little more is not a failure."""
+    from pydantic import Field
+
+    return Field(json_schema_extra={"maxLength": n})

@@ -1,0 +1,257 @@
+"""LLM judges: decorated factories that take their settings and return an async judge.
+
+    @judge()
+    def rubric_judge(rubric, *, per_intervention=False):
+        async def score(record, client, model) -> JudgeVerdict: ...
+        return score
+
+`judge_session` runs a panel of judge models over one finished session and returns a `SessionJudgment`
+(scores, panel aggregates, agreement, simulator-failure flag, trajectory metrics). Model failures are recorded
+with their reason, never turned into scores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from judges._panel import aggregate_scores, panel_agreement, simulator_check
+from judges._records import DimensionScore, JudgeFailure, JudgeVerdict, JudgmentStatus, SessionJudgment
+from judges._render import (
+    EVIDENCE_RULE,
+    PROMPTS,
+    group_kind,
+    group_plural,
+    intervention_line,
+    judge_context,
+    rubric_text,
+    strategies_text,
+    strategy_rules,
+)
+from judges._rubric import Rubric, load_rubric
+from judges._schema import SchemaBuilder, entry_count, max_tokens_for, read_entries
+from judges._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
+from personas.prompts import render_prompt
+from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt
+from simulator.records import SUPPORTER, SessionRecord, SessionStatus, Turn
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_REGISTRY: dict[str, Callable[..., Any]] = {}
+
+
+def judge(name: str | None = None) -> Callable[[F], F]:
+    """Register a judge factory under `name` (default: its function name); the factory returns an async judge."""
+
+    def decorate(factory: F) -> F:
+        key = name or factory.__name__
+
+        @functools.wraps(factory)
+        def build(*args: Any, **kwargs: Any) -> Any:
+            fn = factory(*args, **kwargs)
+            fn.judge_name = key  # type: ignore[attr-defined]
+            return fn
+
+        _REGISTRY[key] = build
+        return build  # type: ignore[return-value]
+
+    return decorate
+
+
+def registered_judges() -> dict[str, Callable[..., Any]]:
+    """Judge factories by name."""
+    return dict(_REGISTRY)
+
+
+class SessionJudge(Protocol):
+    """A judge of whole sessions: one model's verdict on one record."""
+
+    async def __call__(self, record: SessionRecord, client: ModelClient, model: str) -> JudgeVerdict: ...
+
+
+@dataclass
+class _Call:
+    unit: str
+    instructions: str
+    schema: Any
+    max_tokens: int
+    read: Callable[[dict[str, Any]], list[DimensionScore]]
+
+
+def interventions_of(record: SessionRecord) -> list[Turn]:
+    """Supporter turns that spoke: the interventions (passes are decisions, not turns)."""
+    return [t for t in record.turns if t.kind == "supporter"]
+
+
+def _layout(record: SessionRecord, interventions: list[Turn], rubric: Rubric, session: bool) -> str:
+    entry = "{" + ", ".join(f'"{d.id}": {{...}}' for d in rubric.at("intervention")) + "}"
+    parts = []
+    if interventions and rubric.at("intervention"):
+        parts.append('"interventions": {' + ", ".join(f'"t{t.index}": {entry}' for t in interventions) + "}")
+    if session and rubric.at("session"):
+        parts.append('"session": {' + ", ".join(f'"{d.id}": {{...}}' for d in rubric.at("session")) + "}")
+    if session and rubric.at("member"):
+        m = "{" + ", ".join(f'"{d.id}": {{...}}' for d in rubric.at("member")) + "}"
+        parts.append('"members": {' + ", ".join(f'"{n}": {m}' for n in record.case.member_names) + "}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool) -> list[_Call]:
+    """The calls that judge one session: one for everything, or one per intervention plus one for the rest."""
+    schemas = SchemaBuilder(record, rubric)
+    interventions = interventions_of(record)
+    members = record.case.member_names
+    group = record.case.group
+    shared = {
+        "group_kind": group_kind(group), "group_plural": group_plural(group), "supporter": SUPPORTER, "strategies": strategies_text(group),
+        "strategy_rules": strategy_rules(group), "evidence_rule": EVIDENCE_RULE,
+    }
+    by_turn = {t.index: t for t in interventions}
+
+    def read_all(data: dict[str, Any], session: bool) -> list[DimensionScore]:
+        out: list[DimensionScore] = []
+        for key, entries in (data.get("interventions") or {}).items():
+            turn = by_turn[int(key[1:])]
+            out += read_entries(entries, rubric.at("intervention"), item=key, level="intervention", record=record,
+                                turn=turn)
+        if session and "session" in data:
+            out += read_entries(data["session"], rubric.at("session"), item="session", level="session", record=record)
+        for name, entries in (data.get("members") or {}).items() if session else ():
+            out += read_entries(entries, rubric.at("member"), item=f"member:{name}", level="member", record=record,
+                                member=name)
+        return out
+
+    calls: list[_Call] = []
+    has_rest = bool(rubric.at("session") or rubric.at("member"))
+    if not per_intervention:
+        judged = interventions if rubric.at("intervention") else []
+        if judged or has_rest:
+            levels = ("intervention", "session", "member")
+            calls.append(_Call(
+                unit="session",
+                instructions=render_prompt(
+                    "judge_session", PROMPTS, **shared,
+                    interventions="\n".join(f"- {intervention_line(t)}" for t in judged) or "(none: the counsellor never spoke)",
+                    rubric=rubric_text(rubric, members, levels), layout=_layout(record, judged, rubric, True),
+                ),
+                schema=schemas.reply(judged, session=True),
+                max_tokens=max_tokens_for(entry_count(rubric, len(judged), len(members), session=True)),
+                read=lambda data: read_all(data, True),
+            ))
+        return calls
+    if rubric.at("intervention"):
+        for t in interventions:
+            calls.append(_Call(
+                unit=f"t{t.index}",
+                instructions=render_prompt(
+                    "judge_intervention", PROMPTS, **shared, intervention=intervention_line(t),
+                    rubric=rubric_text(rubric, members, ("intervention",)),
+                    layout="{" + ", ".join(f'"{d.id}": {{...}}' for d in rubric.at("intervention")) + "}",
+                ),
+                schema=schemas.intervention(t),
+                max_tokens=max_tokens_for(len(rubric.at("intervention"))),
+                read=lambda data, t=t: read_entries(data, rubric.at("intervention"), item=f"t{t.index}",
+                                                    level="intervention", record=record, turn=t),
+            ))
+    if has_rest:
+        calls.append(_Call(
+            unit="session+members",
+            instructions=render_prompt(
+                "judge_session", PROMPTS, **shared,
+                interventions="\n".join(f"- {intervention_line(t)}" for t in interventions)
+                + "\n(rated separately; here rate only the whole session and each member)" if interventions
+                else "(none: the counsellor never spoke)",
+                rubric=rubric_text(rubric, members, ("session", "member")), layout=_layout(record, [], rubric, True),
+            ),
+            schema=schemas.reply([], session=True),
+            max_tokens=max_tokens_for(entry_count(rubric, 0, len(members), session=True)),
+            read=lambda data: read_all(data, True),
+        ))
+    return calls
+
+
+@judge()
+def rubric_judge(rubric: Rubric, *, per_intervention: bool = False, temperature: float = 0.0) -> SessionJudge:
+    """Score a session on every active rubric dimension: one call per session, or one per intervention."""
+
+    async def score(record: SessionRecord, client: ModelClient, model: str) -> JudgeVerdict:
+        context = judge_context(record)
+        plan = _plan(record, rubric, per_intervention)
+
+        async def run(call: _Call) -> tuple[list[DimensionScore], CallRecord | None, JudgeFailure | None]:
+            try:
+                completion = await client.complete(
+                    Prompt(context=context, instructions=call.instructions), role="judge", model=model,
+                    schema=call.schema, max_tokens=call.max_tokens, temperature=temperature, seed=record.seed,
+                )
+            except ModelError as err:
+                return [], None, JudgeFailure(unit=call.unit, reason=err.reason)
+            return call.read(completion.parsed.model_dump(by_alias=True)), completion.call, None
+
+        results = await asyncio.gather(*(run(c) for c in plan))
+        failures = [f for _, _, f in results if f is not None]
+        if not plan:
+            status = JudgmentStatus.OK
+        elif len(failures) == len(plan):
+            status = JudgmentStatus.FAILED
+        else:
+            status = JudgmentStatus.PARTIAL if failures else JudgmentStatus.OK
+        return JudgeVerdict(
+            judge=model, status=status, scores=[s for scores, _, _ in results for s in scores], failures=failures,
+            calls=[c for _, c, _ in results if c is not None],
+        )
+
+    return score
+
+
+def _overall(verdicts: Sequence[JudgeVerdict]) -> JudgmentStatus:
+    states = {v.status for v in verdicts}
+    if states == {JudgmentStatus.OK}:
+        return JudgmentStatus.OK
+    if states == {JudgmentStatus.FAILED}:
+        return JudgmentStatus.FAILED
+    return JudgmentStatus.PARTIAL
+
+
+async def judge_session(
+    record: SessionRecord,
+    client: ModelClient,
+    judges: Sequence[str],
+    rubric: Rubric | None = None,
+    per_intervention: bool = False,
+    *,
+    gamma: float = DEFAULT_GAMMA,
+    lam: float = DEFAULT_LAMBDA,
+) -> SessionJudgment:
+    """Judge one completed session with a panel of judge models (model ids); the built-in rubric by default.
+
+    Each judge scores independently (concurrently; the client limits concurrency per provider). Judges that fail
+    are recorded with their reason and left out of the aggregates. A simulator dimension at or below its
+    `fail_at` (persona fidelity) flags the session `simulator_failure`. Raises ValueError for a session that is
+    not completed or an empty panel.
+    """
+    if record.status != SessionStatus.COMPLETED:
+        raise ValueError(f"session {record.session_id} is {record.status.value}; only completed sessions are judged")
+    panel = list(dict.fromkeys(j for j in judges if j))
+    if not panel:
+        raise ValueError("judge_session needs at least one judge model")
+    rubric = rubric or load_rubric()
+    used = rubric.model_copy(update={"dimensions": rubric.active})
+    scorer = rubric_judge(used, per_intervention=per_intervention)
+    verdicts: list[JudgeVerdict] = list(await asyncio.gather(*(scorer(record, client, m) for m in panel)))
+    valid = [v for v in verdicts if v.status != JudgmentStatus.FAILED]
+    aggregates = aggregate_scores(valid, used)
+    reason = simulator_check(aggregates, used)
+    return SessionJudgment(
+        session_id=record.session_id, case_id=record.case.id, group=record.case.group, supporter=record.supporter,
+        rubric=used, rubric_digest=used.digest, mode="per_intervention" if per_intervention else "session",
+        judges=panel, status=_overall(verdicts), interventions=[t.index for t in interventions_of(record)],
+        verdicts=verdicts, aggregates=aggregates, agreement=panel_agreement(valid, used),
+        flagged=[f"{a.item}/{a.dimension}" for a in aggregates if a.disagreement],
+        simulator_failure=reason is not None, simulator_failure_reason=reason,
+        trajectory=trajectory_metrics(record, gamma=gamma, lam=lam),
+    )
+

@@ -1,0 +1,237 @@
+"""Leaderboards: one row per supporter across run folders, from saved sessions and judgments (no model calls).
+
+Unit of analysis is the session: each judged session gives one value per dimension (the mean over its items of
+the panel's mean score, or a rate for labels), and the row reports the mean over sessions with a percentile
+bootstrap 95% CI. Sessions flagged `simulator_failure` are counted and left out; failed sessions and failed
+judgments are counted separately.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from judges._agreement import krippendorff_alpha
+from judges._records import JudgmentStatus, SessionJudgment
+from judges._rubric import Dimension, Level
+from judges._stats import DEFAULT_SEED, MeanCI, mean_ci
+from judges._store import read_judgment
+from judges._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
+from simulator.records import SessionStatus
+from simulator.runner.folder import RunFolder, RunFolderError
+
+LEADERBOARD_SCHEMA_VERSION = 1
+RANK_BY = "overall_quality"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DimensionSummary(_Record):
+    """One dimension for one supporter: mean over sessions with its bootstrap CI."""
+
+    dimension: str = Field(description="Rubric dimension id.")
+    level: Level = Field(description="Dimension level.")
+    measure: Literal["mean", "rate"] = Field(
+        description="`mean`: mean score; `rate`: share of items with a non-neutral label, or, for the strategy "
+        "label, share where the panel's label equals the supporter's stated one."
+    )
+    value: MeanCI = Field(description="Mean over sessions with its bootstrap CI.")
+
+
+class SupporterRow(_Record):
+    """Everything the leaderboard says about one supporter."""
+
+    supporter: str = Field(description="Supporter spec as recorded in the sessions.")
+    runs: list[str] = Field(description="Run folders holding this supporter's sessions.")
+    sessions: int = Field(description="Session files found.")
+    completed: int = Field(description="Sessions that ran to their end.")
+    failed_sessions: int = Field(description="Simulation failed (status failed, or the file is unreadable).")
+    incomplete_sessions: int = Field(description="Interrupted before the end.")
+    unjudged: int = Field(description="Completed sessions without a judgment file.")
+    failed_judgments: int = Field(description="Judge verdicts (session x judge) that failed or were partial.")
+    simulator_failures: int = Field(description="Sessions flagged simulator_failure: excluded from every aggregate.")
+    scored: int = Field(description="Judged sessions entering the dimension aggregates.")
+    dimensions: list[DimensionSummary] = Field(default_factory=list, description="In the leaderboard's column order.")
+    alpha: float | None = Field(
+        default=None, description="Krippendorff's alpha (interval) pooled over all supporter scale items; None with one judge."
+    )
+    alpha_by_dimension: dict[str, float | None] = Field(
+        default_factory=dict, description="Krippendorff's alpha per scale dimension, pooled over sessions."
+    )
+    delta_tension: MeanCI = Field(description="Self-report view: mean over pairs of final - initial tension.")
+    delta_tension_observer: MeanCI = Field(description="Observer view: mean over pairs of final - initial tension.")
+    group_objective: MeanCI = Field(description="Self-report view group objective (see judges.group_objective).")
+
+    def dimension(self, dim_id: str) -> DimensionSummary | None:
+        return next((d for d in self.dimensions if d.dimension == dim_id), None)
+
+
+class Leaderboard(_Record):
+    """Supporters ranked by `rank_by` (mean, highest first), or by name when that dimension is absent."""
+
+    schema_version: int = Field(default=LEADERBOARD_SCHEMA_VERSION, description="Version of this record's layout.")
+    runs: list[str] = Field(description="Run folders read, as given.")
+    dimensions: list[str] = Field(description="Dimension ids in column order.")
+    rank_by: str | None = Field(description="Dimension the rows are ranked by; None: by supporter name.")
+    confidence: float = Field(description="Coverage of the bootstrap intervals.")
+    seed: int = Field(description="Bootstrap seed.")
+    gamma: float = Field(description="Group-objective discount.")
+    lam: float = Field(description="Group-objective distress weight.")
+    rows: list[SupporterRow] = Field(description="One per supporter, ranked.")
+
+
+def session_values(judgment: SessionJudgment) -> dict[str, tuple[Dimension, float]]:
+    """One value per supporter-facing dimension for one session (see `DimensionSummary.measure`)."""
+    out: dict[str, tuple[Dimension, float]] = {}
+    for dim in judgment.rubric.active:
+        if dim.about != "supporter":
+            continue
+        aggs = [a for a in judgment.aggregates if a.dimension == dim.id]
+        if dim.kind == "scale":
+            vals = [a.mean for a in aggs if a.mean is not None]
+        elif dim.kind == "taxonomy_strategy":
+            vals = [1.0 if a.agrees_with_supporter else 0.0 for a in aggs if a.agrees_with_supporter is not None]
+        elif dim.neutral is not None:
+            vals = [0.0 if a.majority == dim.neutral else 1.0 for a in aggs if a.majority is not None]
+        else:
+            vals = []
+        if vals:
+            out[dim.id] = (dim, sum(vals) / len(vals))
+    return out
+
+
+class _Acc:
+    def __init__(self, supporter: str):
+        self.supporter = supporter
+        self.runs: list[str] = []
+        self.counts = {"sessions": 0, "completed": 0, "failed": 0, "incomplete": 0, "unjudged": 0,
+                       "failed_judgments": 0, "simulator": 0, "scored": 0}
+        self.values: dict[str, list[float]] = {}
+        self.dims: dict[str, Dimension] = {}
+        self.ratings: dict[str, dict[tuple[str, str], dict[str, int]]] = {}  # dim -> (session, item) -> judge -> score
+        self.judges: list[str] = []
+        self.delta_tension: list[float] = []
+        self.delta_tension_obs: list[float] = []
+        self.objective: list[float] = []
+
+
+def build_leaderboard(
+    run_dirs: Sequence[str | Path],
+    *,
+    confidence: float = 0.95,
+    seed: int = DEFAULT_SEED,
+    gamma: float = DEFAULT_GAMMA,
+    lam: float = DEFAULT_LAMBDA,
+) -> Leaderboard:
+    """Read every session and judgment in `run_dirs` and summarise them per supporter.
+
+    Raises RunFolderError (a UserError) for a folder that is not a run folder or holds an unreadable judgment.
+    """
+    if not run_dirs:
+        raise ValueError("build_leaderboard needs at least one run folder")
+    accs: dict[str, _Acc] = {}
+    order: list[str] = []
+    for run_dir in run_dirs:
+        folder = RunFolder(run_dir)
+        folder.read_manifest()
+        for sid in folder.session_ids():
+            try:
+                record = folder.load_session(sid)
+            except RunFolderError:
+                acc = accs.setdefault("(unreadable)", _Acc("(unreadable)"))
+                acc.counts["sessions"] += 1
+                acc.counts["failed"] += 1
+                continue
+            acc = accs.setdefault(record.supporter, _Acc(record.supporter))
+            if str(run_dir) not in acc.runs:
+                acc.runs.append(str(run_dir))
+            acc.counts["sessions"] += 1
+            if record.status == SessionStatus.FAILED:
+                acc.counts["failed"] += 1
+                continue
+            if record.status != SessionStatus.COMPLETED:
+                acc.counts["incomplete"] += 1
+                continue
+            acc.counts["completed"] += 1
+            judgment = read_judgment(folder, sid)
+            if judgment is not None:
+                acc.counts["failed_judgments"] += sum(v.status != JudgmentStatus.OK for v in judgment.verdicts)
+                if judgment.simulator_failure:
+                    acc.counts["simulator"] += 1
+                    continue
+            else:
+                acc.counts["unjudged"] += 1
+            traj = trajectory_metrics(record, gamma=gamma, lam=lam)
+            for target, value in ((acc.delta_tension, traj.self_report.delta_tension),
+                                  (acc.delta_tension_obs, traj.observer.delta_tension),
+                                  (acc.objective, traj.objective_self_report.value)):
+                if value is not None:
+                    target.append(value)
+            if judgment is None:
+                continue
+            values = session_values(judgment)
+            if values:
+                acc.counts["scored"] += 1
+            for dim_id, (dim, value) in values.items():
+                acc.dims.setdefault(dim_id, dim)
+                acc.values.setdefault(dim_id, []).append(value)
+                if dim_id not in order:
+                    order.append(dim_id)
+            for v in judgment.verdicts:
+                if v.status == JudgmentStatus.FAILED:
+                    continue
+                if v.judge not in acc.judges:
+                    acc.judges.append(v.judge)
+                for s in v.scores:
+                    dim = next((d for d in judgment.rubric.active if d.id == s.dimension), None)
+                    if dim is not None and dim.kind == "scale" and dim.about == "supporter" and s.score is not None:
+                        acc.ratings.setdefault(s.dimension, {}).setdefault((sid, s.item), {})[v.judge] = s.score
+    rows = [_row(acc, order, confidence, seed) for acc in accs.values()]
+    rank_by = RANK_BY if RANK_BY in order else None
+
+    def key(row: SupporterRow) -> tuple[int, float, str]:
+        d = row.dimension(rank_by) if rank_by else None
+        mean = d.value.mean if d is not None else None
+        return (mean is None, -(mean or 0.0), row.supporter)
+
+    rows.sort(key=key)
+    return Leaderboard(runs=[str(d) for d in run_dirs], dimensions=order, rank_by=rank_by, confidence=confidence,
+                       seed=seed, gamma=gamma, lam=lam, rows=rows)
+
+
+def _alpha(ratings: dict[tuple[str, str], dict[str, int]], judges: list[str]) -> float | None:
+    items = list(ratings)
+    return krippendorff_alpha([[ratings[i].get(j) for i in items] for j in judges], "interval")
+
+
+def _row(acc: _Acc, order: list[str], confidence: float, seed: int) -> SupporterRow:
+    c = acc.counts
+    dims = [
+        DimensionSummary(
+            dimension=d, level=acc.dims[d].level, measure="mean" if acc.dims[d].kind == "scale" else "rate",
+            value=mean_ci(acc.values[d], confidence=confidence, seed=seed),
+        )
+        for d in order
+        if d in acc.values
+    ]
+    pooled: dict[tuple[str, str], dict[str, int]] = {}
+    for dim_id, ratings in acc.ratings.items():
+        for (sid, item), by_judge in ratings.items():
+            pooled[(sid, f"{item}/{dim_id}")] = by_judge
+    several = len(acc.judges) >= 2
+    return SupporterRow(
+        supporter=acc.supporter, runs=acc.runs, sessions=c["sessions"], completed=c["completed"],
+        failed_sessions=c["failed"], incomplete_sessions=c["incomplete"], unjudged=c["unjudged"],
+        failed_judgments=c["failed_judgments"], simulator_failures=c["simulator"], scored=c["scored"],
+        dimensions=dims,
+        alpha=_alpha(pooled, acc.judges) if several else None,
+        alpha_by_dimension={d: _alpha(r, acc.judges) for d, r in acc.ratings.items()} if several else {},
+        delta_tension=mean_ci(acc.delta_tension, confidence=confidence, seed=seed),
+        delta_tension_observer=mean_ci(acc.delta_tension_obs, confidence=confidence, seed=seed),
+        group_objective=mean_ci(acc.objective, confidence=confidence, seed=seed),
+    )

@@ -1,0 +1,119 @@
+"""Panels of judge models: aggregate their scores per item and dimension, measure their agreement, flag splits."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from itertools import combinations
+
+from judges._agreement import cohen_kappa, krippendorff_alpha, majority, median
+from judges._records import AggregateScore, DimensionAgreement, DimensionScore, JudgeVerdict, PairKappa
+from judges._rubric import Dimension, Rubric
+
+DISAGREEMENT_POINTS = 2  # judges this many points apart (or more) on a scale or strength are flagged
+
+
+def _scores_by_item(verdicts: Sequence[JudgeVerdict]) -> dict[tuple[str, str], dict[str, DimensionScore]]:
+    """(item, dimension) -> judge -> score, in first-seen order."""
+    table: dict[tuple[str, str], dict[str, DimensionScore]] = {}
+    for v in verdicts:
+        for s in v.scores:
+            table.setdefault((s.item, s.dimension), {})[v.judge] = s
+    return table
+
+
+def _value(dim: Dimension, s: DimensionScore) -> int | str | None:
+    return s.score if dim.kind == "scale" else s.label
+
+
+def aggregate_scores(verdicts: Sequence[JudgeVerdict], rubric: Rubric) -> list[AggregateScore]:
+    """Mean and median per scale item, majority (tie reported) per label item, and ≥2-point disagreements."""
+    dims = {d.id: d for d in rubric.active}
+    out = []
+    for (item, dim_id), by_judge in _scores_by_item(verdicts).items():
+        dim = dims.get(dim_id)
+        if dim is None:
+            continue
+        first = next(iter(by_judge.values()))
+        values = {j: v for j, s in by_judge.items() if (v := _value(dim, s)) is not None}
+        agg = AggregateScore(item=item, dimension=dim_id, level=dim.level, kind=dim.kind, turn=first.turn,
+                             member=first.member, values=values, n=len(values))
+        if dim.kind == "scale":
+            nums = [float(v) for v in values.values()]
+            agg.mean = sum(nums) / len(nums) if nums else None
+            agg.median = median(nums)
+            agg.spread = int(max(nums) - min(nums)) if nums else None
+        else:
+            label, tie, counts = majority([str(v) for v in values.values()])
+            agg.majority, agg.tie, agg.counts = label, tie, counts
+            strengths = [s.strength for s in by_judge.values() if s.strength is not None]
+            if strengths:
+                agg.strength_mean = sum(strengths) / len(strengths)
+                agg.spread = max(strengths) - min(strengths)
+            if dim.kind == "taxonomy_strategy":
+                agg.supporter_label = first.supporter_label
+                if first.supporter_label and label is not None:
+                    agg.agrees_with_supporter = label == first.supporter_label
+        agg.disagreement = agg.spread is not None and agg.spread >= DISAGREEMENT_POINTS
+        out.append(agg)
+    return out
+
+
+def dimension_agreement(
+    dim: Dimension, ratings: Mapping[Hashable, Mapping[str, int | str]], judges: Sequence[str]
+) -> DimensionAgreement:
+    """Krippendorff's alpha (interval for scales, nominal for labels) and pairwise Cohen's kappa on one dimension.
+
+    `ratings` maps an item key to judge -> value. Kappa for scales is also given quadratic-weighted over the
+    scale's points.
+    """
+    items = list(ratings)
+    table = [[ratings[i].get(j) for i in items] for j in judges]
+    level = "interval" if dim.kind == "scale" else "nominal"
+    categories = list(range(dim.min, dim.max + 1)) if dim.kind == "scale" else None  # type: ignore[arg-type]
+    pairs = []
+    for a, b in combinations(judges, 2):
+        both = [(ratings[i][a], ratings[i][b]) for i in items if a in ratings[i] and b in ratings[i]]
+        xs, ys = [x for x, _ in both], [y for _, y in both]
+        pairs.append(PairKappa(
+            judge_a=a, judge_b=b, n=len(both),
+            kappa=cohen_kappa(xs, ys, categories=categories),
+            weighted_kappa=cohen_kappa(xs, ys, categories=categories, weights="quadratic") if categories else None,
+        ))
+    return DimensionAgreement(
+        dimension=dim.id, metric=level, n_items=sum(1 for i in items if len(ratings[i]) >= 2),
+        alpha=krippendorff_alpha(table, level), pairs=pairs,
+    )
+
+
+def panel_agreement(verdicts: Sequence[JudgeVerdict], rubric: Rubric) -> list[DimensionAgreement]:
+    """Agreement per active dimension over this session's items; empty for a single judge."""
+    judges = [v.judge for v in verdicts]
+    if len(judges) < 2:
+        return []
+    table = _scores_by_item(verdicts)
+    out = []
+    for dim in rubric.active:
+        ratings = {
+            item: {j: v for j, s in by_judge.items() if (v := _value(dim, s)) is not None}
+            for (item, dim_id), by_judge in table.items()
+            if dim_id == dim.id
+        }
+        if ratings:
+            out.append(dimension_agreement(dim, ratings, judges))
+    return out
+
+
+def simulator_check(aggregates: Sequence[AggregateScore], rubric: Rubric) -> str | None:
+    """Why the session is a simulator failure (a simulator scale at or below its `fail_at`), or None.
+
+    A panel decides by its median score for the item.
+    """
+    reasons = []
+    for dim in rubric.active:
+        if dim.about != "simulator" or dim.fail_at is None:
+            continue
+        for a in aggregates:
+            if a.dimension == dim.id and a.median is not None and a.median <= dim.fail_at:
+                who = f" of {a.member}" if a.member else ""
+                reasons.append(f"{dim.id}{who} is {a.median:g} (at or below {dim.fail_at})")
+    return "; ".join(reasons) or None

@@ -1,0 +1,154 @@
+"""Judgment records: versioned pydantic models, one file per session (`judgments/<session_id>.json`).
+
+A judgment keeps every judge's verdict (scores with evidence and reasoning, calls, failures with reasons), the
+panel aggregate per scored item, agreement statistics, the simulator-failure flag and the trajectory metrics.
+Nothing is filled in for a failed judge: its verdict says `failed` and why.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from judges._rubric import Kind, Level, Rubric
+from judges._trajectory import TrajectoryMetrics
+from simulator.llm.types import CallRecord
+
+JUDGMENT_SCHEMA_VERSION = 1
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class JudgmentStatus(StrEnum):
+    OK = "ok"
+    PARTIAL = "partial"  # some judges, or some of a judge's calls, failed; the rest is valid
+    FAILED = "failed"  # no judge produced anything
+
+
+class Evidence(_Record):
+    """A piece of evidence a judge cites: a transcript turn and a short quote from it."""
+
+    turn: int = Field(description="Transcript turn index (1-based, as in the session record).")
+    quote: str = Field(description="Short quote the judge gave.")
+    quote_found: bool = Field(description="The quote occurs in that turn's text (case and spacing ignored).")
+
+
+class DimensionScore(_Record):
+    """One judge's verdict on one dimension for one item; evidence and reasoning come before the score."""
+
+    item: str = Field(description="What is scored: `t<turn>` (an intervention), `session`, or `member:<name>`.")
+    dimension: str = Field(description="Rubric dimension id.")
+    level: Level = Field(description="`intervention`, `session` or `member`.")
+    turn: int | None = Field(default=None, description="Intervention turn index, for intervention-level items.")
+    member: str | None = Field(default=None, description="Member name, for member-level items.")
+    evidence: list[Evidence] = Field(description="Turns and quotes the verdict rests on.")
+    reasoning: str = Field(description="The judge's reason, given before the score.")
+    score: int | None = Field(default=None, description="Scale dimensions: the score, within the rubric's bounds.")
+    label: str | None = Field(default=None, description="Label and taxonomy dimensions: the judge's label.")
+    strength: int | None = Field(default=None, description="Labels with a strength scale: the strength.")
+    supporter_label: str | None = Field(
+        default=None, description="Taxonomy dimensions: the strategy the supporter stated for its turn, if any."
+    )
+    supporter_label_ok: bool | None = Field(
+        default=None, description="Taxonomy dimensions: the judge's check of the supporter's stated strategy."
+    )
+
+
+class JudgeFailure(_Record):
+    """A judge call that gave no valid output after its attempts; nothing was scored for its items."""
+
+    unit: str = Field(description="`session` (one call for everything), `t<turn>` or `session+members`.")
+    reason: str = Field(description="Why, as the model client reported it (parse error, provider error...).")
+
+
+class JudgeVerdict(_Record):
+    """Everything one judge model produced for one session."""
+
+    judge: str = Field(description="Judge model id.")
+    status: JudgmentStatus = Field(description="`ok`, `partial` (some calls failed) or `failed` (all did).")
+    scores: list[DimensionScore] = Field(default_factory=list, description="Every valid score, all items.")
+    failures: list[JudgeFailure] = Field(default_factory=list, description="Calls that failed, with reasons.")
+    calls: list[CallRecord] = Field(default_factory=list, description="Accounting of the successful calls.")
+
+
+class AggregateScore(_Record):
+    """The panel's verdict on one item and dimension: mean/median for scales, majority for labels."""
+
+    item: str = Field(description="`t<turn>`, `session` or `member:<name>`.")
+    dimension: str = Field(description="Rubric dimension id.")
+    level: Level = Field(description="Dimension level.")
+    kind: Kind = Field(description="Dimension kind.")
+    turn: int | None = Field(default=None, description="Intervention turn index.")
+    member: str | None = Field(default=None, description="Member name, for member-level items.")
+    values: dict[str, int | str] = Field(description="Judge model id -> score or label.")
+    n: int = Field(description="Judges that scored this item.")
+    mean: float | None = Field(default=None, description="Scales: mean score.")
+    median: float | None = Field(default=None, description="Scales: median score.")
+    spread: int | None = Field(default=None, description="Scales (and strengths): max - min across judges.")
+    majority: str | None = Field(default=None, description="Labels: the most frequent label; None on a tie.")
+    tie: bool = Field(default=False, description="Labels: two or more labels share the top count.")
+    counts: dict[str, int] = Field(default_factory=dict, description="Labels: label -> number of judges.")
+    strength_mean: float | None = Field(default=None, description="Labels with strength: mean strength.")
+    supporter_label: str | None = Field(default=None, description="Taxonomy: the supporter's stated strategy.")
+    agrees_with_supporter: bool | None = Field(
+        default=None, description="Taxonomy: the majority label equals the supporter's stated one (None: none stated or tie)."
+    )
+    disagreement: bool = Field(default=False, description="Judges differ by 2 points or more (scale or strength).")
+
+
+class PairKappa(_Record):
+    """Cohen's kappa between two judges on one dimension, over the items both scored."""
+
+    judge_a: str = Field(description="First judge model id.")
+    judge_b: str = Field(description="Second judge model id.")
+    n: int = Field(description="Items both judges scored.")
+    kappa: float | None = Field(description="Unweighted kappa; None when undefined (e.g. no variation at all).")
+    weighted_kappa: float | None = Field(default=None, description="Scales: quadratic-weighted kappa.")
+
+
+class DimensionAgreement(_Record):
+    """How far the panel agrees on one dimension in this session."""
+
+    dimension: str = Field(description="Rubric dimension id.")
+    metric: Literal["interval", "nominal"] = Field(description="Krippendorff level: interval (scales) or nominal.")
+    n_items: int = Field(description="Items scored by at least two judges.")
+    alpha: float | None = Field(description="Krippendorff's alpha; None when undefined (fewer than 2 judges, no variation).")
+    pairs: list[PairKappa] = Field(default_factory=list, description="Cohen's kappa for every pair of judges.")
+
+
+class SessionJudgment(_Record):
+    """The judgment of one session by a panel of judge models. Written to `judgments/<session_id>.json`."""
+
+    schema_version: int = Field(default=JUDGMENT_SCHEMA_VERSION, description="Version of this record's layout.")
+    session_id: str = Field(description="The judged session (sessions/<session_id>.json).")
+    case_id: str = Field(description="Case card id of the session.")
+    group: str = Field(description="`couple` or `family`: whose strategy taxonomy applied.")
+    supporter: str = Field(description="Supporter spec of the judged session.")
+    rubric: Rubric = Field(description="The rubric used (active dimensions only).")
+    rubric_digest: str = Field(description="Short hash of the rubric's dimensions.")
+    mode: Literal["session", "per_intervention"] = Field(description="One call per session, or one per intervention.")
+    judges: list[str] = Field(description="Judge model ids, in panel order.")
+    status: JudgmentStatus = Field(description="`ok` (every judge ok), `failed` (every judge failed) or `partial`.")
+    interventions: list[int] = Field(description="Turn indices of the supporter's interventions (speaking turns).")
+    verdicts: list[JudgeVerdict] = Field(description="One per judge, failed ones included.")
+    aggregates: list[AggregateScore] = Field(default_factory=list, description="Panel verdict per item and dimension.")
+    agreement: list[DimensionAgreement] = Field(
+        default_factory=list, description="Per dimension; empty with one judge."
+    )
+    flagged: list[str] = Field(
+        default_factory=list, description="`<item>/<dimension>` where judges disagree by 2 points or more."
+    )
+    simulator_failure: bool = Field(
+        description="A simulator check failed (e.g. persona fidelity <= fail_at): excluded from supporter aggregates."
+    )
+    simulator_failure_reason: str | None = Field(default=None, description="Which check failed, and its score.")
+    trajectory: TrajectoryMetrics = Field(description="Model-free metrics of the session's relation trajectory.")
+    judged_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc), description="UTC time of judging.")
+
+    def aggregate(self, item: str, dimension: str) -> AggregateScore | None:
+        return next((a for a in self.aggregates if a.item == item and a.dimension == dimension), None)

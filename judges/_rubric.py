@@ -1,0 +1,265 @@
+"""Rubrics as data: what a judge scores, loaded from YAML into a validated `Rubric`.
+
+A rubric is a list of dimensions. Each dimension has an `id`, a `level` (`intervention`: every supporter turn;
+`session`: the whole session; `member`: each member) and a `kind`:
+
+- `scale`: an integer score from `min` to `max`, with an anchored description for every point;
+- `label`: one of `allowed` (the token `$members` expands to the case's member names), optionally with a
+  `strength` scale; `neutral` names the "nothing to report" label (strength must be its minimum exactly then);
+- `taxonomy_strategy`: one of the RESCUE support strategies of the case's group (intervention level only).
+
+The built-in rubric is `rubrics/default.yaml`. A user file (`--rubric FILE`) adds dimensions, or overrides a
+built-in one field by field when it repeats its id (`enabled: false` drops it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from personas.errors import UserError
+
+RUBRICS_DIR = Path(__file__).parent / "rubrics"
+DEFAULT_RUBRIC = RUBRICS_DIR / "default.yaml"
+MEMBERS_TOKEN = "$members"
+
+Level = Literal["intervention", "session", "member"]
+Kind = Literal["scale", "label", "taxonomy_strategy"]
+LEVELS: tuple[Level, ...] = ("intervention", "session", "member")
+
+
+class RubricError(UserError, ValueError):
+    """A rubric file that cannot be used; `str()` is one line naming the file, the dimension and the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+def _check_anchors(lo: int, hi: int, anchors: dict[int, str], where: str) -> None:
+    if lo >= hi:
+        raise ValueError(f"{where}min must be below max (got {lo} and {hi})")
+    missing = [p for p in range(lo, hi + 1) if not (anchors.get(p) or "").strip()]
+    extra = sorted(p for p in anchors if not lo <= p <= hi)
+    if missing:
+        raise ValueError(f"{where}anchors: every point needs a description; missing {', '.join(map(str, missing))}")
+    if extra:
+        raise ValueError(f"{where}anchors: points outside {lo}-{hi}: {', '.join(map(str, extra))}")
+
+
+class Strength(_Strict):
+    """A strength scale attached to a label (e.g. how strongly the supporter took a side)."""
+
+    min: int = Field(description="Lowest strength; the only valid strength for the neutral label.")
+    max: int = Field(description="Highest strength.")
+    anchors: dict[int, str] = Field(description="One description per point from min to max.")
+
+    @model_validator(mode="after")
+    def _check(self) -> Strength:
+        _check_anchors(self.min, self.max, self.anchors, "strength.")
+        return self
+
+
+class Dimension(_Strict):
+    """One thing a judge scores, with the question it answers and what evidence to cite."""
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]{0,39}$", description="Unique id: lowercase letters, digits, `_`.")
+    level: Level = Field(description="`intervention` (each supporter turn), `session` or `member` (each member).")
+    kind: Kind = Field(description="`scale`, `label` or `taxonomy_strategy` (the case group's strategy labels).")
+    question: str = Field(min_length=1, description="What the judge answers for this dimension.")
+    evidence: str = Field(default="", description="What to cite as evidence (turn numbers and short quotes).")
+    min: int | None = Field(default=None, description="Scale: lowest score.")
+    max: int | None = Field(default=None, description="Scale: highest score.")
+    anchors: dict[int, str] = Field(default_factory=dict, description="Scale: one description per point.")
+    allowed: list[str] = Field(default_factory=list, description="Label: allowed values; `$members` = member names.")
+    neutral: str | None = Field(default=None, description="Label: the value that means nothing to report.")
+    strength: Strength | None = Field(default=None, description="Label: optional strength scale.")
+    about: Literal["supporter", "simulator"] = Field(
+        default="supporter", description="`simulator` dimensions check the simulation and never count for the supporter."
+    )
+    fail_at: int | None = Field(
+        default=None, description="Simulator scales: a score at or below this flags the session `simulator_failure`."
+    )
+    enabled: bool = Field(default=True, description="`false` in a user rubric drops a built-in dimension.")
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> Dimension:
+        scale_only = {"min": self.min, "max": self.max, "anchors": self.anchors, "fail_at": self.fail_at}
+        label_only = {"allowed": self.allowed, "neutral": self.neutral, "strength": self.strength}
+        if self.kind == "scale":
+            if self.min is None or self.max is None:
+                raise ValueError("a scale needs min and max")
+            _check_anchors(self.min, self.max, self.anchors, "")
+            if self.fail_at is not None and not self.min <= self.fail_at <= self.max:
+                raise ValueError(f"fail_at must lie within {self.min}-{self.max}")
+            if self.fail_at is not None and self.about != "simulator":
+                raise ValueError("fail_at is only for `about: simulator` dimensions")
+            wrong = [k for k, v in label_only.items() if v not in (None, [], {})]
+        else:
+            wrong = [k for k, v in scale_only.items() if v not in (None, [], {})]
+            if self.kind == "label":
+                if not self.allowed:
+                    raise ValueError("a label needs allowed values")
+                if len(set(self.allowed)) != len(self.allowed):
+                    raise ValueError("allowed values must be unique")
+                if self.neutral is not None and self.neutral not in self.allowed:
+                    raise ValueError(f"neutral {self.neutral!r} is not one of the allowed values")
+                if self.strength is not None and self.neutral is None:
+                    raise ValueError("a label with a strength scale needs a neutral value")
+            else:
+                wrong += [k for k, v in label_only.items() if v not in (None, [], {})]
+                if self.level != "intervention":
+                    raise ValueError("taxonomy_strategy dimensions are intervention-level")
+        if wrong:
+            raise ValueError(f"{', '.join(wrong)}: not used by kind {self.kind!r}; remove it")
+        return self
+
+    def labels(self, members: list[str]) -> list[str]:
+        """Allowed labels with `$members` expanded, in order, without duplicates."""
+        out: list[str] = []
+        for value in self.allowed:
+            for v in members if value == MEMBERS_TOKEN else [value]:
+                if v not in out:
+                    out.append(v)
+        return out
+
+    @property
+    def is_scale(self) -> bool:
+        return self.kind == "scale"
+
+
+class Rubric(_Strict):
+    """A named, versioned list of dimensions. `active` skips disabled ones; ids are unique."""
+
+    name: str = Field(min_length=1, description="Rubric name (`default`, or `default+<file>` when extended).")
+    version: int = Field(default=1, description="Version of the rubric text; bump it when questions change.")
+    description: str = Field(default="", description="What the rubric measures.")
+    dimensions: list[Dimension] = Field(min_length=1, description="Dimensions in prompt order.")
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Rubric:
+        seen: set[str] = set()
+        for d in self.dimensions:
+            if d.id in seen:
+                raise ValueError(f"duplicate dimension id {d.id!r}")
+            seen.add(d.id)
+        return self
+
+    @property
+    def active(self) -> list[Dimension]:
+        return [d for d in self.dimensions if d.enabled]
+
+    def at(self, level: Level) -> list[Dimension]:
+        """Active dimensions of one level, in rubric order."""
+        return [d for d in self.active if d.level == level]
+
+    def get(self, dim_id: str) -> Dimension:
+        for d in self.dimensions:
+            if d.id == dim_id:
+                return d
+        raise KeyError(dim_id)
+
+    @property
+    def digest(self) -> str:
+        """Short hash of the active dimensions: judgments made with different rubrics are told apart by it."""
+        blob = json.dumps([d.model_dump(mode="json") for d in self.active], sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RubricError(f"{path}: no such rubric file") from None
+    except OSError as err:
+        raise RubricError(f"{path}: cannot read ({err.strerror})") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise RubricError(f"{path}: not valid YAML{where}") from None
+    if not isinstance(data, dict):
+        raise RubricError(f"{path}: expected a mapping with `dimensions:`")
+    return data
+
+
+def _error(path: Path, err: ValidationError, dims: list[Any], label: Any = None) -> RubricError:
+    first = err.errors()[0]
+    loc = list(first["loc"])
+    msg = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        msg = "unknown field; remove it or check its spelling"
+    elif first["type"] == "missing":
+        msg = "required field is missing"
+    where = ""
+    if len(loc) >= 2 and loc[0] == "dimensions" and isinstance(loc[1], int):
+        i = loc[1]
+        ident = dims[i].get("id") if i < len(dims) and isinstance(dims[i], dict) else None
+        if label is not None:
+            where = label(i)
+        else:
+            where = f"dimensions[{i}]" + (f" ({ident})" if ident else "")
+        rest = ".".join(str(p) for p in loc[2:])
+        where += f".{rest}" if rest else ""
+    else:
+        where = ".".join(str(p) for p in loc)
+    return RubricError(f"{path}: {where + ': ' if where else ''}{msg}")
+
+
+def _parse(path: Path, data: dict[str, Any], label: Any = None) -> Rubric:
+    dims = data.get("dimensions") if isinstance(data.get("dimensions"), list) else []
+    try:
+        return Rubric.model_validate(data)
+    except ValidationError as err:
+        raise _error(path, err, dims, label) from None
+
+
+def load_rubric(path: str | Path | None = None, *, base: str | Path | None = DEFAULT_RUBRIC) -> Rubric:
+    """The built-in rubric, with the dimensions of `path` added or overriding (field by field, by id).
+
+    `base=None` reads `path` alone as a complete rubric. Errors raise `RubricError` (one line).
+    """
+    if base is None:
+        if path is None:
+            raise ValueError("load_rubric needs a path when base is None")
+        return _parse(Path(path), _read_yaml(Path(path)))
+    base_path = Path(base)
+    base_data = _read_yaml(base_path)
+    rubric = _parse(base_path, base_data)
+    if path is None:
+        return rubric
+    path = Path(path)
+    extra = _read_yaml(path)
+    unknown = sorted(set(extra) - {"name", "version", "description", "dimensions"})
+    if unknown:
+        raise RubricError(f"{path}: {unknown[0]}: unknown field; remove it or check its spelling")
+    entries = extra.get("dimensions")
+    if not isinstance(entries, list) or not entries:
+        raise RubricError(f"{path}: dimensions: expected a non-empty list of dimensions")
+    merged = {d.id: d.model_dump(exclude_defaults=False) for d in rubric.dimensions}
+    order = list(merged)
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+            raise RubricError(f"{path}: dimensions[{i}].id: required field is missing")
+        ident = entry["id"]
+        if ident in merged and entry.get("kind", merged[ident]["kind"]) == merged[ident]["kind"]:
+            merged[ident] = {**merged[ident], **entry}  # same kind: the fields given replace the built-in ones
+        elif ident in merged:
+            merged[ident] = dict(entry)  # a new kind: the entry replaces the dimension as a whole
+        else:
+            merged[ident] = dict(entry)
+            order.append(ident)
+    data = {
+        "name": extra.get("name") or f"{rubric.name}+{path.stem}",
+        "version": extra.get("version", rubric.version),
+        "description": extra.get("description", rubric.description),
+        "dimensions": [merged[i] for i in order],
+    }
+    rubric = _parse(path, data, label=lambda i: f"dimension {order[i]!r}")
+    if not rubric.active:
+        raise RubricError(f"{path}: every dimension is disabled; keep at least one")
+    return rubric

@@ -1,0 +1,161 @@
+"""The judge's reply schema, built per session from the rubric, so the model client validates every rule.
+
+Each scored entry is `{"ev": [{"t": turn, "q": quote}], "why": reason, "score" | "label" [+ "strength"]}`, in
+that order (evidence and reasoning before the score; a grammar-constrained local model generates it in order).
+Turn numbers, scores and labels are enums: a turn that does not exist, a score out of range or a label outside
+the case group's taxonomy fails validation, so the client re-asks, and after its attempts the call fails. A
+missing dimension or intervention is a missing required key: invalid, never filled in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+
+from judges._records import DimensionScore, Evidence
+from judges._rubric import Dimension, Level, Rubric
+from personas.taxonomy import strategies_for
+from simulator.records import SessionRecord, Turn
+
+QUOTE_MAX = 60  # characters per evidence quote
+WHY_MAX = 120  # characters of reasoning per entry
+EVIDENCE_MAX = 2  # evidence items per entry
+ENTRY_TOKENS = 120  # generous bound on the tokens of one entry at these limits (max_tokens is derived from it)
+REPLY_OVERHEAD_TOKENS = 64
+
+
+class _Entry(BaseModel):
+    """Base of every scored entry; label entries with a strength scale check it against the neutral label."""
+
+    model_config = ConfigDict(extra="ignore")
+    neutral_label: ClassVar[str | None] = None
+    strength_floor: ClassVar[int | None] = None
+
+    @model_validator(mode="after")
+    def _strength_matches_label(self) -> _Entry:
+        strength = getattr(self, "strength", None)
+        if strength is None or self.neutral_label is None:
+            return self
+        if (getattr(self, "label") == self.neutral_label) != (strength == self.strength_floor):
+            raise ValueError(f"strength must be {self.strength_floor} exactly when the label is {self.neutral_label!r}")
+        return self
+
+
+def _lit(values: list[Any] | tuple[Any, ...]) -> Any:
+    return Literal[tuple(values)]  # type: ignore[valid-type]
+
+
+def _object(name: str, entries: list[tuple[str, Any]]) -> type[BaseModel]:
+    """A model whose JSON keys are `entries` keys (as aliases, so any member name or id is a valid key)."""
+    fields = {f"f{i}": (tp, Field(alias=key)) for i, (key, tp) in enumerate(entries)}
+    return create_model(name, __config__=ConfigDict(extra="ignore"), **fields)  # type: ignore[call-overload]
+
+
+@dataclass
+class SchemaBuilder:
+    """Builds reply models for one session; entry models are shared between interventions (small schemas)."""
+
+    record: SessionRecord
+    rubric: Rubric
+
+    def __post_init__(self) -> None:
+        self.members = self.record.case.member_names
+        self.strategies = list(strategies_for(self.record.case.group))
+        turn_ids = [t.index for t in self.record.turns] or [0]
+        self.evidence = create_model(
+            "Ev", __config__=ConfigDict(extra="ignore"),
+            t=(_lit(turn_ids), Field(description="Turn number.")),
+            q=(str, Field(min_length=1, max_length=QUOTE_MAX, description="Short quote from that turn.")),
+        )
+        self._entries: dict[tuple[str, bool], type[BaseModel]] = {}
+
+    def entry(self, dim: Dimension, claim: bool = False) -> type[BaseModel]:
+        key = (dim.id, claim and dim.kind == "taxonomy_strategy")
+        if key in self._entries:
+            return self._entries[key]
+        fields: dict[str, Any] = {
+            "ev": (list[self.evidence], Field(min_length=1, max_length=EVIDENCE_MAX)),  # type: ignore[name-defined]
+            "why": (str, Field(min_length=1, max_length=WHY_MAX)),
+        }
+        if dim.kind == "scale":
+            fields["score"] = (_lit(list(range(dim.min, dim.max + 1))), ...)  # type: ignore[arg-type]
+        elif dim.kind == "label":
+            fields["label"] = (_lit(dim.labels(self.members)), ...)
+            if dim.strength is not None:
+                fields["strength"] = (_lit(list(range(dim.strength.min, dim.strength.max + 1))), ...)
+        else:
+            if key[1]:
+                fields["ok"] = (bool, Field(description="The stated strategy fits the turn."))
+            fields["label"] = (_lit(self.strategies), ...)
+        model = create_model(f"{dim.id}{'_stated' if key[1] else ''}", __base__=_Entry, **fields)  # type: ignore[call-overload]
+        model.neutral_label = dim.neutral
+        model.strength_floor = dim.strength.min if dim.strength is not None else None
+        self._entries[key] = model
+        return model
+
+    def _dims(self, level: Level, name: str, claim: bool = False) -> type[BaseModel]:
+        return _object(name, [(d.id, self.entry(d, claim)) for d in self.rubric.at(level)])
+
+    def intervention(self, turn: Turn) -> type[BaseModel]:
+        """All intervention-level dimensions for one supporter turn."""
+        claim = bool(turn.decision and turn.decision.strategy)
+        return self._dims("intervention", "TurnStated" if claim else "Turn", claim)
+
+    def reply(self, interventions: list[Turn], *, session: bool) -> type[BaseModel]:
+        """The whole-call reply: `interventions` keyed `t<turn>`, then `session` and `members` when asked."""
+        parts: list[tuple[str, Any]] = []
+        if interventions and self.rubric.at("intervention"):
+            parts.append(("interventions", _object("Interventions", [(f"t{t.index}", self.intervention(t)) for t in interventions])))
+        if session and self.rubric.at("session"):
+            parts.append(("session", self._dims("session", "Session")))
+        if session and self.rubric.at("member"):
+            member = self._dims("member", "Member")
+            parts.append(("members", _object("Members", [(m, member) for m in self.members])))
+        return _object("Judgment", parts)
+
+
+def entry_count(rubric: Rubric, n_interventions: int, n_members: int, *, session: bool) -> int:
+    n = n_interventions * len(rubric.at("intervention"))
+    if session:
+        n += len(rubric.at("session")) + n_members * len(rubric.at("member"))
+    return n
+
+
+def max_tokens_for(entries: int) -> int:
+    """Output bound for a reply with `entries` scored entries at the schema's length limits."""
+    return REPLY_OVERHEAD_TOKENS + entries * ENTRY_TOKENS
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _quote_found(quote: str, text: str) -> bool:
+    q = _norm(quote).strip(" .,;:!?\"'…")
+    return bool(q) and q in _norm(text)
+
+
+def read_entries(
+    data: dict[str, Any], dims: list[Dimension], *, item: str, level: Level, record: SessionRecord,
+    turn: Turn | None = None, member: str | None = None,
+) -> list[DimensionScore]:
+    """Validated reply entries (JSON keys, as dumped by alias) -> DimensionScore records."""
+    texts = {t.index: t.text for t in record.turns}
+    stated = turn.decision.strategy if turn is not None and turn.decision is not None else None
+    out = []
+    for dim in dims:
+        e = data[dim.id]
+        out.append(DimensionScore(
+            item=item, dimension=dim.id, level=level, turn=turn.index if turn is not None else None, member=member,
+            evidence=[Evidence(turn=ev["t"], quote=ev["q"], quote_found=_quote_found(ev["q"], texts.get(ev["t"], "")))
+                      for ev in e["ev"]],
+            reasoning=e["why"],
+            score=e.get("score"),
+            label=e.get("label"),
+            strength=e.get("strength"),
+            supporter_label=stated if dim.kind == "taxonomy_strategy" else None,
+            supporter_label_ok=e.get("ok") if dim.kind == "taxonomy_strategy" else None,
+        ))
+    return out

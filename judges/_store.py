@@ -1,0 +1,45 @@
+"""Judgment files in a run folder: `judgments/<session_id>.json`, written atomically, read back validated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from judges._records import JUDGMENT_SCHEMA_VERSION, SessionJudgment
+from personas._io import atomic_write_text
+from simulator.runner.folder import RunFolder, RunFolderError
+
+
+def _folder(folder: RunFolder | str | Path) -> RunFolder:
+    return folder if isinstance(folder, RunFolder) else RunFolder(folder)
+
+
+def judgment_path(folder: RunFolder | str | Path, session_id: str) -> Path:
+    f = _folder(folder)
+    return f.judgments_dir / f.session_path(session_id).name  # same id checks as session files
+
+
+def write_judgment(folder: RunFolder | str | Path, judgment: SessionJudgment) -> Path:
+    """Write (or replace) the session's judgment file atomically; returns its path."""
+    path = judgment_path(folder, judgment.session_id)
+    atomic_write_text(path, judgment.model_dump_json(indent=1))
+    return path
+
+
+def read_judgment(folder: RunFolder | str | Path, session_id: str) -> SessionJudgment | None:
+    """The session's judgment, or None when it has not been judged. An unreadable file is a RunFolderError."""
+    path = judgment_path(folder, session_id)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        version = json.loads(text).get("schema_version", 0)
+    except (ValueError, AttributeError):
+        version = 0
+    if isinstance(version, int) and version > JUDGMENT_SCHEMA_VERSION:
+        raise RunFolderError(f"{path}: written by a newer rescue-sim (judgment schema {version}); upgrade to read it")
+    try:
+        return SessionJudgment.model_validate_json(text)
+    except ValueError as err:
+        raise RunFolderError(f"{path}: not a valid judgment ({str(err).splitlines()[0]}); rerun `rescue-sim judge`") from None

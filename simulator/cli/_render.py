@@ -1,0 +1,153 @@
+"""Rich rendering of sessions, shared by `run` (live), `play` and `show` (replay)."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from personas.case import Case
+from personas.graph import RelationSnapshot
+from simulator.records import SessionRecord, Turn
+
+PALETTE = ("cyan", "magenta", "green", "yellow", "bright_blue", "bright_red")
+SUPPORTER_STYLE = "bold white"
+
+
+def member_colors(case: Case) -> dict[str, str]:
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(case.member_names)}
+
+
+def render_turn(turn: Turn, case: Case, *, show_inner: bool = True) -> Text:
+    """One transcript line; members with their private state dimmed below, the supporter with its decision."""
+    colors = member_colors(case)
+    style = SUPPORTER_STYLE if turn.kind == "supporter" else f"bold {colors.get(turn.speaker, 'white')}"
+    line = Text()
+    line.append(f"{turn.index:>3} ", style="dim")
+    line.append(turn.speaker, style=style)
+    if turn.addressees:
+        line.append(f" → {', '.join(turn.addressees)}", style="dim")
+    if turn.kind == "supporter" and turn.decision is not None:
+        d = turn.decision
+        line.append(f"  [{d.strategy or 'unlabelled'} · {d.target_kind or '?'}]", style="italic bright_black")
+    line.append("\n     ")
+    line.append(turn.text)
+    if show_inner and turn.inner is not None:
+        i = turn.inner
+        toward = ", ".join(f"{f.member} w{f.warmth:g}/t{f.tension:g}" for f in i.toward)
+        line.append(f"\n     inner: {i.emotion} {i.intensity}/10 · heard {i.felt_heard}/10 · {toward}", style="dim")
+        if i.landed:
+            line.append(f" · landed: {i.landed}", style="dim italic")
+    return line
+
+
+def relation_panel(before: RelationSnapshot | None, after: RelationSnapshot, title: str = "relations") -> Panel:
+    """Pattern plus the directed edges whose tension or warmth moved since `before`."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column()
+    table.add_column(justify="right")
+    table.add_column(justify="right")
+    old = {(e.source, e.target): e for e in (before.edges if before else [])}
+    moved = 0
+    for e in after.edges:
+        prev = old.get((e.source, e.target))
+        dt = e.tension - prev.tension if prev else 0.0
+        dw = e.warmth - prev.warmth if prev else 0.0
+        if prev is None or dt or dw:
+            moved += 1
+            table.add_row(
+                f"{escape(e.source)} → {escape(e.target)}",
+                _delta("tension", e.tension, dt, worse_up=True),
+                _delta("warmth", e.warmth, dw, worse_up=False),
+            )
+    if not moved:
+        table.add_row("[dim]no change[/]", "", "")
+    return Panel(table, title=f"{title}: [bold]{escape(after.pattern)}[/] (turn {after.turn})", expand=False)
+
+
+def _delta(name: str, value: float, delta: float, *, worse_up: bool) -> str:
+    if not delta:
+        return f"{name} {value:g}"
+    bad = (delta > 0) == worse_up
+    return f"{name} {value:g} [{'red' if bad else 'green'}]({delta:+g})[/]"
+
+
+def session_header(record: SessionRecord) -> Panel:
+    case = record.case
+    body = (
+        f"[bold]{escape(case.title)}[/]\n{escape(case.presenting_problem)}\n"
+        f"[dim]supporter[/] {escape(record.supporter)}   [dim]models[/] "
+        + escape(", ".join(f"{k}={v}" for k, v in record.models.items()))
+        + f"   [dim]seed[/] {record.seed}"
+    )
+    return Panel(body, title=f"session {escape(record.session_id)}", expand=False)
+
+
+def session_footer(record: SessionRecord) -> Text:
+    t = record.totals()
+    status_style = {"completed": "green", "failed": "red", "incomplete": "yellow"}[record.status.value]
+    out = Text()
+    out.append(f"{record.status.value}", style=f"bold {status_style}")
+    out.append(f" ({record.end_reason.value if record.end_reason else 'running'})")
+    if record.failure:
+        out.append(f" — {record.failure}", style="red")
+    out.append(
+        f"\n{len(record.turns)} turns · {int(t['calls'])} model calls · {int(t['prompt_tokens'])} prompt tokens "
+        f"({int(t['cached_prompt_tokens'])} cached) · {int(t['completion_tokens'])} generated · {record.wall_s:.1f}s",
+        style="dim",
+    )
+    for e in record.safety:
+        state = f"addressed at turn {e.addressed_at}" if e.addressed else f"NOT addressed {e.note}".strip()
+        out.append(f"\nsafety: {e.member} at risk from turn {e.signalled_at} ({e.source}) — {state}",
+                   style="green" if e.addressed else "bold red")
+    return out
+
+
+def print_session(console: Console, record: SessionRecord, *, show_inner: bool = True) -> None:
+    """Replay a whole saved session."""
+    console.print(session_header(record))
+    prev_obs: RelationSnapshot | None = record.observer[0] if record.observer else None
+    observed = {s.turn: s for s in record.observer}
+    for turn in record.turns:
+        console.print(render_turn(turn, record.case, show_inner=show_inner))
+        if turn.tracker is not None and turn.index in observed:
+            console.print(relation_panel(prev_obs, observed[turn.index], "observer"))
+            prev_obs = observed[turn.index]
+    console.print(session_footer(record))
+
+
+class LiveSession:
+    """Prints new turns as a session grows (the engine's on_update callback), and an observer panel whenever
+    the tracker has coded a turn."""
+
+    def __init__(self, console: Console, *, show_inner: bool = True):
+        self.console = console
+        self.show_inner = show_inner
+        self.printed = 0
+        self.panels: set[int] = set()
+        self.header_done = False
+        self.last_obs: RelationSnapshot | None = None
+
+    def __call__(self, record: SessionRecord) -> None:
+        if not self.header_done:
+            self.console.print(session_header(record))
+            self.header_done = True
+            self.last_obs = record.observer[0] if record.observer else None
+        for turn in record.turns[self.printed:]:
+            self.console.print(render_turn(turn, record.case, show_inner=self.show_inner))
+            self.printed += 1
+        observed = {s.turn: s for s in record.observer}
+        for turn in record.turns:
+            if turn.tracker is not None and turn.index not in self.panels and turn.index in observed:
+                self.console.print(relation_panel(self.last_obs, observed[turn.index], "observer"))
+                self.last_obs = observed[turn.index]
+                self.panels.add(turn.index)
+
+    def finish(self, record: SessionRecord) -> None:
+        self(record)
+        self.console.print(session_footer(record))
+
+
+__all__ = ["Group", "LiveSession", "print_session", "relation_panel", "render_turn", "session_footer", "session_header"]

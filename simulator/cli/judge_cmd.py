@@ -1,0 +1,155 @@
+"""`rescue-sim judge RUN_DIR`: (re)judge saved sessions without re-simulating. The logic lives in `judges`.
+
+The model client's disk cache makes a rerun with the same judges and rubric cheap. Tests replace the
+module-level `make_client` with a factory returning a fake client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
+from simulator.cli._models import make_client, model_settings
+
+if TYPE_CHECKING:
+    from judges import Rubric, SessionJudgment
+    from simulator.llm.types import ModelClient
+    from simulator.records import SessionRecord
+    from simulator.runner.folder import RunFolder
+
+SESSIONS_AT_ONCE = 4  # sessions judged concurrently (the client still limits calls per provider)
+
+
+def parse_judges(text: str | None) -> list[str]:
+    """`m1, m2,m1` -> ["m1", "m2"] (order kept, duplicates and blanks dropped)."""
+    return list(dict.fromkeys(p.strip() for p in (text or "").split(",") if p.strip()))
+
+
+async def judge_all(
+    records: list[SessionRecord], client: ModelClient, panel: list[str], rubric: Rubric, per_intervention: bool,
+    folder: RunFolder,
+) -> list[SessionJudgment]:
+    """Judge and write each session as soon as it is done (a killed run keeps what it finished)."""
+    from judges import judge_session, write_judgment
+
+    gate = asyncio.Semaphore(SESSIONS_AT_ONCE)
+    done = 0
+
+    async def one(record: SessionRecord) -> SessionJudgment:
+        nonlocal done
+        async with gate:
+            judgment = await judge_session(record, client, panel, rubric, per_intervention)
+        write_judgment(folder, judgment)
+        done += 1
+        err_console.print(f"[dim]judged {escape(record.session_id)} ({judgment.status.value}) {done}/{len(records)}[/]")
+        return judgment
+
+    return list(await asyncio.gather(*(one(r) for r in records)))
+
+
+def _cell(value: float | None, measure: str) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.2f}" if measure == "mean" else f"{value:.0%}"
+
+
+def render(judgments: list[SessionJudgment]) -> Table:
+    from judges import session_values
+
+    dims: list[tuple[str, str]] = []
+    for j in judgments:
+        for d in j.rubric.active:
+            if d.about == "supporter" and (d.kind != "label" or d.neutral is not None) and d.id not in [x for x, _ in dims]:
+                dims.append((d.id, "mean" if d.kind == "scale" else "rate"))
+    table = Table(title=f"{len(judgments)} sessions judged", title_justify="left",
+                  caption="scales: mean over items; labels: share non-neutral; strategy: share agreeing with the stated label",
+                  caption_justify="left")
+    for col in ("session", "supporter", "status"):
+        table.add_column(col, overflow="fold")
+    for d, _ in dims:
+        table.add_column(d, justify="right", overflow="fold")
+    table.add_column("sim. failure", overflow="fold")
+    for j in judgments:
+        values = session_values(j)
+        cells = [_cell(values[d][1] if d in values else None, m) for d, m in dims]
+        sim = escape(j.simulator_failure_reason or "") if j.simulator_failure else "-"
+        table.add_row(escape(j.session_id), escape(j.supporter), j.status.value, *cells, sim)
+    return table
+
+
+@user_errors
+def judge(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="Run folder (manifest.json, sessions/).")],
+    judge_models: Annotated[
+        str | None,
+        typer.Option("--judges", envvar="RESCUE_SIM_JUDGES",
+                     help="Comma-separated judge model ids: a panel whose agreement is reported. Default: --model."),
+    ] = None,
+    rubric: Annotated[
+        Path | None, typer.Option("--rubric", help="YAML file that adds or overrides rubric dimensions.")
+    ] = None,
+    per_intervention: Annotated[
+        bool, typer.Option("--per-intervention", help="One judge call per supporter turn (long sessions, small models).")
+    ] = False,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", help="Default model (else RESCUE_SIM_MODEL, else the embedded local model)."),
+    ] = None,
+) -> None:
+    """Judge a run's saved sessions with an LLM judge panel, without re-simulating.
+
+    Writes judgments/<session_id>.json; failed and incomplete sessions are skipped and listed.
+    Exit code 1 when a judgment failed or nothing could be judged, 2 for bad input.
+    """
+    from judges import JudgmentStatus, load_rubric
+    from simulator.records import SessionStatus
+    from simulator.runner.folder import RunFolder, RunFolderError
+
+    folder = RunFolder(run_dir)
+    folder.read_manifest()
+    used = load_rubric(rubric)
+    panel = parse_judges(judge_models)
+    settings = model_settings(model, roles={"judge": panel[0] if panel else None})
+    panel = panel or [settings.model_for("judge")]
+
+    records, skipped = [], []
+    for sid in folder.session_ids():
+        try:
+            record = folder.load_session(sid)
+        except RunFolderError as err:
+            skipped.append(f"{sid} (unreadable: {err})")
+            continue
+        if record.status == SessionStatus.COMPLETED:
+            records.append(record)
+        else:
+            skipped.append(f"{sid} ({record.status.value}{f': {record.failure}' if record.failure else ''})")
+
+    judgments: list[SessionJudgment] = []
+    if records:
+        client = make_client(settings)
+        judgments = asyncio.run(judge_all(records, client, panel, used, per_intervention, folder))
+        console.print(render(judgments))
+    for line in skipped:
+        console.print(f"[yellow]skipped[/] {escape(line)}")
+    problems = []
+    for j in judgments:
+        for v in j.verdicts:
+            for f in v.failures:
+                problems.append(f"{j.session_id}: judge {v.judge} failed on {f.unit}: {f.reason}")
+    for line in problems:
+        console.print(f"[red]failed[/] {escape(line)}")
+    if any("n_ctx" in p or "context" in p.lower() for p in problems) and not per_intervention:
+        console.print("[dim]hint: long sessions fit small judges better with --per-intervention[/]")
+    if not records:
+        console.print(f"nothing to judge: {folder.path} holds no completed sessions")
+        raise typer.Exit(EXIT_FAILED)
+    if judgments:
+        console.print(f"judgments written to {escape(str(folder.judgments_dir))}")
+    if any(j.status != JudgmentStatus.OK for j in judgments):
+        raise typer.Exit(EXIT_FAILED)

@@ -1,0 +1,130 @@
+"""`rescue-sim run`: put a supporter in the room with one or more cases and watch, live."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from personas.library import load_library, resolve_case
+from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
+from simulator.cli._models import make_client, model_settings
+from simulator.cli._render import LiveSession
+
+ModelOpt = Annotated[str | None, typer.Option(help="Default model for personas, tracker and judges.", envvar="RESCUE_SIM_MODEL")]
+
+
+def parse_seeds(seed: int, seeds: str | None) -> list[int]:
+    if not seeds:
+        return [seed]
+    try:
+        if "-" in seeds and "," not in seeds:
+            lo, hi = (int(x) for x in seeds.split("-"))
+            return list(range(lo, hi + 1))
+        return [int(x) for x in seeds.split(",") if x.strip()]
+    except ValueError:
+        from personas.errors import UserError
+
+        raise UserError(f"--seeds {seeds!r}: use a list like 0,1,2 or a range like 0-9") from None
+
+
+@user_errors
+def run(
+    case: Annotated[list[str], typer.Option("--case", "-c", help="Case id or card path; repeat it, or `all`.")],
+    supporter: Annotated[
+        str | None,
+        typer.Option(help="Supporter under test: provider/model, URL#model, module:function, silent, scripted. "
+                     "Default: the --model.", envvar="RESCUE_SIM_SUPPORTER"),
+    ] = None,
+    model: ModelOpt = None,
+    member_model: Annotated[str | None, typer.Option(help="Model playing the personas.")] = None,
+    tracker_model: Annotated[str | None, typer.Option(help="Model of the observer/tracker.")] = None,
+    judge_model: Annotated[str | None, typer.Option(help="Model of the judge.")] = None,
+    judges: Annotated[str | None, typer.Option(help="Judge panel: comma-separated model ids.")] = None,
+    turns: Annotated[int, typer.Option("--turns", "-n", min=1, max=200, help="Member turns per session.")] = 6,
+    seed: Annotated[int, typer.Option(help="Session seed.")] = 0,
+    seeds: Annotated[str | None, typer.Option(help="Several seeds: 0,1,2 or 0-9 (overrides --seed).")] = None,
+    tracker_every: Annotated[int, typer.Option(min=0, help="Run the tracker every N member turns (0: at the end).")] = 2,
+    out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/<case>-<supporter>-<hash>).")] = None,
+    no_live: Annotated[bool, typer.Option("--no-live", help="No live transcript; print a summary per session.")] = False,
+    no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip judging at the end.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model call cache.")] = False,
+    hide_inner: Annotated[bool, typer.Option("--hide-inner", help="Do not show members' private states live.")] = False,
+) -> None:
+    """Run simulated sessions with a supporter under test; re-running the same command resumes."""
+    from simulator.runner.runs import RunConfig, RunEvents, default_run_dir, run_sessions
+    from simulator.supporters import HumanSupporter, parse_supporter_spec
+
+    cases = load_library() if case == ["all"] else [resolve_case(c) for c in case]
+    api_bases: dict[str, str] = {}
+    settings = model_settings(model, roles={"member": member_model, "tracker": tracker_model, "judge": judge_model})
+    client = make_client(settings)
+    spec = supporter or settings.default
+    sup = parse_supporter_spec(spec, client, api_bases=api_bases)
+    if isinstance(sup, HumanSupporter):
+        from personas.errors import UserError
+
+        raise UserError("--supporter human: use `rescue-sim play --case ID` to be the supporter yourself")
+    settings.api_bases.update(api_bases)
+    panel = [j.strip() for j in judges.split(",") if j.strip()] if judges else []
+    config = RunConfig(
+        cases=[c.id for c in cases], supporter=spec,
+        models={r: settings.model_for(r) for r in ("member", "tracker", "judge")},
+        seeds=parse_seeds(seed, seeds), max_turns=turns, tracker_every=tracker_every, judge=not no_judge,
+        judges=panel or [settings.model_for("judge")],
+    )
+    out_dir = out or default_run_dir(config)
+    live: LiveSession | None = None
+
+    def started(sid: str, c, resumed: bool) -> None:
+        nonlocal live
+        console.rule(f"[bold]{sid}[/]" + (" [dim](resuming)[/]" if resumed else ""))
+        live = None if no_live else LiveSession(console, show_inner=not hide_inner)
+
+    def update(record) -> None:
+        if live is not None:
+            live(record)
+
+    def finished(record, path: Path) -> None:
+        from simulator.cli._render import session_footer
+
+        if live is not None:
+            live.finish(record)
+        else:
+            console.print(session_footer(record))
+        console.print(f"[dim]saved[/] {path}")
+
+    events = RunEvents(
+        session_started=started, session_update=update, session_finished=finished,
+        session_skipped=lambda sid: console.print(f"[dim]skip {sid} (already completed)[/]"),
+    )
+    judge_hook = None if no_judge else _judge_hook(client, config.judges)
+    try:
+        summary = asyncio.run(run_sessions(config, cases, client, sup, out_dir, events=events, judge_hook=judge_hook))
+    except KeyboardInterrupt:
+        err_console.print(f"[yellow]interrupted[/]: session saved as incomplete in {out_dir}; rerun to resume")
+        raise typer.Exit(130) from None
+    stats = client.embedded_stats()
+    if stats and stats["prompt_tokens"]:
+        share = stats["cached_prompt_tokens"] / stats["prompt_tokens"]
+        console.print(f"[dim]embedded model: {stats['calls']} calls, {share:.0%} of prompt tokens from the prefix cache[/]")
+    console.print(f"run folder: [bold]{out_dir}[/]")
+    if summary.failed:
+        err_console.print(f"[red]{len(summary.failed)} session(s) failed[/]: " + "; ".join(
+            f"{r.session_id}: {r.failure}" for r in summary.failed))
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _judge_hook(client, judges: list[str]):
+    async def hook(record, folder) -> None:
+        from judges import judge_session, load_rubric, write_judgment
+        from simulator.cli._judge_render import print_judgment
+
+        console.print(f"[dim]judging with {', '.join(judges)}…[/]")
+        judgment = await judge_session(record, client, judges, load_rubric())
+        write_judgment(folder, judgment)
+        print_judgment(console, judgment)
+
+    return hook

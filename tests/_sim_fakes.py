@@ -1,0 +1,62 @@
+"""Scripted model behaviour for engine tests: valid replies to every simulator schema, with knobs."""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass, field
+
+from personas.case import Case
+
+
+def _literal_values(annotation: object) -> tuple:
+    return typing.get_args(annotation)
+
+
+@dataclass
+class RoomScript:
+    """Answers member, tracker and supporter calls for one case. Override fields to steer a test."""
+
+    case: Case
+    intensity: int = 6
+    warmth: int = 4
+    tension: int = 7
+    speak: bool = True
+    strategy: str | None = None  # default: first strategy of the group
+    targets: list[str] | None = None  # default: the group label
+    close_after: int | None = None  # supporter closes at its n-th decision
+    at_risk: list[str] = field(default_factory=list)
+    line: str = "I don't know why we're even here."
+    supporter_text: str = "Let's slow down and hear each other."
+    decisions: int = 0
+
+    def __call__(self, call) -> object:
+        if call.schema is None:
+            return self.line
+        name = call.schema.__name__
+        if name == "MemberStateReply":
+            feeling = call.schema.model_fields["toward"].annotation.__args__[0]
+            others = _literal_values(feeling.model_fields["member"].annotation)
+            return {
+                "landed": "it stung", "emotion": "hurt", "intensity": self.intensity, "felt_heard": 4,
+                "toward": [{"member": o, "warmth": self.warmth, "tension": self.tension} for o in others],
+                "reason": "same old fight",
+            }
+        if name == "TrackerReply":
+            return {
+                "pattern": self.case.relation_pattern,
+                "emotions": [{"person": n, "emotion": "tense", "intensity": 6} for n in self.case.member_names],
+                "viewpoints": [],
+                "at_risk": self.at_risk,
+            }
+        if name == "SupporterReply":
+            self.decisions += 1
+            from personas.taxonomy import strategies_for
+
+            return {
+                "speak": self.speak,
+                "targets": self.targets or [self.case.group_label],
+                "strategy": self.strategy or next(iter(strategies_for(self.case.group))),
+                "text": self.supporter_text,
+                "close_session": self.close_after is not None and self.decisions >= self.close_after,
+            }
+        raise AssertionError(f"unexpected schema {name}")

@@ -1,0 +1,222 @@
+"""The litellm-backed client: structured output, retries, timeouts, the disk cache, key checks, and the
+embedded model's weight assembly. No network: litellm's mock_response or a fake provider registered in
+litellm's custom_provider_map."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+
+import pytest
+from pydantic import BaseModel
+
+from simulator.llm.client import LiteLLMClient, ModelSettings
+from simulator.llm.types import ModelConfigError, ModelError, Prompt
+
+PROMPT = Prompt(context="Dana: \"You are never home.\"", instructions="How does Dana feel?")
+
+
+class Feeling(BaseModel):
+    emotion: str
+    intensity: int
+
+
+def client(tmp_path, **kw) -> LiteLLMClient:
+    kw.setdefault("cache_path", tmp_path / "calls.sqlite")
+    return LiteLLMClient(ModelSettings(**kw))
+
+
+@pytest.fixture
+def fake_provider(monkeypatch):
+    """Registers `fakeprov/...` in litellm; its replies come from `behaviour(messages, optional_params)`."""
+    import litellm
+    from litellm import CustomLLM
+
+    state = {"calls": 0, "behaviour": None}
+
+    class Provider(CustomLLM):
+        async def acompletion(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
+                              encoding, api_key, logging_obj, optional_params, **_):
+            state["calls"] += 1
+            out = state["behaviour"](messages, optional_params)
+            if asyncio.iscoroutine(out):
+                out = await out
+            model_response.choices[0].message.content = out
+            return model_response
+
+    monkeypatch.setattr(litellm, "custom_provider_map",
+                        [*litellm.custom_provider_map, {"provider": "fakeprov", "custom_handler": Provider()}])
+    return state
+
+
+def test_structured_output_from_fenced_mock_response(tmp_path):
+    c = client(tmp_path, default="openai/gpt-4o-mini",
+               litellm_kwargs={"mock_response": 'Here:\n```json\n{"emotion": "hurt", "intensity": 7}\n```'})
+    out = asyncio.run(c.complete(PROMPT, role="member", schema=Feeling, seed=1))
+    assert out.parsed == Feeling(emotion="hurt", intensity=7)
+    assert out.call.model == "openai/gpt-4o-mini" and out.call.role == "member" and not out.call.cache_hit
+    assert out.call.usage.prompt_tokens > 0 and out.call.usage.completion_tokens > 0
+    assert out.call.cost_usd is not None and out.call.cost_usd >= 0
+
+
+def test_malformed_output_is_reasked_then_fails_with_reason(tmp_path):
+    c = client(tmp_path, default="openai/gpt-4o-mini", parse_attempts=2,
+               litellm_kwargs={"mock_response": '{"emotion": "hurt"}'})
+    with pytest.raises(ModelError) as err:
+        asyncio.run(c.complete(PROMPT, role="judge", schema=Feeling))
+    assert "no valid output after 2 attempts" in err.value.reason and "intensity" in err.value.reason
+
+
+def test_rate_limits_are_retried_with_backoff_then_reported(tmp_path, monkeypatch):
+    import litellm
+
+    sleeps = []
+
+    async def no_sleep(s):
+        sleeps.append(s)
+
+    monkeypatch.setattr(asyncio, "sleep", no_sleep)
+    c = client(tmp_path, default="openai/gpt-4o-mini", max_retries=3,
+               litellm_kwargs={"mock_response": litellm.RateLimitError("slow down", llm_provider="openai",
+                                                                        model="gpt-4o-mini")})
+    with pytest.raises(ModelError) as err:
+        asyncio.run(c.complete(PROMPT, role="member"))
+    assert err.value.attempts == 4 and "RateLimitError" in err.value.reason
+    assert len(sleeps) == 3 and sleeps[0] < sleeps[-1] * 2  # exponential backoff (with jitter)
+
+
+def test_missing_api_key_is_one_clear_line(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    c = client(tmp_path, default="openai/gpt-4o-mini")
+    with pytest.raises(ModelConfigError) as err:
+        asyncio.run(c.complete(PROMPT, role="member"))
+    msg = str(err.value)
+    assert "openai/gpt-4o-mini" in msg and "OPENAI_API_KEY" in msg and "\n" not in msg
+
+
+def test_local_model_other_than_default_needs_a_gguf(tmp_path):
+    c = client(tmp_path, default="local/my-model")
+    with pytest.raises(ModelConfigError, match="RESCUE_SIM_GGUF"):
+        asyncio.run(c.complete(PROMPT, role="member"))
+
+
+def test_timeouts_are_retried_then_fail(tmp_path, fake_provider, monkeypatch):
+    async def slow(messages, params):
+        await asyncio.sleep(30)
+        return "late"
+
+    fake_provider["behaviour"] = slow
+    c = client(tmp_path, default="fakeprov/slow", timeout_s=0.05, max_retries=1)
+    monkeypatch.setattr("simulator.llm.client.random.random", lambda: 0.0)
+    with pytest.raises(ModelError) as err:
+        asyncio.run(c.complete(PROMPT, role="member"))
+    assert fake_provider["calls"] == 2 and "timed out" in err.value.reason
+
+
+def test_disk_cache_serves_repeats_and_keys_on_seed(tmp_path, fake_provider):
+    fake_provider["behaviour"] = lambda m, p: json.dumps({"emotion": random.choice("abcdefgh"), "intensity": 3})
+    c = client(tmp_path, default="fakeprov/x")
+    a = asyncio.run(c.complete(PROMPT, role="member", schema=Feeling, seed=1))
+    b = asyncio.run(c.complete(PROMPT, role="member", schema=Feeling, seed=1))
+    assert fake_provider["calls"] == 1 and b.call.cache_hit and b.parsed == a.parsed
+    asyncio.run(c.complete(PROMPT, role="member", schema=Feeling, seed=2))
+    asyncio.run(c.complete(PROMPT, role="member", schema=Feeling, seed=1, trial=1))
+    assert fake_provider["calls"] == 3  # seed and trial are part of the key
+    # a new client on the same cache file (a rerun) still hits
+    c2 = client(tmp_path, default="fakeprov/x")
+    assert asyncio.run(c2.complete(PROMPT, role="member", schema=Feeling, seed=1)).call.cache_hit
+
+
+def test_unusable_cached_answer_is_not_replayed(tmp_path, fake_provider):
+    replies = iter(["nonsense", json.dumps({"emotion": "calm", "intensity": 2})])
+    fake_provider["behaviour"] = lambda m, p: next(replies)
+    c = client(tmp_path, default="fakeprov/x")
+    out = asyncio.run(c.complete(PROMPT, role="member", schema=Feeling, seed=1))
+    assert out.parsed.emotion == "calm" and out.call.attempts == 2
+
+
+def test_same_seed_and_cache_give_the_same_transcript(tmp_path, fake_provider):
+    """A non-deterministic provider: the cache (keyed by seed) is what makes reruns identical."""
+    from personas.library import resolve_case
+    from simulator.engine import SessionConfig, run_session
+    from simulator.supporters import ModelSupporter
+    from tests._sim_fakes import RoomScript
+
+    case = resolve_case("dana-and-theo")
+
+    def behaviour(messages, params):
+        """Answer by the JSON schema the chat profile puts in the prompt; random content every time."""
+        text = messages[-1]["content"]
+        marker = "matching this JSON schema, nothing else:\n"
+        script = RoomScript(case, intensity=random.randint(3, 9), line=f"line {random.random():.6f}",
+                            supporter_text=f"support {random.random():.6f}", speak=random.random() < 0.7)
+        if marker not in text:
+            return script.line
+        schema = json.loads(text.split(marker, 1)[1])
+        props = schema["properties"]
+
+        class Call:
+            pass
+
+        call = Call()
+        if "landed" in props:
+            from simulator.members import state_schema
+
+            others = schema["$defs"]["FeelingReply"]["properties"]["member"]
+            others = others.get("enum") or [others["const"]]
+            call.schema = state_schema(case, next(n for n in case.member_names if n not in others))
+        elif "pattern" in props:
+            from simulator.tracker import tracker_schema
+
+            call.schema = tracker_schema(case)
+        else:
+            from simulator.supporters import decision_schema
+
+            call.schema = decision_schema(case)
+        return json.dumps(script(call))
+
+    fake_provider["behaviour"] = behaviour
+    settings = dict(default="fakeprov/room", concurrency={"fakeprov": 1})
+
+    def session(seed, cache):
+        c = client(tmp_path, cache_path=tmp_path / cache, **settings)
+        sup = ModelSupporter(client=c, model="fakeprov/room", spec="fakeprov/room", seed=seed)
+        rec = asyncio.run(run_session(case, sup, c, SessionConfig(max_turns=4, seed=seed), session_id="s"))
+        return [(t.speaker, t.text) for t in rec.turns]
+
+    first = session(7, "a.sqlite")
+    assert session(7, "a.sqlite") == first
+    assert session(7, "b.sqlite") != first  # without the cache this provider is not reproducible
+
+
+def test_embedded_chatml_keeps_prefill_open():
+    from simulator.llm.embedded import render_chatml
+
+    text = render_chatml([{"role": "system", "content": "S"}, {"role": "user", "content": "U"},
+                          {"role": "assistant", "content": 'Dana: "'}])
+    assert text.endswith('<|im_start|>assistant\nDana: "')
+    assert render_chatml([{"role": "user", "content": "U"}]).endswith("<|im_start|>assistant\n")
+
+
+def test_weights_join_is_verified_and_atomic(tmp_path, monkeypatch):
+    import hashlib
+
+    from simulator.llm import embedded
+
+    parts = []
+    for i, chunk in enumerate([b"abc", b"def"]):
+        p = tmp_path / f"part{i}.bin"
+        p.write_bytes(chunk)
+        parts.append(p)
+    monkeypatch.setattr(embedded, "_chunk_files", lambda: parts)
+    monkeypatch.setattr(embedded, "WEIGHTS_SHA256", "0" * 64)
+    out_dir = tmp_path / "models"
+    with pytest.raises(embedded.EmbeddedModelError, match="refusing"):
+        embedded.ensure_default_weights(out_dir)
+    assert not any(out_dir.iterdir())  # no partial or temp file left behind
+    monkeypatch.setattr(embedded, "WEIGHTS_SHA256", hashlib.sha256(b"abcdef").hexdigest())
+    path = embedded.ensure_default_weights(out_dir)
+    assert path.read_bytes() == b"abcdef"
+    path.write_bytes(b"tampered")  # a changed file is re-hashed, found wrong and rebuilt from the chunks
+    assert embedded.ensure_default_weights(out_dir).read_bytes() == b"abcdef"
