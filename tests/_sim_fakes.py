@@ -41,21 +41,25 @@ class RoomScript:
                 "toward": [{"member": o, "warmth": self.warmth, "tension": self.tension} for o in others],
                 "reason": "same old fight",
             }
-        if name == "TrackerReply":
+        if name == "TrackerReply":  # names and labels come from the schema, so one script serves any case
+            item = call.schema.model_fields["emotions"].annotation.__args__[0]
+            names = _literal_values(item.model_fields["person"].annotation)
+            patterns = _literal_values(call.schema.model_fields["pattern"].annotation)
+            pattern = self.case.relation_pattern if self.case.relation_pattern in patterns else patterns[0]
             return {
-                "pattern": self.case.relation_pattern,
-                "emotions": [{"person": n, "emotion": "tense", "intensity": 6} for n in self.case.member_names],
+                "pattern": pattern,
+                "emotions": [{"person": n, "emotion": "tense", "intensity": 6} for n in names],
                 "viewpoints": [],
-                "at_risk": self.at_risk,
+                "at_risk": [n for n in self.at_risk if n in names],
             }
         if name == "SupporterReply":
             self.decisions += 1
-            from personas.taxonomy import strategies_for
-
+            targets = _literal_values(call.schema.model_fields["targets"].annotation.__args__[0])
+            strategies = _literal_values(call.schema.model_fields["strategy"].annotation)
             return {
                 "speak": self.speak,
-                "targets": self.targets or [self.case.group_label],
-                "strategy": self.strategy or next(iter(strategies_for(self.case.group))),
+                "targets": self.targets or [targets[-1]],
+                "strategy": self.strategy or strategies[0],
                 "text": self.supporter_text,
                 "close_session": self.close_after is not None and self.decisions >= self.close_after,
             }

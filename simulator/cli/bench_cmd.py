@@ -83,6 +83,8 @@ def bench(
     if subgroups not in ("keep", "collapse"):
         raise UserError(f"--subgroups: {subgroups!r} is not keep or collapse")
     chosen = _parse_tasks(tasks)
+    if out is not None and out.is_dir():
+        raise UserError(f"--out {out}: is a folder; give a file name such as {out / 'bench.json'}")
 
     settings = model_settings(model, roles={"judge": judge_model}, no_cache=no_cache)
     bench_settings = BenchSettings(

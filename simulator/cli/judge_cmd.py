@@ -65,10 +65,12 @@ def render(judgments: list[SessionJudgment]) -> Table:
     dims: list[tuple[str, str]] = []
     for j in judgments:
         for d in j.rubric.active:
-            if d.about == "supporter" and (d.kind != "label" or d.neutral is not None) and d.id not in [x for x, _ in dims]:
+            shown = d.about == "supporter" and (d.kind != "label" or d.neutral is not None)
+            if shown and d.id not in [x for x, _ in dims]:
                 dims.append((d.id, "mean" if d.kind == "scale" else "rate"))
     table = Table(title=f"{len(judgments)} sessions judged", title_justify="left",
-                  caption="scales: mean over items; labels: share non-neutral; strategy: share agreeing with the stated label",
+                  caption="scales: mean over items; labels: share non-neutral; "
+                  "strategy: share agreeing with the stated label",
                   caption_justify="left")
     for col in ("session", "supporter", "status"):
         table.add_column(col, overflow="fold")
@@ -95,7 +97,8 @@ def judge(
         Path | None, typer.Option("--rubric", help="YAML file that adds or overrides rubric dimensions.")
     ] = None,
     per_intervention: Annotated[
-        bool, typer.Option("--per-intervention", help="One judge call per supporter turn (long sessions, small models).")
+        bool,
+        typer.Option("--per-intervention", help="One judge call per supporter turn (long sessions, small models)."),
     ] = False,
     model: Annotated[
         str | None,

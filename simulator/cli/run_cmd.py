@@ -106,7 +106,7 @@ def run(
     except KeyboardInterrupt:
         err_console.print(f"[yellow]interrupted[/]: session saved as incomplete in {out_dir}; rerun to resume")
         raise typer.Exit(130) from None
-    stats = client.embedded_stats()
+    stats = getattr(client, "embedded_stats", lambda: None)()
     if stats and stats["prompt_tokens"]:
         share = stats["cached_prompt_tokens"] / stats["prompt_tokens"]
         console.print(f"[dim]embedded model: {stats['calls']} calls, {share:.0%} of prompt tokens from the prefix cache[/]")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import random
 import time
@@ -79,6 +80,7 @@ class LiteLLMClient:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the cost map online
             import litellm
 
+            logging.getLogger("LiteLLM").setLevel(logging.ERROR)  # its warnings would interleave with the live view
             litellm.suppress_debug_info = True
             litellm.drop_params = True
             _register_local_provider(litellm, self.settings)
