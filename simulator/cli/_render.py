@@ -8,9 +8,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from personas.case import Case
-from personas.graph import RelationSnapshot
-from simulator.records import SessionRecord, Turn
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # keep `rescue-sim --help` and the persona commands free of networkx/pydantic records
+    from personas.case import Case
+    from personas.graph import RelationSnapshot
+    from simulator.records import SessionRecord, Turn
 
 PALETTE = ("cyan", "magenta", "green", "yellow", "bright_blue", "bright_red")
 SUPPORTER_STYLE = "bold white"

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings
+from simulator.cli.leaderboard_cmd import header
 
 if TYPE_CHECKING:
     from judges import Rubric, SessionJudgment
@@ -69,13 +70,13 @@ def render(judgments: list[SessionJudgment]) -> Table:
             if shown and d.id not in [x for x, _ in dims]:
                 dims.append((d.id, "mean" if d.kind == "scale" else "rate"))
     table = Table(title=f"{len(judgments)} sessions judged", title_justify="left",
-                  caption="scales: mean over items; labels: share non-neutral; "
-                  "strategy: share agreeing with the stated label",
+                  caption="scales: mean over items (1-5); sides taken, unsafe turns: share of supporter turns; "
+                  "strategy=stated: share where the judge's label equals the supporter's",
                   caption_justify="left")
     for col in ("session", "supporter", "status"):
         table.add_column(col, overflow="fold")
     for d, _ in dims:
-        table.add_column(d, justify="right", overflow="fold")
+        table.add_column(header(d), justify="right", overflow="fold")
     table.add_column("sim. failure", overflow="fold")
     for j in judgments:
         values = session_values(j)

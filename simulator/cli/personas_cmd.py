@@ -14,7 +14,7 @@ from rich.table import Table
 from personas.case import Case, CardError
 from personas.library import load_library, resolve_case, validate_paths
 from personas.taxonomy import patterns_for
-from simulator.cli._common import console, user_errors
+from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="rich")
 
@@ -127,11 +127,22 @@ def validate(
 def import_rescue_cmd(
     src: Annotated[Path, typer.Argument(metavar="SRC", help="RESCUE .jsonl file, .json file, or a folder of them.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the cards and gold trajectories.")],
+    enrich: Annotated[
+        bool, typer.Option("--enrich", help="Infer each member's traits from the transcript with a model (marked inferred).")
+    ] = False,
+    model: Annotated[
+        str | None, typer.Option(help="Model for --enrich (default: RESCUE_SIM_MODEL or the embedded model).",
+                                 envvar="RESCUE_SIM_MODEL")
+    ] = None,
 ) -> None:
-    """Derive a case card and a gold trajectory from every RESCUE sample."""
+    """Derive a case card and a gold trajectory from every RESCUE sample (deterministic unless --enrich)."""
     from personas.rescue import PATTERN_FIELDS, import_rescue
 
-    report = import_rescue(src, out)
+    failures: dict[str, str] = {}
+    enricher = None
+    if enrich:
+        enricher, failures = _enricher(src, model)
+    report = import_rescue(src, out, enrich=enricher)
     table = Table(
         title=f"Imported {len(report.samples)} samples into {report.out_dir}",
         title_justify="left",
@@ -159,6 +170,31 @@ def import_rescue_cmd(
         str(t["no_dominant_pattern"]), str(t["strategies"]), str(t["viewpoints"]), str(t["emotions"]),
     )
     console.print(table)
+    if enrich:
+        done = len(report.samples) - len(failures)
+        console.print(f"enriched {done}/{len(report.samples)} cards (member traits marked as inferred)")
+        for sid, reason in failures.items():
+            err_console.print(f"[red]enrichment failed[/] for {sid}: {reason} (card written without inferred traits)")
+        if failures:
+            raise typer.Exit(EXIT_FAILED)
+
+
+def _enricher(src: Path, model: str | None):
+    """Run enrichment for every sample up front (async, bounded), then hand import_rescue a lookup."""
+    import asyncio
+
+    from personas.rescue import case_from_sample, load_rescue
+    from simulator.cli._models import make_client, model_settings
+    from simulator.enrich import enrich_cases
+
+    samples = load_rescue(src)
+    client = make_client(model_settings(model))
+    outcome = asyncio.run(enrich_cases([(case_from_sample(s), s) for s in samples], client))
+
+    def lookup(case, sample):
+        return outcome.enriched.get(sample.sample_id, case)
+
+    return lookup, outcome.failures
 
 
 @app.command("graph")

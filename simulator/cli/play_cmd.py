@@ -13,7 +13,6 @@ from personas.library import resolve_case
 from personas.taxonomy import strategies_for
 from simulator.cli._common import console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings
-from simulator.cli._render import LiveSession
 
 HELP = (
     "[dim]Your turn as the counsellor. Type what you say (Enter alone = stay quiet). "
@@ -55,6 +54,7 @@ def play(
     out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/play-<case>-<time>).")] = None,
 ) -> None:
     """Be the supporter yourself: the personas react to what you say."""
+    from simulator.cli._render import LiveSession
     from simulator.runner.runs import RunConfig, RunEvents, run_sessions
     from simulator.supporters import HumanSupporter
 

@@ -11,7 +11,6 @@ import typer
 from personas.library import load_library, resolve_case
 from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings
-from simulator.cli._render import LiveSession
 
 ModelOpt = Annotated[str | None, typer.Option(help="Default model for personas, tracker and judges.", envvar="RESCUE_SIM_MODEL")]
 
@@ -54,6 +53,7 @@ def run(
     hide_inner: Annotated[bool, typer.Option("--hide-inner", help="Do not show members' private states live.")] = False,
 ) -> None:
     """Run simulated sessions with a supporter under test; re-running the same command resumes."""
+    from simulator.cli._render import LiveSession
     from simulator.runner.runs import RunConfig, RunEvents, default_run_dir, run_sessions
     from simulator.supporters import HumanSupporter, parse_supporter_spec
 
@@ -76,7 +76,7 @@ def run(
         judges=panel or [settings.model_for("judge")],
     )
     out_dir = out or default_run_dir(config)
-    live: LiveSession | None = None
+    live = None
 
     def started(sid: str, c, resumed: bool) -> None:
         nonlocal live

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from simulator.cli._common import console, user_errors
-from simulator.cli._render import print_session
 
 
 @user_errors
@@ -19,6 +18,7 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print the session record(s) as JSON.")] = False,
 ) -> None:
     """Replay a saved session: transcript, inner states, supporter decisions, observer panels, outcome."""
+    from simulator.cli._render import print_session
     from simulator.runner.folder import RunFolder
 
     folder = RunFolder(run_dir)
