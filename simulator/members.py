@@ -7,6 +7,7 @@ lower intensity or tension, or raise warmth, by at most MAX_SOFTEN_STEP points.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Literal
 
@@ -24,7 +25,11 @@ MAX_SOFTEN_STEP = 2.0
 
 def state_schema(case: Case, speaker: str) -> type[BaseModel]:
     """The self-report schema for one member, with the other members' names as an enum (grammar-friendly)."""
-    others = tuple(n for n in case.member_names if n != speaker)
+    return _state_schema(tuple(n for n in case.member_names if n != speaker))
+
+
+@functools.lru_cache(maxsize=256)
+def _state_schema(others: tuple[str, ...]) -> type[BaseModel]:  # building pydantic models is slow: once each
     feeling = create_model(
         "FeelingReply",
         member=(Literal[others], ...),  # type: ignore[valid-type]

@@ -7,6 +7,7 @@ Forms accepted by `--supporter` (see `parse_supporter_spec`): a litellm model id
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import re
@@ -163,12 +164,16 @@ _SCRIPTED: dict | None = None
 
 
 def decision_schema(case: Case) -> type[BaseModel]:
-    targets = tuple([*case.member_names, case.group_label])
+    return _decision_schema(tuple([*case.member_names, case.group_label]), case.group)
+
+
+@functools.lru_cache(maxsize=256)
+def _decision_schema(targets: tuple[str, ...], group: str) -> type[BaseModel]:
     return create_model(
         "SupporterReply",
         speak=(bool, ...),
         targets=(list[Literal[targets]], Field(max_length=len(targets))),  # type: ignore[valid-type]
-        strategy=(Literal[tuple(strategies_for(case.group))], ...),  # type: ignore[valid-type]
+        strategy=(Literal[tuple(strategies_for(group))], ...),  # type: ignore[valid-type]
         text=(str, _soft_max(240)),
         close_session=(bool, False),
     )

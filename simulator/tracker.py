@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -21,7 +22,11 @@ MAX_VIEWPOINTS = 3
 
 
 def tracker_schema(case: Case) -> type[BaseModel]:
-    names = tuple(case.member_names)
+    return _tracker_schema(tuple(case.member_names), case.group)
+
+
+@functools.lru_cache(maxsize=256)
+def _tracker_schema(names: tuple[str, ...], group: str) -> type[BaseModel]:
     Name = Literal[names]  # type: ignore[valid-type]
     emotion = create_model(
         "EmotionReply", person=(Name, ...), emotion=(str, _soft_max(48)), intensity=(int, Field(ge=0, le=10))
@@ -37,7 +42,7 @@ def tracker_schema(case: Case) -> type[BaseModel]:
     )
     return create_model(
         "TrackerReply",
-        pattern=(Literal[tuple(patterns_for(case.group))], ...),  # type: ignore[valid-type]
+        pattern=(Literal[tuple(patterns_for(group))], ...),  # type: ignore[valid-type]
         emotions=(list[emotion], Field(min_length=1, max_length=len(names))),  # type: ignore[valid-type]
         viewpoints=(list[viewpoint], Field(max_length=MAX_VIEWPOINTS)),  # type: ignore[valid-type]
         at_risk=(list[Name], Field(default_factory=list, max_length=len(names))),  # type: ignore[valid-type]

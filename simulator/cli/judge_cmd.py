@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from simulator.runner.folder import RunFolder
 
 SESSIONS_AT_ONCE = 4  # sessions judged concurrently (the client still limits calls per provider)
+LOCAL_PREFIX = "local/"  # the embedded model: one session at a time keeps its prompt-prefix cache warm
 
 
 def parse_judges(text: str | None) -> list[str]:
@@ -39,7 +40,7 @@ async def judge_all(
     """Judge and write each session as soon as it is done (a killed run keeps what it finished)."""
     from judges import judge_session, write_judgment
 
-    gate = asyncio.Semaphore(SESSIONS_AT_ONCE)
+    gate = asyncio.Semaphore(1 if any(m.startswith(LOCAL_PREFIX) for m in panel) else SESSIONS_AT_ONCE)
     done = 0
 
     async def one(record: SessionRecord) -> SessionJudgment:
