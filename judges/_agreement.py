@@ -83,7 +83,8 @@ def krippendorff_alpha(ratings: Sequence[Sequence[float | str | None]], level: A
     import numpy as np
 
     if level == "nominal":
-        codes = {v: n for n, v in enumerate(sorted({v for row in ratings for v in row if v is not None}, key=_sort_key))}
+        seen = sorted({v for row in ratings for v in row if v is not None}, key=_sort_key)
+        codes = {v: n for n, v in enumerate(seen)}
         table = [[np.nan if v is None else float(codes[v]) for v in row] for row in ratings]
     else:
         table = [[np.nan if v is None else float(v) for v in row] for row in ratings]

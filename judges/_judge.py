@@ -41,6 +41,7 @@ from simulator.records import SUPPORTER, SessionRecord, SessionStatus, Turn
 F = TypeVar("F", bound=Callable[..., Any])
 
 _REGISTRY: dict[str, Callable[..., Any]] = {}
+NO_INTERVENTIONS = "(none: the counsellor never spoke)"
 
 
 def judge(name: str | None = None) -> Callable[[F], F]:
@@ -106,7 +107,8 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool) -> list
     members = record.case.member_names
     group = record.case.group
     shared = {
-        "group_kind": group_kind(group), "group_plural": group_plural(group), "supporter": SUPPORTER, "strategies": strategies_text(group),
+        "group_kind": group_kind(group), "group_plural": group_plural(group), "supporter": SUPPORTER,
+        "strategies": strategies_text(group),
         "strategy_rules": strategy_rules(group), "evidence_rule": EVIDENCE_RULE,
     }
     by_turn = {t.index: t for t in interventions}
@@ -134,7 +136,7 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool) -> list
                 unit="session",
                 instructions=render_prompt(
                     "judge_session", PROMPTS, **shared,
-                    interventions="\n".join(f"- {intervention_line(t)}" for t in judged) or "(none: the counsellor never spoke)",
+                    interventions="\n".join(f"- {intervention_line(t)}" for t in judged) or NO_INTERVENTIONS,
                     rubric=rubric_text(rubric, members, levels), layout=_layout(record, judged, rubric, True),
                 ),
                 schema=schemas.reply(judged, session=True),
@@ -163,7 +165,7 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool) -> list
                 "judge_session", PROMPTS, **shared,
                 interventions="\n".join(f"- {intervention_line(t)}" for t in interventions)
                 + "\n(rated separately; here rate only the whole session and each member)" if interventions
-                else "(none: the counsellor never spoke)",
+                else NO_INTERVENTIONS,
                 rubric=rubric_text(rubric, members, ("session", "member")), layout=_layout(record, [], rubric, True),
             ),
             schema=schemas.reply([], session=True),

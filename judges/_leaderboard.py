@@ -58,7 +58,8 @@ class SupporterRow(_Record):
     scored: int = Field(description="Judged sessions entering the dimension aggregates.")
     dimensions: list[DimensionSummary] = Field(default_factory=list, description="In the leaderboard's column order.")
     alpha: float | None = Field(
-        default=None, description="Krippendorff's alpha (interval) pooled over all supporter scale items; None with one judge."
+        default=None,
+        description="Krippendorff's alpha (interval) pooled over the supporter's scale items; None with one judge.",
     )
     alpha_by_dimension: dict[str, float | None] = Field(
         default_factory=dict, description="Krippendorff's alpha per scale dimension, pooled over sessions."

@@ -96,7 +96,8 @@ class AggregateScore(_Record):
     strength_mean: float | None = Field(default=None, description="Labels with strength: mean strength.")
     supporter_label: str | None = Field(default=None, description="Taxonomy: the supporter's stated strategy.")
     agrees_with_supporter: bool | None = Field(
-        default=None, description="Taxonomy: the majority label equals the supporter's stated one (None: none stated or tie)."
+        default=None,
+        description="Taxonomy: the majority label equals the supporter's stated one (None: none stated, or a tie).",
     )
     disagreement: bool = Field(default=False, description="Judges differ by 2 points or more (scale or strength).")
 
@@ -117,7 +118,9 @@ class DimensionAgreement(_Record):
     dimension: str = Field(description="Rubric dimension id.")
     metric: Literal["interval", "nominal"] = Field(description="Krippendorff level: interval (scales) or nominal.")
     n_items: int = Field(description="Items scored by at least two judges.")
-    alpha: float | None = Field(description="Krippendorff's alpha; None when undefined (fewer than 2 judges, no variation).")
+    alpha: float | None = Field(
+        description="Krippendorff's alpha; None when undefined (fewer than 2 judges, no variation)."
+    )
     pairs: list[PairKappa] = Field(default_factory=list, description="Cohen's kappa for every pair of judges.")
 
 

@@ -102,7 +102,8 @@ def strategy_rules(group: str) -> str:
 def dimension_line(dim: Dimension, members: list[str]) -> str:
     """One rubric line: id, bounds or labels, question, anchors, evidence guidance."""
     if dim.kind == "scale":
-        anchors = "; ".join(f"{p} = {_clause(dim.anchors[p])}" for p in range(dim.min, dim.max + 1))  # type: ignore[arg-type]
+        points = range(dim.min, dim.max + 1)  # type: ignore[arg-type]
+        anchors = "; ".join(f"{p} = {_clause(dim.anchors[p])}" for p in points)
         text = f"- {dim.id} (score {dim.min}-{dim.max}): {dim.question} {anchors}."
     elif dim.kind == "label":
         text = f"- {dim.id} (label: {', '.join(dim.labels(members))}): {dim.question}"

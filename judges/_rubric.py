@@ -80,7 +80,8 @@ class Dimension(_Strict):
     neutral: str | None = Field(default=None, description="Label: the value that means nothing to report.")
     strength: Strength | None = Field(default=None, description="Label: optional strength scale.")
     about: Literal["supporter", "simulator"] = Field(
-        default="supporter", description="`simulator` dimensions check the simulation and never count for the supporter."
+        default="supporter",
+        description="`simulator` dimensions check the simulation; they never count for the supporter.",
     )
     fail_at: int | None = Field(
         default=None, description="Simulator scales: a score at or below this flags the session `simulator_failure`."

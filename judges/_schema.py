@@ -89,7 +89,8 @@ class SchemaBuilder:
             if key[1]:
                 fields["ok"] = (bool, Field(description="The stated strategy fits the turn."))
             fields["label"] = (_lit(self.strategies), ...)
-        model = create_model(f"{dim.id}{'_stated' if key[1] else ''}", __base__=_Entry, **fields)  # type: ignore[call-overload]
+        name = f"{dim.id}{'_stated' if key[1] else ''}"
+        model = create_model(name, __base__=_Entry, **fields)  # type: ignore[call-overload]
         model.neutral_label = dim.neutral
         model.strength_floor = dim.strength.min if dim.strength is not None else None
         self._entries[key] = model
@@ -107,7 +108,8 @@ class SchemaBuilder:
         """The whole-call reply: `interventions` keyed `t<turn>`, then `session` and `members` when asked."""
         parts: list[tuple[str, Any]] = []
         if interventions and self.rubric.at("intervention"):
-            parts.append(("interventions", _object("Interventions", [(f"t{t.index}", self.intervention(t)) for t in interventions])))
+            turns = [(f"t{t.index}", self.intervention(t)) for t in interventions]
+            parts.append(("interventions", _object("Interventions", turns)))
         if session and self.rubric.at("session"):
             parts.append(("session", self._dims("session", "Session")))
         if session and self.rubric.at("member"):

@@ -42,4 +42,5 @@ def read_judgment(folder: RunFolder | str | Path, session_id: str) -> SessionJud
     try:
         return SessionJudgment.model_validate_json(text)
     except ValueError as err:
-        raise RunFolderError(f"{path}: not a valid judgment ({str(err).splitlines()[0]}); rerun `rescue-sim judge`") from None
+        first = str(err).splitlines()[0]
+        raise RunFolderError(f"{path}: not a valid judgment ({first}); rerun `rescue-sim judge`") from None

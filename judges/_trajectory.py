@@ -321,8 +321,10 @@ def insider_outsider_gap(turns: Sequence[Turn], members: Sequence[str]) -> Insid
     all_m = [g for gs in m_gaps.values() for g in gs]
     all_p = [g for gs in p_gaps.values() for g in gs]
     return InsiderOutsiderGap(
-        members=[MemberGap(member=m, n=len(g), mean_abs_gap=(sum(g) / len(g) if g else None)) for m, g in m_gaps.items()],
-        pairs=[PairGap(source=s, target=t, n=len(g), mean_abs_gap=sum(g) / len(g)) for (s, t), g in sorted(p_gaps.items())],
+        members=[MemberGap(member=m, n=len(g), mean_abs_gap=(sum(g) / len(g) if g else None))
+                 for m, g in m_gaps.items()],
+        pairs=[PairGap(source=s, target=t, n=len(g), mean_abs_gap=sum(g) / len(g))
+               for (s, t), g in sorted(p_gaps.items())],
         mean_intensity_gap=sum(all_m) / len(all_m) if all_m else None,
         mean_tension_gap=sum(all_p) / len(all_p) if all_p else None,
     )

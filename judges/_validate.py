@@ -80,7 +80,7 @@ class JudgeValidation(_Record):
     items: int = Field(description="Items attempted.")
     scored: int = Field(description="Items the judge labelled (failed items are excluded and counted).")
     failed: int = Field(description="Items with no valid label after the client's attempts.")
-    skipped_off_taxonomy: int = Field(default=0, description="Therapist rows whose gold strategy is not in the taxonomy.")
+    skipped_off_taxonomy: int = Field(default=0, description="Therapist rows whose gold strategy is off-taxonomy.")
     accuracy: float | None = Field(description="Share of scored items labelled as gold; None when none scored.")
     macro_f1: float | None = Field(description="Mean F1 over labels seen in gold or predictions.")
     labels: list[LabelStats] = Field(description="Per-label precision, recall and F1.")
@@ -168,7 +168,8 @@ def classification_report(
         precision = tp / n_pred if n_pred else None
         recall = tp / support if support else None
         f1 = 2 * precision * recall / (precision + recall) if precision and recall else 0.0
-        stats.append(LabelStats(label=label, support=support, predicted=n_pred, precision=precision, recall=recall, f1=f1))
+        stats.append(LabelStats(label=label, support=support, predicted=n_pred, precision=precision, recall=recall,
+                                f1=f1))
     accuracy = sum(1 for g, p in zip(gold, predicted) if g == p) / len(gold)
     return accuracy, sum(s.f1 for s in stats) / len(stats), stats, confusion
 

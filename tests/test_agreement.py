@@ -106,8 +106,8 @@ def test_majority_and_median() -> None:
 
 def _score(item: str, dim: str, **kw) -> DimensionScore:
     level = "session" if item == "session" else "intervention"
-    return DimensionScore(item=item, dimension=dim, level=level, evidence=[Evidence(turn=1, quote="q", quote_found=True)],
-                          reasoning="r", **kw)
+    evidence = [Evidence(turn=1, quote="q", quote_found=True)]
+    return DimensionScore(item=item, dimension=dim, level=level, evidence=evidence, reasoning="r", **kw)
 
 
 def test_panel_aggregation_and_agreement_by_hand() -> None:

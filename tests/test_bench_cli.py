@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judges.bench import BenchSettings, Task, build_rescue_instances, count_instances
+from judges.bench import BenchSettings, build_rescue_instances, count_instances
 from personas.library import resolve_case
 from personas.rescue import load_rescue
 from simulator.cli import app as cli_app
@@ -232,4 +232,7 @@ def test_settings_hash_ignores_how_it_runs():
     b = BenchSettings(model="m", judge_model="j", concurrency=9).config(origin="rescue", sources=["x"])
     c = BenchSettings(model="m", judge_model="j", batch_size=2).config(origin="rescue", sources=["x"])
     assert a == b and a != c
-    assert Task.ITP.value in "itp"
+
+
+def test_out_folder_is_refused(invoke, clients, tmp_path):
+    assert "is a folder" in one_error_line(invoke("--data", FIXTURE, "--out", tmp_path, "--model", "fake/model"))

@@ -88,7 +88,7 @@ def test_judge_writes_judgments_and_lists_skipped(invoke, fake, tmp_path: Path) 
     assert "1 sessions judged" in out and "s1" in out and "fake/supporter" in out
     assert "skipped s2 (failed: member turn 3 (Ana): model down)" in out
     assert "skipped s3 (incomplete)" in out
-    assert "overall_quality" in out and "4.00" in out
+    assert "overall" in out and "strategy fit" in out and "4.00" in out
     assert "judged s1 (ok) 1/1" in result.stderr
     j = read_judgment(folder, "s1")
     assert j is not None and j.status.value == "ok"
@@ -203,8 +203,8 @@ def test_leaderboard_table_ranks_supporters_and_excludes_simulator_failures(invo
     assert invoke("judge", broken.path).exit_code == 0
     result = invoke("leaderboard", weak.path, good.path, broken.path)
     assert result.exit_code == 0
-    lines = result.stdout.splitlines()
-    order = [n for line in lines for n in ("sup/good", "sup/weak", "sup/broken") if n in line]
+    sessions_table = result.stdout.split("supporter turns")[0].splitlines()
+    order = [n for line in sessions_table for n in ("sup/good", "sup/weak", "sup/broken") if n in line]
     assert order == ["sup/good", "sup/weak", "sup/broken"]  # ranked by overall_quality; no scores last
     board = json.loads(invoke("leaderboard", weak.path, good.path, broken.path, "--json").stdout)
     rows = {r["supporter"]: r for r in board["rows"]}
@@ -222,6 +222,7 @@ def test_leaderboard_counts_failed_judgments_and_unjudged(invoke, fake, tmp_path
     row = json.loads(invoke("leaderboard", folder.path, "--json").stdout)["rows"][0]
     assert row["failed_judgments"] == 1 and row["unjudged"] == 1 and row["scored"] == 1
     assert row["delta_tension"]["n"] == 2  # trajectory needs no judgment
+    assert "1 completed session(s) not judged yet" in invoke("leaderboard", folder.path).stdout
 
 
 def test_leaderboard_bad_dir_is_one_line(invoke, tmp_path: Path) -> None:
@@ -259,8 +260,9 @@ def test_judge_validate_all_failed_exit_1(invoke, fake) -> None:
 def test_judge_validate_bad_data_is_one_line(invoke, fake, tmp_path: Path) -> None:
     assert "no such file or folder" in one_error_line(invoke("judge-validate", "--data", tmp_path / "none.jsonl"))
     empty = tmp_path / "plain.jsonl"
-    empty.write_text(json.dumps({"sample_id": "x/1", "participants": ["A", "B"], "rows": [{"primary_speaker": "A", "dialogue_cleaned": "hi"}]})
-                     + "\n", encoding="utf-8")
+    rows = [{"primary_speaker": "A", "dialogue_cleaned": "hi"}]
+    sample = {"sample_id": "x/1", "participants": ["A", "B"], "rows": rows}
+    empty.write_text(json.dumps(sample) + "\n", encoding="utf-8")
     assert "no therapist rows" in one_error_line(invoke("judge-validate", "--data", empty))
 
 

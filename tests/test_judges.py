@@ -373,7 +373,7 @@ def test_validate_judge_scores_against_gold() -> None:
     assert result.items == result.scored == 7 and result.failed == 0
     assert result.accuracy == 1.0 and result.macro_f1 == 1.0
     assert "not RESCUE SSP" in result.task
-    assert "does not predict" in client.calls[0].prompt.instructions or "not predict" in client.calls[0].prompt.instructions
+    assert "it does not predict what the therapist says next" in client.calls[0].prompt.instructions
 
 
 def test_validate_judge_hand_values_and_failures() -> None:

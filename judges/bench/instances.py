@@ -1,4 +1,4 @@
-"""Benchmark instances: one decision point each, with only the rows before it and the gold answer.
+"""Benchmark instances: one decision point each, with only the rows up to it and the gold answer.
 
 The six RESCUE-BENCH tasks (TAXONOMY §6) share one instance format, whether the gold comes from RESCUE
 annotations (`build_rescue_instances`) or from a simulated session (`judges.bench.probe`). Rows are numbered
@@ -17,6 +17,8 @@ Construction rules, per task (`Task`):
   `RescueRow.field_label`. `""` (reviewed, no dominant pattern) is excluded. Context: rows before the turn.
 - STP: therapist rows with a `support_strategy` item whose target (the first item's target, falling back to
   the row target) resolves to the sample's closed target set: members, subgroups of members, the group label.
+  Candidates (the released script's `build_candidate_target_labels`): the members, every target seen on the
+  sample's therapist rows (so subgroups the sample uses), the group label.
 - SSP: STP rows whose first strategy is in the group's taxonomy; the gold target is given to the model.
 - ER: member rows (not the therapist, not a group speaker) with a speaker-matched emotion and a valid 0-10
   intensity, after dropping early and very short rows; at most `CHECKPOINTS_PER_SAMPLE` per sample, sampled
@@ -39,7 +41,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from personas.rescue import RescueRow, RescueSample
+from personas.rescue import PatternField, RescueRow, RescueSample
 from personas.taxonomy import (
     GROUP_TARGET_LABELS,
     INTENSITY_MAX,
@@ -260,14 +262,14 @@ def instance_id(task: Task, sample_id: str, row: int) -> str:
 
 # ---- RESCUE ---------------------------------------------------------------------------------------------------
 
-RPP_FIELD_ORDER = ("relation_cycle_state", "relation_pattern")
+RPP_FIELD_ORDER: tuple[PatternField, ...] = ("relation_cycle_state", "relation_pattern")
 
 
 def rpp_label(row: RescueRow) -> str | None:
     """A therapist row's pattern: `relation_cycle_state` when it carries a label (including ``), else
     `relation_pattern`; None when neither does."""
     for f in RPP_FIELD_ORDER:
-        label = row.field_label(f)  # type: ignore[arg-type]
+        label = row.field_label(f)
         if label is not None:
             return label
     return None

@@ -153,6 +153,10 @@ async def run_bench(
         started_at=started, wall_s=time.perf_counter() - clock, build=plan.build, similarity=similarity,
         bertscore_status=bertscore_status,
     )
+    judged = {Task.ER, Task.VP} & set(plan.tasks)
+    if judged and plan.settings.judge_model == plan.settings.model:
+        report.notes.append("the ER/VP judge is the model under test (self-grading); pass --judge-model for an "
+                            "independent judge")
     if plan.origin == "probe":
         report.notes.append("probe mode: gold comes from the simulator (see gold_source per task), "
                             "not from human annotation; not comparable with the paper's numbers")

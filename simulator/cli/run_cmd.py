@@ -59,7 +59,8 @@ def run(
 
     cases = load_library() if case == ["all"] else [resolve_case(c) for c in case]
     api_bases: dict[str, str] = {}
-    settings = model_settings(model, roles={"member": member_model, "tracker": tracker_model, "judge": judge_model})
+    settings = model_settings(model, roles={"member": member_model, "tracker": tracker_model, "judge": judge_model},
+                              no_cache=no_cache)
     client = make_client(settings)
     spec = supporter or settings.default
     sup = parse_supporter_spec(spec, client, api_bases=api_bases)
@@ -120,11 +121,14 @@ def run(
 def _judge_hook(client, judges: list[str]):
     async def hook(record, folder) -> None:
         from judges import judge_session, load_rubric, write_judgment
-        from simulator.cli._judge_render import print_judgment
+        from simulator.cli.judge_cmd import render
 
         console.print(f"[dim]judging with {', '.join(judges)}…[/]")
         judgment = await judge_session(record, client, judges, load_rubric())
         write_judgment(folder, judgment)
-        print_judgment(console, judgment)
+        console.print(render([judgment]))
+        for verdict in judgment.verdicts:
+            if verdict.failure is not None:
+                err_console.print(f"[red]judge {verdict.judge} failed[/]: {verdict.failure.reason}")
 
     return hook
