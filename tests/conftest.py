@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 # ---- reference data -------------------------------------------------------------------------------------------
 
-RESCUE_DIR = Path(__file__).resolve().parents[2] / "shared" / "rescue"
+# ../shared/rescue next to the checkout, or wherever RESCUE_SIM_RESCUE_DIR points (e.g. a CI clone elsewhere)
+RESCUE_DIR = Path(os.environ.get("RESCUE_SIM_RESCUE_DIR") or Path(__file__).resolve().parents[2] / "shared" / "rescue")
 FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
 
 

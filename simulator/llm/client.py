@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from simulator.llm.cache import CallCache
 from simulator.llm.embedded import DEFAULT_LOCAL_MODEL, cache_dir, get_embedded_model, resolve_gguf
 from simulator.llm.profiles import profile_for
-from simulator.llm.structured import ParseError, looks_like_refusal, parse_structured
+from simulator.llm.structured import ParseError, check_reply
 from simulator.llm.types import CallRecord, Completion, ModelConfigError, ModelError, Prompt, Role, Usage
 
 LOCAL_PROVIDER = "local"
@@ -150,9 +150,7 @@ class LiteLLMClient:
             text, usage, cost, n, hit = await self._call(model, messages, params, json_schema, role)
             attempts += n
             try:
-                parsed = parse_structured(text, schema) if schema is not None else None
-                if schema is None and looks_like_refusal(text):
-                    raise ParseError(f"refusal instead of the requested text: {text.strip()[:80]!r}")
+                parsed = check_reply(text, schema)
             except ParseError as err:
                 last_reason = str(err)
                 if self._cache is not None:

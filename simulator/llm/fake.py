@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from simulator.llm.structured import ParseError, looks_like_refusal, parse_structured
+from simulator.llm.structured import ParseError, check_reply
 from simulator.llm.types import CallRecord, Completion, ModelError, Prompt, Role
 
 Reply = str | BaseModel | dict | Exception | Callable[["FakeCall"], Any]
@@ -87,9 +87,7 @@ class FakeModelClient:
             else:
                 text = str(reply)
             try:
-                parsed = parse_structured(text, schema) if schema is not None else None
-                if schema is None and looks_like_refusal(text):
-                    raise ParseError(f"refusal instead of the requested text: {text[:80]!r}")
+                parsed = check_reply(text, schema)
             except ParseError as err:
                 last = str(err)
                 continue

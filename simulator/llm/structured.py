@@ -65,3 +65,12 @@ def soft_max_length(n: int) -> Any:
     from pydantic import Field
 
     return Field(json_schema_extra={"maxLength": n})
+
+
+def check_reply(text: str, schema: type[T] | None) -> T | None:
+    """One rule for every client: a structured reply must validate; a free-text reply must not be a refusal."""
+    if schema is not None:
+        return parse_structured(text, schema)
+    if looks_like_refusal(text):
+        raise ParseError(f"refusal instead of the requested text: {text.strip()[:80]!r}")
+    return None
