@@ -85,7 +85,7 @@ def test_judge_writes_judgments_and_lists_skipped(invoke, fake, tmp_path: Path) 
     result = invoke("judge", folder.path)
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert "1 sessions judged" in out and "s1" in out and "fake/supporter" in out
+    assert "1 session(s) judged" in out and "s1" in out and "fake/supporter" in out
     assert "skipped s2 (failed: member turn 3 (Ana): model down)" in out
     assert "skipped s3 (incomplete)" in out
     assert "overall" in out and "strategy fit" in out and "4.00" in out

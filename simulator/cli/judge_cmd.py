@@ -70,6 +70,8 @@ def render(judgments: list[SessionJudgment]) -> Table:
             shown = d.about == "supporter" and (d.kind != "label" or d.neutral is not None)
             if shown and d.id not in [x for x, _ in dims]:
                 dims.append((d.id, "mean" if d.kind == "scale" else "rate"))
+    if len(judgments) <= 4:  # few sessions: one row per dimension reads better than 15 narrow columns
+        return _render_tall(judgments, dims)
     table = Table(title=f"{len(judgments)} sessions judged", title_justify="left",
                   caption="scales: mean over items (1-5); sides taken, unsafe turns: share of supporter turns; "
                   "strategy=stated: share where the judge's label equals the supporter's",
@@ -84,6 +86,22 @@ def render(judgments: list[SessionJudgment]) -> Table:
         cells = [_cell(values[d][1] if d in values else None, m) for d, m in dims]
         sim = escape(j.simulator_failure_reason or "") if j.simulator_failure else "-"
         table.add_row(escape(j.session_id), escape(j.supporter), j.status.value, *cells, sim)
+    return table
+
+
+def _render_tall(judgments: list[SessionJudgment], dims: list[tuple[str, str]]) -> Table:
+    from judges import session_values
+
+    table = Table(title=f"{len(judgments)} session(s) judged", title_justify="left",
+                  caption="scales: mean over items (1-5); rates: share of supporter turns", caption_justify="left")
+    table.add_column("dimension", no_wrap=True)
+    for j in judgments:
+        table.add_column(f"{escape(j.session_id)}\n[dim]{escape(j.supporter)} · {j.status.value}[/]", justify="right")
+    values = [session_values(j) for j in judgments]
+    for d, measure in dims:
+        table.add_row(header(d), *(_cell(v[d][1] if d in v else None, measure) for v in values))
+    table.add_row("simulator failure", *(escape(j.simulator_failure_reason or "yes") if j.simulator_failure else "-"
+                                         for j in judgments))
     return table
 
 

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 SHORT = {
     "strategy": "strategy=stated", "strategy_fit": "strategy fit", "target_fit": "target fit", "timing": "timing",
     "relation_sensitivity": "relational", "side_taking": "sides taken", "safety": "unsafe turns",
-    "overall_quality": "overall", "session_relation_sensitivity": "relational", "balance": "balance",
-    "safety_handling": "safety",
+    "overall_quality": "overall", "session_relation_sensitivity": "relational (session)", "balance": "balance",
+    "safety_handling": "safety handling",
 }
 
 
