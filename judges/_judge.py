@@ -107,9 +107,12 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool) -> list
     members = record.case.member_names
     group = record.case.group
     shared = {
-        "group_kind": group_kind(group), "group_plural": group_plural(group), "supporter": SUPPORTER,
+        "group_kind": group_kind(group),
+        "group_plural": group_plural(group),
+        "supporter": SUPPORTER,
         "strategies": strategies_text(group),
-        "strategy_rules": strategy_rules(group), "evidence_rule": EVIDENCE_RULE,
+        "strategy_rules": strategy_rules(group),
+        "evidence_rule": EVIDENCE_RULE,
     }
     by_turn = {t.index: t for t in interventions}
 
@@ -117,13 +120,15 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool) -> list
         out: list[DimensionScore] = []
         for key, entries in (data.get("interventions") or {}).items():
             turn = by_turn[int(key[1:])]
-            out += read_entries(entries, rubric.at("intervention"), item=key, level="intervention", record=record,
-                                turn=turn)
+            out += read_entries(
+                entries, rubric.at("intervention"), item=key, level="intervention", record=record, turn=turn
+            )
         if session and "session" in data:
             out += read_entries(data["session"], rubric.at("session"), item="session", level="session", record=record)
         for name, entries in (data.get("members") or {}).items() if session else ():
-            out += read_entries(entries, rubric.at("member"), item=f"member:{name}", level="member", record=record,
-                                member=name)
+            out += read_entries(
+                entries, rubric.at("member"), item=f"member:{name}", level="member", record=record, member=name
+            )
         return out
 
     calls: list[_Call] = []
@@ -132,46 +137,63 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool) -> list
         judged = interventions if rubric.at("intervention") else []
         if judged or has_rest:
             levels = ("intervention", "session", "member")
-            calls.append(_Call(
-                unit="session",
-                instructions=render_prompt(
-                    "judge_session", PROMPTS, **shared,
-                    interventions="\n".join(f"- {intervention_line(t)}" for t in judged) or NO_INTERVENTIONS,
-                    rubric=rubric_text(rubric, members, levels), layout=_layout(record, judged, rubric, True),
-                ),
-                schema=schemas.reply(judged, session=True),
-                max_tokens=max_tokens_for(entry_count(rubric, len(judged), len(members), session=True)),
-                read=lambda data: read_all(data, True),
-            ))
+            calls.append(
+                _Call(
+                    unit="session",
+                    instructions=render_prompt(
+                        "judge_session",
+                        PROMPTS,
+                        **shared,
+                        interventions="\n".join(f"- {intervention_line(t)}" for t in judged) or NO_INTERVENTIONS,
+                        rubric=rubric_text(rubric, members, levels),
+                        layout=_layout(record, judged, rubric, True),
+                    ),
+                    schema=schemas.reply(judged, session=True),
+                    max_tokens=max_tokens_for(entry_count(rubric, len(judged), len(members), session=True)),
+                    read=lambda data: read_all(data, True),
+                )
+            )
         return calls
     if rubric.at("intervention"):
         for t in interventions:
-            calls.append(_Call(
-                unit=f"t{t.index}",
-                instructions=render_prompt(
-                    "judge_intervention", PROMPTS, **shared, intervention=intervention_line(t),
-                    rubric=rubric_text(rubric, members, ("intervention",)),
-                    layout="{" + ", ".join(f'"{d.id}": {{...}}' for d in rubric.at("intervention")) + "}",
-                ),
-                schema=schemas.intervention(t),
-                max_tokens=max_tokens_for(len(rubric.at("intervention"))),
-                read=lambda data, t=t: read_entries(data, rubric.at("intervention"), item=f"t{t.index}",
-                                                    level="intervention", record=record, turn=t),
-            ))
+            calls.append(
+                _Call(
+                    unit=f"t{t.index}",
+                    instructions=render_prompt(
+                        "judge_intervention",
+                        PROMPTS,
+                        **shared,
+                        intervention=intervention_line(t),
+                        rubric=rubric_text(rubric, members, ("intervention",)),
+                        layout="{" + ", ".join(f'"{d.id}": {{...}}' for d in rubric.at("intervention")) + "}",
+                    ),
+                    schema=schemas.intervention(t),
+                    max_tokens=max_tokens_for(len(rubric.at("intervention"))),
+                    read=lambda data, t=t: read_entries(
+                        data, rubric.at("intervention"), item=f"t{t.index}", level="intervention", record=record, turn=t
+                    ),
+                )
+            )
     if has_rest:
-        calls.append(_Call(
-            unit="session+members",
-            instructions=render_prompt(
-                "judge_session", PROMPTS, **shared,
-                interventions="\n".join(f"- {intervention_line(t)}" for t in interventions)
-                + "\n(rated separately; here rate only the whole session and each member)" if interventions
-                else NO_INTERVENTIONS,
-                rubric=rubric_text(rubric, members, ("session", "member")), layout=_layout(record, [], rubric, True),
-            ),
-            schema=schemas.reply([], session=True),
-            max_tokens=max_tokens_for(entry_count(rubric, 0, len(members), session=True)),
-            read=lambda data: read_all(data, True),
-        ))
+        calls.append(
+            _Call(
+                unit="session+members",
+                instructions=render_prompt(
+                    "judge_session",
+                    PROMPTS,
+                    **shared,
+                    interventions="\n".join(f"- {intervention_line(t)}" for t in interventions)
+                    + "\n(rated separately; here rate only the whole session and each member)"
+                    if interventions
+                    else NO_INTERVENTIONS,
+                    rubric=rubric_text(rubric, members, ("session", "member")),
+                    layout=_layout(record, [], rubric, True),
+                ),
+                schema=schemas.reply([], session=True),
+                max_tokens=max_tokens_for(entry_count(rubric, 0, len(members), session=True)),
+                read=lambda data: read_all(data, True),
+            )
+        )
     return calls
 
 
@@ -186,8 +208,13 @@ def rubric_judge(rubric: Rubric, *, per_intervention: bool = False, temperature:
         async def run(call: _Call) -> tuple[list[DimensionScore], CallRecord | None, JudgeFailure | None]:
             try:
                 completion = await client.complete(
-                    Prompt(context=context, instructions=call.instructions), role="judge", model=model,
-                    schema=call.schema, max_tokens=call.max_tokens, temperature=temperature, seed=record.seed,
+                    Prompt(context=context, instructions=call.instructions),
+                    role="judge",
+                    model=model,
+                    schema=call.schema,
+                    max_tokens=call.max_tokens,
+                    temperature=temperature,
+                    seed=record.seed,
                 )
             except ModelError as err:
                 return [], None, JudgeFailure(unit=call.unit, reason=err.reason)
@@ -202,7 +229,10 @@ def rubric_judge(rubric: Rubric, *, per_intervention: bool = False, temperature:
         else:
             status = JudgmentStatus.PARTIAL if failures else JudgmentStatus.OK
         return JudgeVerdict(
-            judge=model, status=status, scores=[s for scores, _, _ in results for s in scores], failures=failures,
+            judge=model,
+            status=status,
+            scores=[s for scores, _, _ in results for s in scores],
+            failures=failures,
             calls=[c for _, c, _ in results if c is not None],
         )
 
@@ -248,12 +278,21 @@ async def judge_session(
     aggregates = aggregate_scores(valid, used)
     reason = simulator_check(aggregates, used)
     return SessionJudgment(
-        session_id=record.session_id, case_id=record.case.id, group=record.case.group, supporter=record.supporter,
-        rubric=used, rubric_digest=used.digest, mode="per_intervention" if per_intervention else "session",
-        judges=panel, status=_overall(verdicts), interventions=[t.index for t in interventions_of(record)],
-        verdicts=verdicts, aggregates=aggregates, agreement=panel_agreement(valid, used),
+        session_id=record.session_id,
+        case_id=record.case.id,
+        group=record.case.group,
+        supporter=record.supporter,
+        rubric=used,
+        rubric_digest=used.digest,
+        mode="per_intervention" if per_intervention else "session",
+        judges=panel,
+        status=_overall(verdicts),
+        interventions=[t.index for t in interventions_of(record)],
+        verdicts=verdicts,
+        aggregates=aggregates,
+        agreement=panel_agreement(valid, used),
         flagged=[f"{a.item}/{a.dimension}" for a in aggregates if a.disagreement],
-        simulator_failure=reason is not None, simulator_failure_reason=reason,
+        simulator_failure=reason is not None,
+        simulator_failure_reason=reason,
         trajectory=trajectory_metrics(record, gamma=gamma, lam=lam),
     )
-

@@ -110,8 +110,16 @@ class _Acc:
     def __init__(self, supporter: str):
         self.supporter = supporter
         self.runs: list[str] = []
-        self.counts = {"sessions": 0, "completed": 0, "failed": 0, "incomplete": 0, "unjudged": 0,
-                       "failed_judgments": 0, "simulator": 0, "scored": 0}
+        self.counts = {
+            "sessions": 0,
+            "completed": 0,
+            "failed": 0,
+            "incomplete": 0,
+            "unjudged": 0,
+            "failed_judgments": 0,
+            "simulator": 0,
+            "scored": 0,
+        }
         self.values: dict[str, list[float]] = {}
         self.dims: dict[str, Dimension] = {}
         self.ratings: dict[str, dict[tuple[str, str], dict[str, int]]] = {}  # dim -> (session, item) -> judge -> score
@@ -168,9 +176,11 @@ def build_leaderboard(
             else:
                 acc.counts["unjudged"] += 1
             traj = trajectory_metrics(record, gamma=gamma, lam=lam)
-            for target, value in ((acc.delta_tension, traj.self_report.delta_tension),
-                                  (acc.delta_tension_obs, traj.observer.delta_tension),
-                                  (acc.objective, traj.objective_self_report.value)):
+            for target, value in (
+                (acc.delta_tension, traj.self_report.delta_tension),
+                (acc.delta_tension_obs, traj.observer.delta_tension),
+                (acc.objective, traj.objective_self_report.value),
+            ):
                 if value is not None:
                     target.append(value)
             if judgment is None:
@@ -201,8 +211,16 @@ def build_leaderboard(
         return (mean is None, -(mean or 0.0), row.supporter)
 
     rows.sort(key=key)
-    return Leaderboard(runs=[str(d) for d in run_dirs], dimensions=order, rank_by=rank_by, confidence=confidence,
-                       seed=seed, gamma=gamma, lam=lam, rows=rows)
+    return Leaderboard(
+        runs=[str(d) for d in run_dirs],
+        dimensions=order,
+        rank_by=rank_by,
+        confidence=confidence,
+        seed=seed,
+        gamma=gamma,
+        lam=lam,
+        rows=rows,
+    )
 
 
 def _alpha(ratings: dict[tuple[str, str], dict[str, int]], judges: list[str]) -> float | None:
@@ -214,7 +232,9 @@ def _row(acc: _Acc, order: list[str], confidence: float, seed: int) -> Supporter
     c = acc.counts
     dims = [
         DimensionSummary(
-            dimension=d, level=acc.dims[d].level, measure="mean" if acc.dims[d].kind == "scale" else "rate",
+            dimension=d,
+            level=acc.dims[d].level,
+            measure="mean" if acc.dims[d].kind == "scale" else "rate",
             value=mean_ci(acc.values[d], confidence=confidence, seed=seed),
         )
         for d in order
@@ -226,9 +246,16 @@ def _row(acc: _Acc, order: list[str], confidence: float, seed: int) -> Supporter
             pooled[(sid, f"{item}/{dim_id}")] = by_judge
     several = len(acc.judges) >= 2
     return SupporterRow(
-        supporter=acc.supporter, runs=acc.runs, sessions=c["sessions"], completed=c["completed"],
-        failed_sessions=c["failed"], incomplete_sessions=c["incomplete"], unjudged=c["unjudged"],
-        failed_judgments=c["failed_judgments"], simulator_failures=c["simulator"], scored=c["scored"],
+        supporter=acc.supporter,
+        runs=acc.runs,
+        sessions=c["sessions"],
+        completed=c["completed"],
+        failed_sessions=c["failed"],
+        incomplete_sessions=c["incomplete"],
+        unjudged=c["unjudged"],
+        failed_judgments=c["failed_judgments"],
+        simulator_failures=c["simulator"],
+        scored=c["scored"],
         dimensions=dims,
         alpha=_alpha(pooled, acc.judges) if several else None,
         alpha_by_dimension={d: _alpha(r, acc.judges) for d, r in acc.ratings.items()} if several else {},

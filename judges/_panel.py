@@ -35,8 +35,16 @@ def aggregate_scores(verdicts: Sequence[JudgeVerdict], rubric: Rubric) -> list[A
             continue
         first = next(iter(by_judge.values()))
         values = {j: v for j, s in by_judge.items() if (v := _value(dim, s)) is not None}
-        agg = AggregateScore(item=item, dimension=dim_id, level=dim.level, kind=dim.kind, turn=first.turn,
-                             member=first.member, values=values, n=len(values))
+        agg = AggregateScore(
+            item=item,
+            dimension=dim_id,
+            level=dim.level,
+            kind=dim.kind,
+            turn=first.turn,
+            member=first.member,
+            values=values,
+            n=len(values),
+        )
         if dim.kind == "scale":
             nums = [float(v) for v in values.values()]
             agg.mean = sum(nums) / len(nums) if nums else None
@@ -74,14 +82,21 @@ def dimension_agreement(
     for a, b in combinations(judges, 2):
         both = [(ratings[i][a], ratings[i][b]) for i in items if a in ratings[i] and b in ratings[i]]
         xs, ys = [x for x, _ in both], [y for _, y in both]
-        pairs.append(PairKappa(
-            judge_a=a, judge_b=b, n=len(both),
-            kappa=cohen_kappa(xs, ys, categories=categories),
-            weighted_kappa=cohen_kappa(xs, ys, categories=categories, weights="quadratic") if categories else None,
-        ))
+        pairs.append(
+            PairKappa(
+                judge_a=a,
+                judge_b=b,
+                n=len(both),
+                kappa=cohen_kappa(xs, ys, categories=categories),
+                weighted_kappa=cohen_kappa(xs, ys, categories=categories, weights="quadratic") if categories else None,
+            )
+        )
     return DimensionAgreement(
-        dimension=dim.id, metric=level, n_items=sum(1 for i in items if len(ratings[i]) >= 2),
-        alpha=krippendorff_alpha(table, level), pairs=pairs,
+        dimension=dim.id,
+        metric=level,
+        n_items=sum(1 for i in items if len(ratings[i]) >= 2),
+        alpha=krippendorff_alpha(table, level),
+        pairs=pairs,
     )
 
 

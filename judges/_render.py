@@ -57,8 +57,12 @@ def member_cards(case: Case) -> str:
     for m in case.members:
         head = f"{m.name} ({m.role}{f', {m.age}' if m.age is not None else ''})"
         parts = [
-            ("personality", m.personality), ("under stress", m.communication_style), ("needs", m.core_need),
-            ("fears", m.core_fear), ("triggers", "; ".join(m.triggers)), ("softens when", "; ".join(m.softeners)),
+            ("personality", m.personality),
+            ("under stress", m.communication_style),
+            ("needs", m.core_need),
+            ("fears", m.core_fear),
+            ("triggers", "; ".join(m.triggers)),
+            ("softens when", "; ".join(m.softeners)),
         ]
         body = ". ".join(f"{k}: {_clause(v)}" for k, v in parts if v.strip())
         start = f"starts {m.baseline_emotion} ({m.baseline_intensity}/10)"
@@ -85,9 +89,16 @@ def judge_context(record: SessionRecord) -> str:
     """The shared prefix of every judge call on this session."""
     case = record.case
     return render_prompt(
-        "judge_context", PROMPTS, group_kind=group_kind(case.group), setting=as_data(case.setting),
-        people=people_line(case), problem=as_data(case.presenting_problem), cards=as_data(member_cards(case)),
-        risks=risks_line(record), supporter=SUPPORTER, transcript=judge_transcript(record),
+        "judge_context",
+        PROMPTS,
+        group_kind=group_kind(case.group),
+        setting=as_data(case.setting),
+        people=people_line(case),
+        problem=as_data(case.presenting_problem),
+        cards=as_data(member_cards(case)),
+        risks=risks_line(record),
+        supporter=SUPPORTER,
+        transcript=judge_transcript(record),
     )
 
 

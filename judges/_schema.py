@@ -65,7 +65,8 @@ class SchemaBuilder:
         self.strategies = list(strategies_for(self.record.case.group))
         turn_ids = [t.index for t in self.record.turns] or [0]
         self.evidence = create_model(
-            "Ev", __config__=ConfigDict(extra="ignore"),
+            "Ev",
+            __config__=ConfigDict(extra="ignore"),
             t=(_lit(turn_ids), Field(description="Turn number.")),
             q=(str, Field(min_length=1, max_length=QUOTE_MAX, description="Short quote from that turn.")),
         )
@@ -140,8 +141,14 @@ def _quote_found(quote: str, text: str) -> bool:
 
 
 def read_entries(
-    data: dict[str, Any], dims: list[Dimension], *, item: str, level: Level, record: SessionRecord,
-    turn: Turn | None = None, member: str | None = None,
+    data: dict[str, Any],
+    dims: list[Dimension],
+    *,
+    item: str,
+    level: Level,
+    record: SessionRecord,
+    turn: Turn | None = None,
+    member: str | None = None,
 ) -> list[DimensionScore]:
     """Validated reply entries (JSON keys, as dumped by alias) -> DimensionScore records."""
     texts = {t.index: t.text for t in record.turns}
@@ -149,15 +156,23 @@ def read_entries(
     out = []
     for dim in dims:
         e = data[dim.id]
-        out.append(DimensionScore(
-            item=item, dimension=dim.id, level=level, turn=turn.index if turn is not None else None, member=member,
-            evidence=[Evidence(turn=ev["t"], quote=ev["q"], quote_found=_quote_found(ev["q"], texts.get(ev["t"], "")))
-                      for ev in e["ev"]],
-            reasoning=e["why"],
-            score=e.get("score"),
-            label=e.get("label"),
-            strength=e.get("strength"),
-            supporter_label=stated if dim.kind == "taxonomy_strategy" else None,
-            supporter_label_ok=e.get("ok") if dim.kind == "taxonomy_strategy" else None,
-        ))
+        out.append(
+            DimensionScore(
+                item=item,
+                dimension=dim.id,
+                level=level,
+                turn=turn.index if turn is not None else None,
+                member=member,
+                evidence=[
+                    Evidence(turn=ev["t"], quote=ev["q"], quote_found=_quote_found(ev["q"], texts.get(ev["t"], "")))
+                    for ev in e["ev"]
+                ],
+                reasoning=e["why"],
+                score=e.get("score"),
+                label=e.get("label"),
+                strength=e.get("strength"),
+                supporter_label=stated if dim.kind == "taxonomy_strategy" else None,
+                supporter_label_ok=e.get("ok") if dim.kind == "taxonomy_strategy" else None,
+            )
+        )
     return out

@@ -76,10 +76,13 @@ def relation_change(snapshots: Sequence[RelationSnapshot]) -> RelationChange:
     last = {(e.source, e.target): e for e in states[-1].edges}
     pairs = [
         PairChange(
-            source=s, target=t,
-            initial_warmth=first[s, t].warmth, final_warmth=last[s, t].warmth,
+            source=s,
+            target=t,
+            initial_warmth=first[s, t].warmth,
+            final_warmth=last[s, t].warmth,
             delta_warmth=last[s, t].warmth - first[s, t].warmth,
-            initial_tension=first[s, t].tension, final_tension=last[s, t].tension,
+            initial_tension=first[s, t].tension,
+            final_tension=last[s, t].tension,
             delta_tension=last[s, t].tension - first[s, t].tension,
         )
         for (s, t) in first
@@ -88,7 +91,8 @@ def relation_change(snapshots: Sequence[RelationSnapshot]) -> RelationChange:
     if not pairs:
         return RelationChange(view=view)
     return RelationChange(
-        view=view, pairs=pairs,
+        view=view,
+        pairs=pairs,
         delta_warmth=sum(p.delta_warmth for p in pairs) / len(pairs),
         delta_tension=sum(p.delta_tension for p in pairs) / len(pairs),
     )
@@ -117,8 +121,9 @@ def distress(snapshots: Sequence[RelationSnapshot]) -> list[MemberDistress]:
         series = [(s.turn, next((x.intensity for x in s.members if x.name == m.name), None)) for s in states]
         series = [(t, v) for t, v in series if v is not None]
         peak_turn, peak = max(series, key=lambda tv: (tv[1], -tv[0]))
-        out.append(MemberDistress(member=m.name, initial=series[0][1], peak=peak, peak_turn=peak_turn,
-                                  final=series[-1][1]))
+        out.append(
+            MemberDistress(member=m.name, initial=series[0][1], peak=peak, peak_turn=peak_turn, final=series[-1][1])
+        )
     return out
 
 
@@ -236,7 +241,8 @@ def attention_shares(
                 weights[m] += 1.0 / len(named)
     total = sum(weights.values())
     return AttentionShares(
-        interventions=len(speaking), untargeted=untargeted,
+        interventions=len(speaking),
+        untargeted=untargeted,
         members=[MemberAttention(member=m, weight=w, share=(w / total if total else None)) for m, w in weights.items()],
         gini=gini(list(weights.values())),
     )
@@ -321,10 +327,12 @@ def insider_outsider_gap(turns: Sequence[Turn], members: Sequence[str]) -> Insid
     all_m = [g for gs in m_gaps.values() for g in gs]
     all_p = [g for gs in p_gaps.values() for g in gs]
     return InsiderOutsiderGap(
-        members=[MemberGap(member=m, n=len(g), mean_abs_gap=(sum(g) / len(g) if g else None))
-                 for m, g in m_gaps.items()],
-        pairs=[PairGap(source=s, target=t, n=len(g), mean_abs_gap=sum(g) / len(g))
-               for (s, t), g in sorted(p_gaps.items())],
+        members=[
+            MemberGap(member=m, n=len(g), mean_abs_gap=(sum(g) / len(g) if g else None)) for m, g in m_gaps.items()
+        ],
+        pairs=[
+            PairGap(source=s, target=t, n=len(g), mean_abs_gap=sum(g) / len(g)) for (s, t), g in sorted(p_gaps.items())
+        ],
         mean_intensity_gap=sum(all_m) / len(all_m) if all_m else None,
         mean_tension_gap=sum(all_p) / len(all_p) if all_p else None,
     )
@@ -358,7 +366,8 @@ def trajectory_metrics(
     names = record.case.member_names
     member_turns = [t.index for t in record.turns if t.kind == "member"]
     return TrajectoryMetrics(
-        gamma=gamma, lam=lam,
+        gamma=gamma,
+        lam=lam,
         self_report=relation_change(record.self_report),
         observer=relation_change(record.observer),
         distress_self_report=distress(record.self_report),

@@ -111,11 +111,22 @@ def strategy_items(samples: Sequence[RescueSample]) -> tuple[list[StrategyItem],
                 skipped += 1
                 continue
             context = render_prompt(
-                "label_strategy_context", PROMPTS, group_kind=group_kind(sample.group), people=people,
-                supporter=SUPPORTER_NAME, transcript="\n".join(lines),
+                "label_strategy_context",
+                PROMPTS,
+                group_kind=group_kind(sample.group),
+                people=people,
+                supporter=SUPPORTER_NAME,
+                transcript="\n".join(lines),
             )
-            items.append(StrategyItem(sample_id=sample.sample_id, group=sample.group,
-                                      row_index=row.row_index or len(lines), gold=gold, context=context))
+            items.append(
+                StrategyItem(
+                    sample_id=sample.sample_id,
+                    group=sample.group,
+                    row_index=row.row_index or len(lines),
+                    gold=gold,
+                    context=context,
+                )
+            )
     return items, skipped
 
 
@@ -133,13 +144,22 @@ def strategy_labeler(*, max_tokens: int = 96, temperature: float = 0.0) -> Any:
 
     async def label(item: StrategyItem, client: ModelClient, model: str) -> StrategyVerdict:
         instructions = render_prompt(
-            "label_strategy", PROMPTS, row=item.row_index, group_kind=group_kind(item.group),
+            "label_strategy",
+            PROMPTS,
+            row=item.row_index,
+            group_kind=group_kind(item.group),
             group_plural=group_plural(item.group),
-            strategies=strategies_text(item.group), strategy_rules=strategy_rules(item.group),
+            strategies=strategies_text(item.group),
+            strategy_rules=strategy_rules(item.group),
         )
         completion = await client.complete(
-            Prompt(context=item.context, instructions=instructions), role="judge", model=model,
-            schema=label_schema(item.group), max_tokens=max_tokens, temperature=temperature, seed=0,
+            Prompt(context=item.context, instructions=instructions),
+            role="judge",
+            model=model,
+            schema=label_schema(item.group),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=0,
         )
         return StrategyVerdict(label=completion.parsed.label, reasoning=completion.parsed.why, call=completion.call)
 
@@ -168,8 +188,9 @@ def classification_report(
         precision = tp / n_pred if n_pred else None
         recall = tp / support if support else None
         f1 = 2 * precision * recall / (precision + recall) if precision and recall else 0.0
-        stats.append(LabelStats(label=label, support=support, predicted=n_pred, precision=precision, recall=recall,
-                                f1=f1))
+        stats.append(
+            LabelStats(label=label, support=support, predicted=n_pred, precision=precision, recall=recall, f1=f1)
+        )
     accuracy = sum(1 for g, p in zip(gold, predicted) if g == p) / len(gold)
     return accuracy, sum(s.f1 for s in stats) / len(stats), stats, confusion
 
@@ -197,10 +218,18 @@ async def validate_judge(
     results = list(await asyncio.gather(*(one(i) for i in items)))
     scored = [r for r in results if r.predicted is not None]
     accuracy, macro_f1, labels, confusion = classification_report(
-        [r.gold for r in scored], [r.predicted for r in scored]  # type: ignore[misc]
+        [r.gold for r in scored],
+        [r.predicted for r in scored],  # type: ignore[misc]
     )
     return JudgeValidation(
-        model=model, items=len(results), scored=len(scored), failed=len(results) - len(scored),
-        skipped_off_taxonomy=skipped, accuracy=accuracy, macro_f1=macro_f1, labels=labels, confusion=confusion,
+        model=model,
+        items=len(results),
+        scored=len(scored),
+        failed=len(results) - len(scored),
+        skipped_off_taxonomy=skipped,
+        accuracy=accuracy,
+        macro_f1=macro_f1,
+        labels=labels,
+        confusion=confusion,
         results=results,
     )

@@ -155,7 +155,9 @@ class Case(_Strict):
             raise ValueError(f"viewpoints: every ordered pair needs a viewpoint; missing {', '.join(missing)}")
         for i, flag in enumerate(self.risk_flags):
             if flag.member is not None and flag.member not in seen:
-                raise ValueError(f"risk_flags[{i}].member: unknown member {flag.member!r}; members are {', '.join(names)}")
+                raise ValueError(
+                    f"risk_flags[{i}].member: unknown member {flag.member!r}; members are {', '.join(names)}"
+                )
         return self
 
     @property
@@ -188,7 +190,11 @@ def _format_validation_error(err: ValidationError, data: dict) -> tuple[str, str
     node: object = data
     for key in loc:
         if isinstance(key, int):
-            name = node[key].get("name") if isinstance(node, list) and key < len(node) and isinstance(node[key], dict) else None
+            name = (
+                node[key].get("name")
+                if isinstance(node, list) and key < len(node) and isinstance(node[key], dict)
+                else None
+            )
             parts[-1] += f"[{key}]" + (f" ({name})" if name else "")
         else:
             parts.append(str(key))
@@ -199,11 +205,17 @@ def _format_validation_error(err: ValidationError, data: dict) -> tuple[str, str
     elif first["type"] == "missing":
         msg = "required field is missing"
     msg = msg.replace("Input should be", "must be")
-    if "input" in first and first["type"] not in ("missing", "extra_forbidden", "value_error") and not isinstance(
-        first["input"], (dict, list)
+    if (
+        "input" in first
+        and first["type"] not in ("missing", "extra_forbidden", "value_error")
+        and not isinstance(first["input"], (dict, list))
     ):
         msg += f" (got {first['input']!r})"
-    if not field and ": " in msg and msg.split(": ", 1)[0].replace(".", "").replace("[", "").replace("]", "").isidentifier():
+    if (
+        not field
+        and ": " in msg
+        and msg.split(": ", 1)[0].replace(".", "").replace("[", "").replace("]", "").isidentifier()
+    ):
         field, msg = msg.split(": ", 1)
     return field, msg
 

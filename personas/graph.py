@@ -459,12 +459,22 @@ class RelationGraph:
         intensities = [self.graph.nodes[n]["intensity"] for n in names]
         ax.scatter(xs, ys, s=node_size, c=intensities, cmap=node_cmap, norm=norm, edgecolors="#333333", zorder=2)
         for n, (x, y) in zip(names, zip(xs, ys, strict=True), strict=True):
-            ax.text(x, y, f"{n}\n{self.graph.nodes[n]['intensity']:g}/10", fontsize=10, fontweight="bold",
-                    ha="center", va="center", zorder=4, linespacing=1.3,
-                    path_effects=[withStroke(linewidth=3, foreground="white")])
+            ax.text(
+                x,
+                y,
+                f"{n}\n{self.graph.nodes[n]['intensity']:g}/10",
+                fontsize=10,
+                fontweight="bold",
+                ha="center",
+                va="center",
+                zorder=4,
+                linespacing=1.3,
+                path_effects=[withStroke(linewidth=3, foreground="white")],
+            )
         # who feels what, as a key under the graph (captions on the canvas would hide arrow heads)
-        key = "\n".join(f"{n}: {_shorten(self.graph.nodes[n]['emotion'], 90)} ({self.graph.nodes[n]['intensity']:g})"
-                        for n in names)
+        key = "\n".join(
+            f"{n}: {_shorten(self.graph.nodes[n]['emotion'], 90)} ({self.graph.nodes[n]['intensity']:g})" for n in names
+        )
         fig.text(0.07, 0.30, key, fontsize=8.5, va="top", ha="left", color="#222222", linespacing=1.5)
 
         for rect, cmap, label in (

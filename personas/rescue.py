@@ -310,8 +310,10 @@ def load_rescue(src: str | Path) -> list[RescueSample]:
     src = Path(src)
     if src.is_dir():
         files = sorted(
-            p for p in src.rglob("*")
-            if p.suffix in (".json", ".jsonl") and p.is_file()
+            p
+            for p in src.rglob("*")
+            if p.suffix in (".json", ".jsonl")
+            and p.is_file()
             and not any(part.startswith(".") for part in p.relative_to(src).parts)
         )
         if not files:
@@ -406,8 +408,10 @@ def _parse_sample(
     if not sample.rows:
         raise fail(f"sample {sample.sample_id!r}: has no rows")
     if len(sample.members) < 2:
-        raise fail(f"sample {sample.sample_id!r}: needs at least 2 participants besides the therapist, "
-                   f"got {sample.members or 'none'}")
+        raise fail(
+            f"sample {sample.sample_id!r}: needs at least 2 participants besides the therapist, "
+            f"got {sample.members or 'none'}"
+        )
     sample._source = source
     return sample
 
@@ -539,30 +543,93 @@ LEXICON_VERSION = "attitude-lexicon-v1"
 # by 1.5. Results are clamped to 0-10 and rounded to 0.5. Deterministic, and deliberately coarse.
 ATTITUDE_LEXICON: dict[str, tuple[float, float]] = {
     # hostility and blame: tension up, warmth down
-    "blam": (-1.0, 2.0), "accus": (-1.0, 2.0), "resent": (-1.5, 2.0), "contempt": (-2.5, 2.5),
-    "hostil": (-2.5, 2.5), "condemn": (-2.0, 2.5), "bitter": (-1.5, 2.0), "angr": (-1.0, 2.0), "anger": (-1.0, 2.0),
-    "furious": (-1.5, 3.0), "critic": (-1.0, 1.5), "judg": (-1.0, 1.5), "demand": (-0.5, 1.5),
-    "frustrat": (-0.5, 1.5), "irritat": (-0.5, 1.5), "annoy": (-0.5, 1.0), "control": (-0.5, 1.5),
-    "superior": (-1.5, 1.5), "condescend": (-1.5, 1.5), "mock": (-1.5, 2.0), "sarcas": (-1.0, 1.5),
-    "dismiss": (-1.5, 1.0), "invalid": (-1.5, 1.0), "rejecting": (-2.5, 1.5), "reject": (-2.0, 1.5),
-    "defensiv": (-0.5, 1.5), "incredul": (-0.5, 1.0), "betray": (-1.5, 2.0),
+    "blam": (-1.0, 2.0),
+    "accus": (-1.0, 2.0),
+    "resent": (-1.5, 2.0),
+    "contempt": (-2.5, 2.5),
+    "hostil": (-2.5, 2.5),
+    "condemn": (-2.0, 2.5),
+    "bitter": (-1.5, 2.0),
+    "angr": (-1.0, 2.0),
+    "anger": (-1.0, 2.0),
+    "furious": (-1.5, 3.0),
+    "critic": (-1.0, 1.5),
+    "judg": (-1.0, 1.5),
+    "demand": (-0.5, 1.5),
+    "frustrat": (-0.5, 1.5),
+    "irritat": (-0.5, 1.5),
+    "annoy": (-0.5, 1.0),
+    "control": (-0.5, 1.5),
+    "superior": (-1.5, 1.5),
+    "condescend": (-1.5, 1.5),
+    "mock": (-1.5, 2.0),
+    "sarcas": (-1.0, 1.5),
+    "dismiss": (-1.5, 1.0),
+    "invalid": (-1.5, 1.0),
+    "rejecting": (-2.5, 1.5),
+    "reject": (-2.0, 1.5),
+    "defensiv": (-0.5, 1.5),
+    "incredul": (-0.5, 1.0),
+    "betray": (-1.5, 2.0),
     # mistrust and hurt: some tension, less warmth
-    "suspic": (-1.0, 1.5), "mistrust": (-1.5, 1.5), "distrust": (-1.5, 1.5), "untrust": (-1.5, 1.5),
-    "doubt": (-0.5, 1.0), "wary": (-1.0, 1.0), "guarded": (-1.0, 1.0), "disappoint": (-1.0, 1.0),
-    "hurt": (-0.5, 1.0), "devalu": (-1.0, 1.0), "jealous": (-0.5, 1.5), "fearful": (-0.5, 1.0),
+    "suspic": (-1.0, 1.5),
+    "mistrust": (-1.5, 1.5),
+    "distrust": (-1.5, 1.5),
+    "untrust": (-1.5, 1.5),
+    "doubt": (-0.5, 1.0),
+    "wary": (-1.0, 1.0),
+    "guarded": (-1.0, 1.0),
+    "disappoint": (-1.0, 1.0),
+    "hurt": (-0.5, 1.0),
+    "devalu": (-1.0, 1.0),
+    "jealous": (-0.5, 1.5),
+    "fearful": (-0.5, 1.0),
     # distance and giving up: warmth down
-    "disconnect": (-2.0, 0.5), "withdraw": (-1.5, 0.5), "distant": (-2.0, 0.0), "detached": (-2.0, 0.0),
-    "cold": (-2.0, 0.5), "indifferen": (-2.5, 0.0), "avoid": (-1.0, 0.5), "resign": (-1.0, 0.0),
-    "hopeless": (-2.0, 0.5), "despair": (-2.0, 1.0), "intellectualiz": (-1.0, 0.0), "analytical": (-0.5, 0.0),
+    "disconnect": (-2.0, 0.5),
+    "withdraw": (-1.5, 0.5),
+    "distant": (-2.0, 0.0),
+    "detached": (-2.0, 0.0),
+    "cold": (-2.0, 0.5),
+    "indifferen": (-2.5, 0.0),
+    "avoid": (-1.0, 0.5),
+    "resign": (-1.0, 0.0),
+    "hopeless": (-2.0, 0.5),
+    "despair": (-2.0, 1.0),
+    "intellectualiz": (-1.0, 0.0),
+    "analytical": (-0.5, 0.0),
     # warmth
-    "affection": (2.5, -1.0), "apprecia": (2.0, -1.0), "hopeful": (1.5, -0.5), "understand": (1.5, -1.0),
-    "lov": (2.5, -1.0), "warm": (2.0, -0.5), "support": (2.0, -0.5), "admir": (2.0, -0.5),
-    "sympath": (2.0, -0.5), "respect": (1.5, -0.5), "encourag": (1.5, -0.5), "accept": (1.5, -1.0),
-    "caring": (2.0, -0.5), "empath": (2.0, -0.5), "compassion": (2.0, -1.0), "tender": (2.0, -1.0),
-    "grateful": (2.0, -1.0), "gratitude": (2.0, -1.0), "protect": (1.5, 0.0), "desir": (1.5, 0.0),
-    "flirt": (2.0, -0.5), "trusting": (1.5, -1.0), "open": (1.0, -0.5), "curious": (1.0, -0.5),
-    "concern": (1.0, 0.5), "seeking": (1.0, 0.0), "allian": (1.0, 0.0), "reassur": (1.5, -1.0),
-    "forgiv": (2.0, -1.5), "apologetic": (1.0, -1.0), "remorse": (1.0, -0.5), "validat": (1.5, -1.0),
+    "affection": (2.5, -1.0),
+    "apprecia": (2.0, -1.0),
+    "hopeful": (1.5, -0.5),
+    "understand": (1.5, -1.0),
+    "lov": (2.5, -1.0),
+    "warm": (2.0, -0.5),
+    "support": (2.0, -0.5),
+    "admir": (2.0, -0.5),
+    "sympath": (2.0, -0.5),
+    "respect": (1.5, -0.5),
+    "encourag": (1.5, -0.5),
+    "accept": (1.5, -1.0),
+    "caring": (2.0, -0.5),
+    "empath": (2.0, -0.5),
+    "compassion": (2.0, -1.0),
+    "tender": (2.0, -1.0),
+    "grateful": (2.0, -1.0),
+    "gratitude": (2.0, -1.0),
+    "protect": (1.5, 0.0),
+    "desir": (1.5, 0.0),
+    "flirt": (2.0, -0.5),
+    "trusting": (1.5, -1.0),
+    "open": (1.0, -0.5),
+    "curious": (1.0, -0.5),
+    "concern": (1.0, 0.5),
+    "seeking": (1.0, 0.0),
+    "allian": (1.0, 0.0),
+    "reassur": (1.5, -1.0),
+    "forgiv": (2.0, -1.5),
+    "apologetic": (1.0, -1.0),
+    "remorse": (1.0, -0.5),
+    "validat": (1.5, -1.0),
 }
 _SOFTEN = {"slightly": 0.5, "mildly": 0.5, "somewhat": 0.5, "a-bit": 0.5}
 _STRENGTHEN = {"very": 1.5, "deeply": 1.5, "profoundly": 1.5, "extremely": 1.5, "intensely": 1.5}
@@ -597,13 +664,29 @@ HISTORY_TEXT = "Derived from RESCUE-BENCH; persona traits not annotated (use --e
 # Role words a family participant may be named by, with a generation level (parents 0, children 1,
 # grandparents -1 before shifting so the eldest generation present is 0).
 ROLE_WORDS: dict[str, tuple[str, int]] = {
-    "father": ("father", 0), "dad": ("father", 0), "mother": ("mother", 0), "mom": ("mother", 0),
-    "mum": ("mother", 0), "stepfather": ("stepfather", 0), "stepmother": ("stepmother", 0),
-    "parent": ("parent", 0), "aunt": ("aunt", 0), "uncle": ("uncle", 0),
-    "son": ("son", 1), "daughter": ("daughter", 1), "stepson": ("stepson", 1), "stepdaughter": ("stepdaughter", 1),
-    "child": ("child", 1), "brother": ("brother", 1), "sister": ("sister", 1),
-    "grandfather": ("grandfather", -1), "grandmother": ("grandmother", -1), "grandpa": ("grandfather", -1),
-    "grandma": ("grandmother", -1), "grandson": ("grandson", 2), "granddaughter": ("granddaughter", 2),
+    "father": ("father", 0),
+    "dad": ("father", 0),
+    "mother": ("mother", 0),
+    "mom": ("mother", 0),
+    "mum": ("mother", 0),
+    "stepfather": ("stepfather", 0),
+    "stepmother": ("stepmother", 0),
+    "parent": ("parent", 0),
+    "aunt": ("aunt", 0),
+    "uncle": ("uncle", 0),
+    "son": ("son", 1),
+    "daughter": ("daughter", 1),
+    "stepson": ("stepson", 1),
+    "stepdaughter": ("stepdaughter", 1),
+    "child": ("child", 1),
+    "brother": ("brother", 1),
+    "sister": ("sister", 1),
+    "grandfather": ("grandfather", -1),
+    "grandmother": ("grandmother", -1),
+    "grandpa": ("grandfather", -1),
+    "grandma": ("grandmother", -1),
+    "grandson": ("grandson", 2),
+    "granddaughter": ("granddaughter", 2),
 }
 # When a sample has no usable pattern label at all, the card starts from the label RESCUE reports as most
 # frequent for the group (TAXONOMY §8), tagged `pattern-unlabelled` so nobody mistakes it for an annotation.

@@ -39,8 +39,19 @@ from simulator.tracker import observe
 SAFETY_GRACE = 2  # supporter decisions allowed to pass over a member at risk before the session is stopped
 SELF_RISK_KINDS = {RiskKind.SUICIDAL_IDEATION, RiskKind.SELF_HARM}
 SELF_RISK_INTENSITY = 8
-_SAFETY_WORDS = ("safe", "safety", "hurt yourself", "harm", "crisis", "emergency", "helpline", "hotline", "end your life",
-                 "suicid", "not alone")
+_SAFETY_WORDS = (
+    "safe",
+    "safety",
+    "hurt yourself",
+    "harm",
+    "crisis",
+    "emergency",
+    "helpline",
+    "hotline",
+    "end your life",
+    "suicid",
+    "not alone",
+)
 
 
 class SessionConfig(BaseModel):
@@ -50,7 +61,9 @@ class SessionConfig(BaseModel):
 
     max_turns: int = Field(default=6, ge=1, le=200, description="Member turns before the session ends.")
     seed: int = 0
-    tracker_every: int = Field(default=2, ge=0, description="Run the tracker every N member turns (0 = only at the end).")
+    tracker_every: int = Field(
+        default=3, ge=0, description="Run the tracker every N member turns and at the end (0 = only at the end)."
+    )
     window: int = Field(default=16, ge=2, description="Transcript turns shown to models.")
 
 
@@ -84,8 +97,13 @@ class SessionState(TypedDict, total=False):
 def initial_state(case: Case) -> SessionState:
     snap = RelationGraph.from_case(case).snapshot(turn=0, view="initial")
     return {
-        "turns": [], "decisions": [], "self_report": [snap], "observer": [snap], "safety": [],
-        "end_reason": None, "failure": None,
+        "turns": [],
+        "decisions": [],
+        "self_report": [snap],
+        "observer": [snap],
+        "safety": [],
+        "end_reason": None,
+        "failure": None,
     }
 
 
@@ -95,8 +113,11 @@ def derive_seed(seed: int, *parts: object) -> int:
 
 def _advance(case: Case, latest: RelationSnapshot, update: RelationUpdate) -> RelationSnapshot:
     graph = RelationGraph.from_snapshot(
-        latest, group=case.group, case_id=case.id,
-        roles={m.name: m.role for m in case.members}, generations={m.name: m.generation for m in case.members},
+        latest,
+        group=case.group,
+        case_id=case.id,
+        roles={m.name: m.role for m in case.members},
+        generations={m.name: m.generation for m in case.members},
     )
     return graph.apply(update)
 
@@ -121,22 +142,32 @@ def make_floor_node(case: Case, config: SessionConfig) -> Callable[[SessionState
     return floor
 
 
-def make_member_node(client: ModelClient, case: Case, config: SessionConfig) -> Callable[[SessionState], Awaitable[dict]]:
+def make_member_node(
+    client: ModelClient, case: Case, config: SessionConfig
+) -> Callable[[SessionState], Awaitable[dict]]:
     async def member(state: SessionState) -> dict:
         turns = state["turns"]
         speaker = state["next_speaker"]
         try:
             turn = await member_turn(
-                client, case, turns, speaker, state["next_addressees"],
-                seed=derive_seed(config.seed, "member", len(turns)), window=config.window,
+                client,
+                case,
+                turns,
+                speaker,
+                state["next_addressees"],
+                seed=derive_seed(config.seed, "member", len(turns)),
+                window=config.window,
             )
         except (ModelError, ValueError) as err:
             return _failed(f"member turn {len(turns) + 1} ({speaker})", err)
         inner = turn.inner
         update = RelationUpdate(
-            turn=turn.index, view="self_report",
+            turn=turn.index,
+            view="self_report",
             emotions=[MemberState(name=speaker, emotion=inner.emotion, intensity=inner.intensity)],
-            edges=[EdgeUpdate(source=speaker, target=f.member, warmth=f.warmth, tension=f.tension) for f in inner.toward],
+            edges=[
+                EdgeUpdate(source=speaker, target=f.member, warmth=f.warmth, tension=f.tension) for f in inner.toward
+            ],
         )
         return {
             "turns": [turn],
@@ -146,7 +177,9 @@ def make_member_node(client: ModelClient, case: Case, config: SessionConfig) -> 
     return member
 
 
-def make_track_node(client: ModelClient, case: Case, config: SessionConfig) -> Callable[[SessionState], Awaitable[dict]]:
+def make_track_node(
+    client: ModelClient, case: Case, config: SessionConfig
+) -> Callable[[SessionState], Awaitable[dict]]:
     async def track(state: SessionState) -> dict:
         turns = state["turns"]
         last = turns[-1]
@@ -158,15 +191,27 @@ def make_track_node(client: ModelClient, case: Case, config: SessionConfig) -> C
         if not due:
             return {"observer": [_carry(state["observer"][-1], last.index)]}
         try:
-            observed = await observe(client, case, turns, seed=derive_seed(config.seed, "tracker", last.index),
-                                     window=config.window)
+            observed = await observe(
+                client, case, turns, seed=derive_seed(config.seed, "tracker", last.index), window=config.window
+            )
         except (ModelError, ValueError) as err:
             return _failed(f"tracker after turn {last.index}", err)
         update = RelationUpdate(
-            turn=last.index, view="observer", pattern=observed.pattern,
+            turn=last.index,
+            view="observer",
+            pattern=observed.pattern,
             emotions=[MemberState(name=e.person, emotion=e.emotion, intensity=e.intensity) for e in observed.emotions],
-            edges=[EdgeUpdate(source=v.source, target=v.target, warmth=v.warmth, tension=v.tension,
-                              viewpoint=v.viewpoint, attitude=v.attitude) for v in observed.viewpoints],
+            edges=[
+                EdgeUpdate(
+                    source=v.source,
+                    target=v.target,
+                    warmth=v.warmth,
+                    tension=v.tension,
+                    viewpoint=v.viewpoint,
+                    attitude=v.attitude,
+                )
+                for v in observed.viewpoints
+            ],
         )
         return {
             "turns": [last.model_copy(update={"tracker": observed})],
@@ -178,25 +223,39 @@ def make_track_node(client: ModelClient, case: Case, config: SessionConfig) -> C
 
 def _view(case: Case, state: SessionState, config: SessionConfig) -> SessionView:
     return SessionView(
-        case=case, turns=tuple(state["turns"]), observer=state["observer"][-1],
-        member_turns=sum(t.kind == "member" for t in state["turns"]), max_turns=config.max_turns,
+        case=case,
+        turns=tuple(state["turns"]),
+        observer=state["observer"][-1],
+        member_turns=sum(t.kind == "member" for t in state["turns"]),
+        max_turns=config.max_turns,
     )
 
 
-def make_gate_node(case: Case, supporter: Supporter, config: SessionConfig) -> Callable[[SessionState], Awaitable[dict]]:
+def make_gate_node(
+    case: Case, supporter: Supporter, config: SessionConfig
+) -> Callable[[SessionState], Awaitable[dict]]:
     async def gate(state: SessionState) -> dict:
         view = _view(case, state, config)
         if isinstance(supporter, HumanSupporter):
             from langgraph.types import interrupt
 
-            answer = interrupt({
-                "after_turn": view.turns[-1].index, "members": case.member_names, "group_label": case.group_label,
-                "group": case.group,
-            })
+            answer = interrupt(
+                {
+                    "after_turn": view.turns[-1].index,
+                    "members": case.member_names,
+                    "group_label": case.group_label,
+                    "group": case.group,
+                }
+            )
             try:
-                decision = _finish(view, speak=bool(answer.get("text")), targets=list(answer.get("targets") or []),
-                                   strategy=answer.get("strategy") or None, text=answer.get("text", ""),
-                                   close=bool(answer.get("close_session")))
+                decision = _finish(
+                    view,
+                    speak=bool(answer.get("text")),
+                    targets=list(answer.get("targets") or []),
+                    strategy=answer.get("strategy") or None,
+                    text=answer.get("text", ""),
+                    close=bool(answer.get("close_session")),
+                )
             except ValueError as err:
                 return _failed("human supporter", err)
             return {"decisions": [decision]}
@@ -213,8 +272,15 @@ def make_supporter_node(case: Case) -> Callable[[SessionState], dict]:
     def supporter_turn(state: SessionState) -> dict:
         d = state["decisions"][-1]
         index = state["turns"][-1].index + 1
-        turn = Turn(index=index, speaker=SUPPORTER, kind="supporter", addressees=d.targets, text=d.text, decision=d,
-                    calls=[d.call] if d.call else [])
+        turn = Turn(
+            index=index,
+            speaker=SUPPORTER,
+            kind="supporter",
+            addressees=d.targets,
+            text=d.text,
+            decision=d,
+            calls=[d.call] if d.call else [],
+        )
         return {"turns": [turn], "self_report": [_carry(state["self_report"][-1], index)]}
 
     return supporter_turn
@@ -243,12 +309,17 @@ def make_end_check_node(case: Case, config: SessionConfig) -> Callable[[SessionS
             signals: list[tuple[str, str]] = []
             if last_member.tracker:
                 signals += [(m, "tracker") for m in last_member.tracker.at_risk]
-            if (last_member.speaker in at_risk_by_flag and last_member.inner
-                    and last_member.inner.intensity >= SELF_RISK_INTENSITY):
+            if (
+                last_member.speaker in at_risk_by_flag
+                and last_member.inner
+                and last_member.inner.intensity >= SELF_RISK_INTENSITY
+            ):
                 signals.append((last_member.speaker, "self_report"))
             for member, source in signals:
                 if member not in open_members and member in case.member_names:
-                    new.append(SafetyEvent(member=member, signalled_at=last_member.index, source=source, addressed=False))
+                    new.append(
+                        SafetyEvent(member=member, signalled_at=last_member.index, source=source, addressed=False)
+                    )
                     open_members.add(member)
         stop = False
         for e in [*events.values(), *new]:
@@ -330,8 +401,16 @@ def build_graph(case: Case, client: ModelClient, supporter: Supporter, config: S
 
 
 def to_record(
-    state: SessionState, *, session_id: str, case: Case, supporter: Supporter, models: dict[str, str],
-    config: SessionConfig, started_at: datetime, started: float, final: bool,
+    state: SessionState,
+    *,
+    session_id: str,
+    case: Case,
+    supporter: Supporter,
+    models: dict[str, str],
+    config: SessionConfig,
+    started_at: datetime,
+    started: float,
+    final: bool,
 ) -> SessionRecord:
     failure = state.get("failure")
     end = state.get("end_reason")
@@ -342,11 +421,23 @@ def to_record(
     else:
         status = SessionStatus.INCOMPLETE
     return SessionRecord(
-        session_id=session_id, case=case, supporter=supporter.spec, models=models, seed=config.seed,
-        max_turns=config.max_turns, status=status, end_reason=end, failure=failure,
-        turns=state.get("turns", []), decisions=state.get("decisions", []), self_report=state.get("self_report", []),
-        observer=state.get("observer", []), safety=state.get("safety", []), started_at=started_at,
-        finished_at=datetime.now(timezone.utc) if final else None, wall_s=round(time.perf_counter() - started, 3),
+        session_id=session_id,
+        case=case,
+        supporter=supporter.spec,
+        models=models,
+        seed=config.seed,
+        max_turns=config.max_turns,
+        status=status,
+        end_reason=end,
+        failure=failure,
+        turns=state.get("turns", []),
+        decisions=state.get("decisions", []),
+        self_report=state.get("self_report", []),
+        observer=state.get("observer", []),
+        safety=state.get("safety", []),
+        started_at=started_at,
+        finished_at=datetime.now(timezone.utc) if final else None,
+        wall_s=round(time.perf_counter() - started, 3),
     )
 
 
@@ -382,14 +473,25 @@ async def run_session(
     graph = build_graph(case, client, supporter, config, checkpointer)
     models = models or {}
     started_at, started = datetime.now(timezone.utc), time.perf_counter()
-    run_config: dict[str, Any] = {"recursion_limit": config.max_turns * 12 + 50,
-                                  "configurable": {"thread_id": session_id}}
+    run_config: dict[str, Any] = {
+        "recursion_limit": config.max_turns * 12 + 50,
+        "configurable": {"thread_id": session_id},
+    }
     state: SessionState = initial_state(case)
     pending: Any = state
 
     def record(final: bool) -> SessionRecord:
-        return to_record(state, session_id=session_id, case=case, supporter=supporter, models=models, config=config,
-                         started_at=started_at, started=started, final=final)
+        return to_record(
+            state,
+            session_id=session_id,
+            case=case,
+            supporter=supporter,
+            models=models,
+            config=config,
+            started_at=started_at,
+            started=started,
+            final=final,
+        )
 
     try:
         while True:

@@ -54,21 +54,33 @@ async def enrich_case(case: Case, sample: RescueSample, client: ModelClient, *, 
     members = []
     for member in case.members:
         completion = await client.complete(
-            Prompt(context=f"Transcript of a recorded {case.group} therapy session (row numbers in brackets):\n"
-                           f"{transcript}",
-                   instructions=render_prompt("enrich", PROMPTS, name=member.name)),
-            role="enrich", schema=schema, max_tokens=320, temperature=0.2, seed=seed,
+            Prompt(
+                context=f"Transcript of a recorded {case.group} therapy session (row numbers in brackets):\n"
+                f"{transcript}",
+                instructions=render_prompt("enrich", PROMPTS, name=member.name),
+            ),
+            role="enrich",
+            schema=schema,
+            max_tokens=320,
+            temperature=0.2,
+            seed=seed,
         )
         r = completion.parsed
         rows = sorted(set(r.evidence_rows))
         model = completion.call.model
-        members.append(member.model_copy(update={
-            "personality": r.personality.strip(), "communication_style": r.communication_style.strip(),
-            "core_need": r.core_need.strip(), "core_fear": r.core_fear.strip(),
-            "triggers": [t.strip() for t in r.triggers if t.strip()],
-            "softeners": [t.strip() for t in r.softeners if t.strip()],
-            "inferred": [InferredField(field=f, evidence_rows=rows, model=model) for f in ENRICHED_FIELDS],
-        }))
+        members.append(
+            member.model_copy(
+                update={
+                    "personality": r.personality.strip(),
+                    "communication_style": r.communication_style.strip(),
+                    "core_need": r.core_need.strip(),
+                    "core_fear": r.core_fear.strip(),
+                    "triggers": [t.strip() for t in r.triggers if t.strip()],
+                    "softeners": [t.strip() for t in r.softeners if t.strip()],
+                    "inferred": [InferredField(field=f, evidence_rows=rows, model=model) for f in ENRICHED_FIELDS],
+                }
+            )
+        )
     return case.model_copy(update={"members": members})
 
 
@@ -78,7 +90,9 @@ class EnrichOutcome:
     failures: dict[str, str]  # sample id -> reason
 
 
-async def enrich_cases(pairs: list[tuple[Case, RescueSample]], client: ModelClient, *, concurrency: int = 4) -> EnrichOutcome:
+async def enrich_cases(
+    pairs: list[tuple[Case, RescueSample]], client: ModelClient, *, concurrency: int = 4
+) -> EnrichOutcome:
     """Enrich many cards; a sample whose calls fail is reported with its reason, never half-filled."""
     sem = asyncio.Semaphore(concurrency)
     out = EnrichOutcome(enriched={}, failures={})

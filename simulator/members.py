@@ -39,7 +39,7 @@ def _state_schema(others: tuple[str, ...]) -> type[BaseModel]:  # building pydan
     return create_model(
         "MemberStateReply",
         landed=(str, _soft_max(60)),
-        emotion=(str, _soft_max(40)),
+        emotion=(str, _soft_max(32)),
         intensity=(int, Field(ge=0, le=10)),
         felt_heard=(int, Field(ge=0, le=10)),
         toward=(list[feeling], Field(min_length=len(others), max_length=len(others))),  # type: ignore[valid-type]
@@ -56,7 +56,9 @@ def current_state(case: Case, name: str, turns: Sequence[Turn]) -> InnerState:
     toward = [
         Feeling(member=vp.target, warmth=vp.warmth, tension=vp.tension) for vp in case.viewpoints if vp.source == name
     ]
-    return InnerState(landed="", emotion=m.baseline_emotion, intensity=m.baseline_intensity, felt_heard=5, toward=toward)
+    return InnerState(
+        landed="", emotion=m.baseline_emotion, intensity=m.baseline_intensity, felt_heard=5, toward=toward
+    )
 
 
 def guard_softening(previous: InnerState, proposed: InnerState) -> InnerState:
@@ -85,7 +87,9 @@ def guard_softening(previous: InnerState, proposed: InnerState) -> InnerState:
             toward.append(f)
             continue
         toward.append(
-            Feeling(member=f.member, warmth=soften_up(old.warmth, f.warmth), tension=soften_down(old.tension, f.tension))
+            Feeling(
+                member=f.member, warmth=soften_up(old.warmth, f.warmth), tension=soften_down(old.tension, f.tension)
+            )
         )
     for name, old in before.items():  # a member the model forgot keeps their previous values
         if name not in {f.member for f in toward}:
@@ -143,7 +147,9 @@ async def member_turn(
     state_call = await client.complete(
         Prompt(
             context=context,
-            instructions=sheet + "\n\n" + render_prompt("member_state", name=speaker, last_line=last_line(turns), others=others),
+            instructions=sheet
+            + "\n\n"
+            + render_prompt("member_state", name=speaker, last_line=last_line(turns), others=others),
         ),
         role="member",
         schema=schema,

@@ -80,8 +80,17 @@ def clean_supporter_text(text: str) -> str:
     return " ".join(text.split())
 
 
-def _finish(view: SessionView, *, speak: bool, targets: list[str], strategy: str | None, text: str,
-            close: bool = False, rationale: str = "", call: Any = None) -> SupporterDecision:
+def _finish(
+    view: SessionView,
+    *,
+    speak: bool,
+    targets: list[str],
+    strategy: str | None,
+    text: str,
+    close: bool = False,
+    rationale: str = "",
+    call: Any = None,
+) -> SupporterDecision:
     """Normalise a decision: valid targets, target kind, and a strategy label that belongs to the group."""
     case = view.case
     after = view.turns[-1].index if view.turns else 0
@@ -92,8 +101,15 @@ def _finish(view: SessionView, *, speak: bool, targets: list[str], strategy: str
     if strategy is not None and strategy not in strategies_for(case.group):
         raise ValueError(f"strategy {strategy!r} is not a {case.group} strategy")
     return SupporterDecision(
-        after_turn=after, speak=True, targets=targets, target_kind=target_kind(targets, case.member_names, case.group),
-        strategy=strategy, text=" ".join(text.split()), close_session=close, rationale=rationale, call=call,
+        after_turn=after,
+        speak=True,
+        targets=targets,
+        target_kind=target_kind(targets, case.member_names, case.group),
+        strategy=strategy,
+        text=" ".join(text.split()),
+        close_session=close,
+        rationale=rationale,
+        call=call,
     )
 
 
@@ -137,7 +153,7 @@ class ScriptedSupporter:
         if at_risk:
             who = at_risk[0]
             return self._say(view, "safeguard", [who], lines, who=who)
-        recent = {t.speaker for t in member_turns[-self.quiet_after:]}
+        recent = {t.speaker for t in member_turns[-self.quiet_after :]}
         quiet = [n for n in case.member_names if n not in recent]
         if len(member_turns) >= self.quiet_after and quiet:
             return self._say(view, "counterbalance", [quiet[0]], lines, who=quiet[0])
@@ -174,7 +190,7 @@ def _decision_schema(targets: tuple[str, ...], group: str) -> type[BaseModel]:
         speak=(bool, ...),
         targets=(list[Literal[targets]], Field(max_length=len(targets))),  # type: ignore[valid-type]
         strategy=(Literal[tuple(strategies_for(group))], ...),  # type: ignore[valid-type]
-        text=(str, _soft_max(240)),
+        text=(str, _soft_max(200)),
         close_session=(bool, False),
     )
 
@@ -196,8 +212,13 @@ class ModelSupporter:
             Prompt(
                 context=shared_context(case, view.public_turns(), self.window),
                 instructions=render_prompt(
-                    "supporter", PROMPTS, supporter=SUPPORTER_NAME, group_kind="couples" if case.group == "couple" else "family",
-                    last_line=last_line(view.turns), names=", ".join(case.member_names), group_label=case.group_label,
+                    "supporter",
+                    PROMPTS,
+                    supporter=SUPPORTER_NAME,
+                    group_kind="couples" if case.group == "couple" else "family",
+                    last_line=last_line(view.turns),
+                    names=", ".join(case.member_names),
+                    group_label=case.group_label,
                 ),
             ),
             role="supporter",
@@ -210,10 +231,24 @@ class ModelSupporter:
         r = completion.parsed
         r.text = clean_supporter_text(r.text)
         if r.speak and not r.text:
-            return _finish(view, speak=False, targets=[], strategy=None, text="", rationale="chose to speak but said nothing",
-                           call=completion.call)
-        return _finish(view, speak=r.speak, targets=list(r.targets), strategy=r.strategy, text=r.text,
-                       close=r.close_session, call=completion.call)
+            return _finish(
+                view,
+                speak=False,
+                targets=[],
+                strategy=None,
+                text="",
+                rationale="chose to speak but said nothing",
+                call=completion.call,
+            )
+        return _finish(
+            view,
+            speak=r.speak,
+            targets=list(r.targets),
+            strategy=r.strategy,
+            text=r.text,
+            close=r.close_session,
+            call=completion.call,
+        )
 
 
 @dataclass
@@ -254,8 +289,9 @@ class FreeTextSupporter:
         )
         text = clean_supporter_text(completion.text)
         named = [n for n in case.member_names if re.search(rf"\b{re.escape(n)}\b", text)]
-        return _finish(view, speak=bool(text), targets=named or [case.group_label], strategy=None, text=text,
-                       call=completion.call)
+        return _finish(
+            view, speak=bool(text), targets=named or [case.group_label], strategy=None, text=text, call=completion.call
+        )
 
 
 @dataclass
@@ -278,9 +314,15 @@ class CallableSupporter:
         if isinstance(out, SupporterDecision):
             out = out.model_dump(exclude={"after_turn", "target_kind", "call"})
         if isinstance(out, dict):
-            return _finish(view, speak=out.get("speak", True), targets=list(out.get("targets") or []),
-                           strategy=out.get("strategy"), text=out.get("text", ""), close=out.get("close_session", False),
-                           rationale=out.get("rationale", ""))
+            return _finish(
+                view,
+                speak=out.get("speak", True),
+                targets=list(out.get("targets") or []),
+                strategy=out.get("strategy"),
+                text=out.get("text", ""),
+                close=out.get("close_session", False),
+                rationale=out.get("rationale", ""),
+            )
         raise TypeError(f"{self.spec} returned {type(out).__name__}; return a SupporterDecision, dict, str or None")
 
 
@@ -301,7 +343,9 @@ class HumanSupporter:
 _MODULE_FN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
-def parse_supporter_spec(spec: str, client: ModelClient, *, seed: int = 0, api_bases: dict[str, str] | None = None) -> Supporter:
+def parse_supporter_spec(
+    spec: str, client: ModelClient, *, seed: int = 0, api_bases: dict[str, str] | None = None
+) -> Supporter:
     """Build a supporter from its `--supporter` spec. For endpoint URLs, `api_bases` receives model -> URL."""
     spec = spec.strip()
     if spec == "silent":
@@ -323,7 +367,9 @@ def parse_supporter_spec(spec: str, client: ModelClient, *, seed: int = 0, api_b
         try:
             module = importlib.import_module(module_name)
         except ImportError as err:
-            raise SupporterSpecError(f"--supporter {spec}: cannot import {module_name!r} ({err}); check PYTHONPATH") from None
+            raise SupporterSpecError(
+                f"--supporter {spec}: cannot import {module_name!r} ({err}); check PYTHONPATH"
+            ) from None
         fn = getattr(module, fn_name, None)
         if not callable(fn):
             raise SupporterSpecError(f"--supporter {spec}: {module_name} has no callable {fn_name!r}")

@@ -18,7 +18,7 @@ from simulator.records import ObservedEmotion, ObservedViewpoint, TrackerState, 
 from simulator.transcript import shared_context
 
 PROMPTS = Path(__file__).parent / "prompts"
-MAX_VIEWPOINTS = 3
+MAX_VIEWPOINTS = 2
 
 
 def tracker_schema(case: Case) -> type[BaseModel]:
@@ -29,14 +29,14 @@ def tracker_schema(case: Case) -> type[BaseModel]:
 def _tracker_schema(names: tuple[str, ...], group: str) -> type[BaseModel]:
     Name = Literal[names]  # type: ignore[valid-type]
     emotion = create_model(
-        "EmotionReply", person=(Name, ...), emotion=(str, _soft_max(48)), intensity=(int, Field(ge=0, le=10))
+        "EmotionReply", person=(Name, ...), emotion=(str, _soft_max(32)), intensity=(int, Field(ge=0, le=10))
     )
     viewpoint = create_model(
         "ViewpointReply",
         source=(Name, ...),
         target=(Name, ...),
-        viewpoint=(str, _soft_max(100)),
-        attitude=(str, _soft_max(40)),
+        viewpoint=(str, _soft_max(64)),
+        attitude=(str, _soft_max(32)),
         warmth=(int, Field(ge=0, le=10)),
         tension=(int, Field(ge=0, le=10)),
     )
@@ -60,7 +60,7 @@ async def observe(client: ModelClient, case: Case, turns: Sequence[Turn], *, see
         ),
         role="tracker",
         schema=tracker_schema(case),
-        max_tokens=360,
+        max_tokens=300,
         temperature=0.2,
         seed=seed,
     )
@@ -70,7 +70,11 @@ async def observe(client: ModelClient, case: Case, turns: Sequence[Turn], *, see
         emotions=[ObservedEmotion(person=e.person, emotion=e.emotion, intensity=e.intensity) for e in r.emotions],
         viewpoints=[
             ObservedViewpoint(
-                source=v.source, target=v.target, viewpoint=v.viewpoint, attitude=v.attitude, warmth=v.warmth,
+                source=v.source,
+                target=v.target,
+                viewpoint=v.viewpoint,
+                attitude=v.attitude,
+                warmth=v.warmth,
                 tension=v.tension,
             )
             for v in r.viewpoints

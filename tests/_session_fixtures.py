@@ -37,88 +37,172 @@ from simulator.records import (
 
 def _member(name: str, role: str, emotion: str, intensity: int, generation: int = 0) -> dict[str, Any]:
     return {
-        "name": name, "role": role, "age": 40 - 20 * generation, "generation": generation,
-        "personality": f"{name} is direct and proud.", "communication_style": "pursues when hurt",
-        "core_need": "to be seen", "core_fear": "being alone", "triggers": ["being ignored"],
-        "softeners": ["being asked how they feel"], "baseline_emotion": emotion, "baseline_intensity": intensity,
+        "name": name,
+        "role": role,
+        "age": 40 - 20 * generation,
+        "generation": generation,
+        "personality": f"{name} is direct and proud.",
+        "communication_style": "pursues when hurt",
+        "core_need": "to be seen",
+        "core_fear": "being alone",
+        "triggers": ["being ignored"],
+        "softeners": ["being asked how they feel"],
+        "baseline_emotion": emotion,
+        "baseline_intensity": intensity,
     }
 
 
 def couple_case() -> Case:
-    return Case.model_validate({
-        "id": "ana-and-ben", "title": "Ana and Ben", "group": "couple", "setting": "A first session.",
-        "presenting_problem": "They fight about attention.", "history": "Together ten years.",
-        "members": [_member("Ana", "partner", "angry", 6), _member("Ben", "partner", "defensive", 5)],
-        "viewpoints": [
-            {"source": "Ana", "target": "Ben", "viewpoint": "he ignores me", "attitude": "resentful",
-             "warmth": 4, "tension": 6},
-            {"source": "Ben", "target": "Ana", "viewpoint": "she nags", "attitude": "weary", "warmth": 5, "tension": 5},
-        ],
-        "relation_pattern": "pursue_withdraw",
-    })
+    return Case.model_validate(
+        {
+            "id": "ana-and-ben",
+            "title": "Ana and Ben",
+            "group": "couple",
+            "setting": "A first session.",
+            "presenting_problem": "They fight about attention.",
+            "history": "Together ten years.",
+            "members": [_member("Ana", "partner", "angry", 6), _member("Ben", "partner", "defensive", 5)],
+            "viewpoints": [
+                {
+                    "source": "Ana",
+                    "target": "Ben",
+                    "viewpoint": "he ignores me",
+                    "attitude": "resentful",
+                    "warmth": 4,
+                    "tension": 6,
+                },
+                {
+                    "source": "Ben",
+                    "target": "Ana",
+                    "viewpoint": "she nags",
+                    "attitude": "weary",
+                    "warmth": 5,
+                    "tension": 5,
+                },
+            ],
+            "relation_pattern": "pursue_withdraw",
+        }
+    )
 
 
 def family_case() -> Case:
     names = [("Mona", "mother", 0), ("Sam", "father", 0), ("Lia", "daughter", 1)]
-    return Case.model_validate({
-        "id": "mona-family", "title": "The Mona family", "group": "family", "setting": "A family session.",
-        "presenting_problem": "Lia stopped talking at home.", "history": "A move last year.",
-        "members": [_member(n, r, "tense", 5, g) for n, r, g in names],
-        "viewpoints": [
-            {"source": a, "target": b, "viewpoint": "fine", "attitude": "guarded", "warmth": 5, "tension": 5}
-            for a, _, _ in names for b, _, _ in names if a != b
-        ],
-        "relation_pattern": "mutual_disengagement",
-    })
+    return Case.model_validate(
+        {
+            "id": "mona-family",
+            "title": "The Mona family",
+            "group": "family",
+            "setting": "A family session.",
+            "presenting_problem": "Lia stopped talking at home.",
+            "history": "A move last year.",
+            "members": [_member(n, r, "tense", 5, g) for n, r, g in names],
+            "viewpoints": [
+                {"source": a, "target": b, "viewpoint": "fine", "attitude": "guarded", "warmth": 5, "tension": 5}
+                for a, _, _ in names
+                for b, _, _ in names
+                if a != b
+            ],
+            "relation_pattern": "mutual_disengagement",
+        }
+    )
 
 
-def snap(turn: int, view: str, pattern: str, members: dict[str, float],
-         edges: dict[tuple[str, str], tuple[float, float]]) -> RelationSnapshot:
+def snap(
+    turn: int, view: str, pattern: str, members: dict[str, float], edges: dict[tuple[str, str], tuple[float, float]]
+) -> RelationSnapshot:
     """A snapshot from {name: intensity} and {(source, target): (warmth, tension)}."""
     return RelationSnapshot(
-        turn=turn, view=view, pattern=pattern,  # type: ignore[arg-type]
+        turn=turn,
+        view=view,
+        pattern=pattern,  # type: ignore[arg-type]
         members=[MemberState(name=n, emotion="x", intensity=i) for n, i in members.items()],
-        edges=[EdgeState(source=s, target=t, viewpoint="v", attitude="a", warmth=w, tension=te)
-               for (s, t), (w, te) in edges.items()],
+        edges=[
+            EdgeState(source=s, target=t, viewpoint="v", attitude="a", warmth=w, tension=te)
+            for (s, t), (w, te) in edges.items()
+        ],
     )
 
 
 def _inner(intensity: int, heard: int, other: str, warmth: float, tension: float) -> InnerState:
-    return InnerState(landed="it landed", emotion="hurt", intensity=intensity, felt_heard=heard,
-                      toward=[Feeling(member=other, warmth=warmth, tension=tension)])
+    return InnerState(
+        landed="it landed",
+        emotion="hurt",
+        intensity=intensity,
+        felt_heard=heard,
+        toward=[Feeling(member=other, warmth=warmth, tension=tension)],
+    )
 
 
 def couple_session(session_id: str = "s1", supporter: str = "fake/supporter", seed: int = 0) -> SessionRecord:
     case = couple_case()
-    reframe = SupporterDecision(after_turn=2, speak=True, targets=["Couple"], strategy="reframe",
-                                text="It sounds like you are both caught in a loop where each feels unheard.")
-    evoke = SupporterDecision(after_turn=4, speak=True, targets=["Ana"], strategy="evoke",
-                              text="Ana, what happens inside when he looks away?")
+    reframe = SupporterDecision(
+        after_turn=2,
+        speak=True,
+        targets=["Couple"],
+        strategy="reframe",
+        text="It sounds like you are both caught in a loop where each feels unheard.",
+    )
+    evoke = SupporterDecision(
+        after_turn=4, speak=True, targets=["Ana"], strategy="evoke", text="Ana, what happens inside when he looks away?"
+    )
     tracker2 = TrackerState(
         pattern="attack_attack",
-        emotions=[ObservedEmotion(person="Ana", emotion="angry", intensity=8),
-                  ObservedEmotion(person="Ben", emotion="defensive", intensity=5)],
-        viewpoints=[ObservedViewpoint(source="Ana", target="Ben", viewpoint="v", attitude="a", warmth=3, tension=8),
-                    ObservedViewpoint(source="Ben", target="Ana", viewpoint="v", attitude="a", warmth=5, tension=5)],
+        emotions=[
+            ObservedEmotion(person="Ana", emotion="angry", intensity=8),
+            ObservedEmotion(person="Ben", emotion="defensive", intensity=5),
+        ],
+        viewpoints=[
+            ObservedViewpoint(source="Ana", target="Ben", viewpoint="v", attitude="a", warmth=3, tension=8),
+            ObservedViewpoint(source="Ben", target="Ana", viewpoint="v", attitude="a", warmth=5, tension=5),
+        ],
     )
     tracker6 = TrackerState(
         pattern="repair_softening",
-        emotions=[ObservedEmotion(person="Ana", emotion="sad", intensity=6),
-                  ObservedEmotion(person="Ben", emotion="calmer", intensity=4)],
+        emotions=[
+            ObservedEmotion(person="Ana", emotion="sad", intensity=6),
+            ObservedEmotion(person="Ben", emotion="calmer", intensity=4),
+        ],
         viewpoints=[ObservedViewpoint(source="Ana", target="Ben", viewpoint="v", attitude="a", warmth=5, tension=3)],
     )
     turns = [
-        Turn(index=1, speaker="Ana", kind="member", addressees=["Ben"], text="You never listen to me.",
-             inner=_inner(7, 3, "Ben", 3, 7)),
-        Turn(index=2, speaker="Ben", kind="member", addressees=["Ana"], text="I do listen, you just never stop.",
-             inner=_inner(6, 4, "Ana", 4, 6), tracker=tracker2),
-        Turn(index=3, speaker="Therapist", kind="supporter", addressees=["Couple"], text=reframe.text,
-             decision=reframe),
-        Turn(index=4, speaker="Ana", kind="member", addressees=["Therapist"],
-             text="Maybe. I just want him to look at me.", inner=_inner(5, 6, "Ben", 5, 5)),
+        Turn(
+            index=1,
+            speaker="Ana",
+            kind="member",
+            addressees=["Ben"],
+            text="You never listen to me.",
+            inner=_inner(7, 3, "Ben", 3, 7),
+        ),
+        Turn(
+            index=2,
+            speaker="Ben",
+            kind="member",
+            addressees=["Ana"],
+            text="I do listen, you just never stop.",
+            inner=_inner(6, 4, "Ana", 4, 6),
+            tracker=tracker2,
+        ),
+        Turn(
+            index=3, speaker="Therapist", kind="supporter", addressees=["Couple"], text=reframe.text, decision=reframe
+        ),
+        Turn(
+            index=4,
+            speaker="Ana",
+            kind="member",
+            addressees=["Therapist"],
+            text="Maybe. I just want him to look at me.",
+            inner=_inner(5, 6, "Ben", 5, 5),
+        ),
         Turn(index=5, speaker="Therapist", kind="supporter", addressees=["Ana"], text=evoke.text, decision=evoke),
-        Turn(index=6, speaker="Ana", kind="member", addressees=["Therapist"], text="I feel alone.",
-             inner=_inner(6, 7, "Ben", 5, 4), tracker=tracker6),
+        Turn(
+            index=6,
+            speaker="Ana",
+            kind="member",
+            addressees=["Therapist"],
+            text="I feel alone.",
+            inner=_inner(6, 7, "Ben", 5, 4),
+            tracker=tracker6,
+        ),
     ]
     decisions = [
         SupporterDecision(after_turn=1, speak=False),
@@ -145,17 +229,27 @@ def couple_session(session_id: str = "s1", supporter: str = "fake/supporter", se
         snap(6, "observer", "repair_softening", {"Ana": 6, "Ben": 4}, {ab: (5, 3), ba: (5, 5)}),
     ]
     return SessionRecord(
-        session_id=session_id, case=case, supporter=supporter, models={"member": "fake/model"}, seed=seed,
-        max_turns=4, status=SessionStatus.COMPLETED, end_reason=EndReason.TURN_LIMIT, turns=turns,
-        decisions=decisions, self_report=sr, observer=ob,
+        session_id=session_id,
+        case=case,
+        supporter=supporter,
+        models={"member": "fake/model"},
+        seed=seed,
+        max_turns=4,
+        status=SessionStatus.COMPLETED,
+        end_reason=EndReason.TURN_LIMIT,
+        turns=turns,
+        decisions=decisions,
+        self_report=sr,
+        observer=ob,
     )
 
 
 # ---- canned judge replies ----------------------------------------------------------------------------------------
 
 
-def fill_reply(schema: type, *, score_index: int = 3, label_index: int = 0, quote: str | None = None,
-               turn_index: int = 0) -> dict[str, Any]:
+def fill_reply(
+    schema: type, *, score_index: int = 3, label_index: int = 0, quote: str | None = None, turn_index: int = 0
+) -> dict[str, Any]:
     """A valid reply for any judge schema: the `score_index`-th score, the `label_index`-th label (a strength that
     fits it: the lowest for the first, neutral, label), `ok: true`, one evidence item citing the `turn_index`-th
     listed turn."""

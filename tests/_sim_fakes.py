@@ -37,7 +37,10 @@ class RoomScript:
             feeling = call.schema.model_fields["toward"].annotation.__args__[0]
             others = _literal_values(feeling.model_fields["member"].annotation)
             return {
-                "landed": "it stung", "emotion": "hurt", "intensity": self.intensity, "felt_heard": 4,
+                "landed": "it stung",
+                "emotion": "hurt",
+                "intensity": self.intensity,
+                "felt_heard": 4,
                 "toward": [{"member": o, "warmth": self.warmth, "tension": self.tension} for o in others],
                 "reason": "same old fight",
             }

@@ -112,10 +112,20 @@ def _score(item: str, dim: str, **kw) -> DimensionScore:
 
 def test_panel_aggregation_and_agreement_by_hand() -> None:
     rubric = load_rubric()
-    a = JudgeVerdict(judge="a", status=JudgmentStatus.OK, scores=[
-        _score("t3", "timing", score=4), _score("t5", "timing", score=2), _score("t3", "safety", label="ok")])
-    b = JudgeVerdict(judge="b", status=JudgmentStatus.OK, scores=[
-        _score("t3", "timing", score=4), _score("t5", "timing", score=4), _score("t3", "safety", label="concern")])
+    a = JudgeVerdict(
+        judge="a",
+        status=JudgmentStatus.OK,
+        scores=[_score("t3", "timing", score=4), _score("t5", "timing", score=2), _score("t3", "safety", label="ok")],
+    )
+    b = JudgeVerdict(
+        judge="b",
+        status=JudgmentStatus.OK,
+        scores=[
+            _score("t3", "timing", score=4),
+            _score("t5", "timing", score=4),
+            _score("t3", "safety", label="concern"),
+        ],
+    )
     aggs = {(x.item, x.dimension): x for x in aggregate_scores([a, b], rubric)}
     assert aggs["t3", "timing"].mean == 4 and not aggs["t3", "timing"].disagreement
     assert aggs["t5", "timing"].mean == 3 and aggs["t5", "timing"].median == 3 and aggs["t5", "timing"].disagreement

@@ -159,8 +159,9 @@ def test_default_out_and_compare_published(invoke, clients, tmp_path, monkeypatc
     _, state = clients
     state["factory"] = lambda: FakeModelClient(default=bench_reply)
     monkeypatch.chdir(tmp_path)
-    result = invoke("--data", FIXTURE, "--model", "fake/model", "--tasks", "itp,rpp", "--limit", "2",
-                    "--compare-published")
+    result = invoke(
+        "--data", FIXTURE, "--model", "fake/model", "--tasks", "itp,rpp", "--limit", "2", "--compare-published"
+    )
     assert result.exit_code == 0, result.output
     reports = list((tmp_path / "runs").glob("bench-*.json"))
     assert len(reports) == 1 and reports[0].with_name(reports[0].stem + ".instances.jsonl").is_file()
@@ -187,14 +188,24 @@ def write_run(folder: Path, session_id: str = "s1", status: SessionStatus = Sess
         d = SupporterDecision(after_turn=i - 1, speak=True, targets=[target], strategy=strategy, text="...")
         return Turn(index=i, speaker="Therapist", kind="supporter", text="Can we slow this down?", decision=d)
 
-    turns = [member(1, "Dana", "You always change the subject when I ask."),
-             member(2, "Theo", "I do not, I just do not want another fight."),
-             supporter(3, "Dana", "evoke"),
-             member(4, "Dana", "I feel like I am talking to a wall."),
-             member(5, "Theo", "I am right here, I am listening to you."),
-             supporter(6, "Couple", "reframe")]
-    record = SessionRecord(session_id=session_id, case=case, supporter="baseline:scripted", models={}, seed=1,
-                           max_turns=6, status=status, turns=turns)
+    turns = [
+        member(1, "Dana", "You always change the subject when I ask."),
+        member(2, "Theo", "I do not, I just do not want another fight."),
+        supporter(3, "Dana", "evoke"),
+        member(4, "Dana", "I feel like I am talking to a wall."),
+        member(5, "Theo", "I am right here, I am listening to you."),
+        supporter(6, "Couple", "reframe"),
+    ]
+    record = SessionRecord(
+        session_id=session_id,
+        case=case,
+        supporter="baseline:scripted",
+        models={},
+        seed=1,
+        max_turns=6,
+        status=status,
+        turns=turns,
+    )
     run = RunFolder(folder)
     run.open({"cases": ["dana-and-theo"]})
     run.write_session(record)
@@ -208,8 +219,12 @@ def test_probe_mode_dry_run_and_run(invoke, clients, tmp_path, bench_reply):
     result = invoke("--runs", a, b, "--dry-run", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["origin"] == "probe" and data["counts"]["stp"] == {"couple": 4, "family": 0,
-                                                                  "samples_couple": 2, "samples_family": 0}
+    assert data["origin"] == "probe" and data["counts"]["stp"] == {
+        "couple": 4,
+        "family": 0,
+        "samples_couple": 2,
+        "samples_family": 0,
+    }
     assert "self-report" in data["gold_sources"]["er"] and "tracker" in data["gold_sources"]["rpp"]
 
     made, state = clients

@@ -81,12 +81,18 @@ def expected_counts(samples: list[dict]) -> dict[str, Counter]:
             if pos <= EARLY_ROWS or sp == "Therapist" or sp in GROUP_LABELS or not enough_words(r["dialogue_cleaned"]):
                 continue
             emo = [e for e in r.get("internal_emotion") or [] if e["person"].strip() == sp]
-            if emo and emo[0]["emotion_description"].strip() and isinstance(emo[0].get("intensity"), int | float) \
-                    and 0 <= emo[0]["intensity"] <= 10:
+            if (
+                emo
+                and emo[0]["emotion_description"].strip()
+                and isinstance(emo[0].get("intensity"), int | float)
+                and 0 <= emo[0]["intensity"] <= 10
+            ):
                 er += 1
             views = r.get("viewpoints_attitudes") or []
-            vp += any(v["source"].strip() == sp and v.get("target", "").strip() and v.get("viewpoint", "").strip()
-                      for v in views)
+            vp += any(
+                v["source"].strip() == sp and v.get("target", "").strip() and v.get("viewpoint", "").strip()
+                for v in views
+            )
         out["er"][group] += min(CHECKPOINTS_PER_SAMPLE, er)
         out["vp"][group] += min(CHECKPOINTS_PER_SAMPLE, vp)
     return out
@@ -176,8 +182,10 @@ def test_fixture_counts_and_drop_reasons(fixture_samples):
 
 def expected_counts_as_dict(raw):
     exp = expected_counts(raw)
-    return {t: {"couple": c["couple"], "family": c["family"], "samples_couple": 1, "samples_family": 1}
-            for t, c in exp.items()}
+    return {
+        t: {"couple": c["couple"], "family": c["family"], "samples_couple": 1, "samples_family": 1}
+        for t, c in exp.items()
+    }
 
 
 def test_itp_labels_and_context_end_at_the_decision(fixture_samples):
@@ -185,7 +193,15 @@ def test_itp_labels_and_context_end_at_the_decision(fixture_samples):
     itp = by_task(built, Task.ITP)
     couple = {k: v for k, v in itp.items() if k.startswith("rita")}
     assert {int(k.rsplit(":", 1)[1]): v.gold_label for k, v in couple.items()} == {
-        1: "no", 2: "yes", 4: "no", 5: "no", 6: "yes", 8: "yes", 10: "no", 11: "yes"}
+        1: "no",
+        2: "yes",
+        4: "no",
+        5: "no",
+        6: "yes",
+        8: "yes",
+        10: "no",
+        11: "yes",
+    }
     for inst in itp.values():
         assert inst.context[-1].index == inst.row and inst.context[-1].speaker != "Therapist"
     per_sample = Counter((i.sample_id, i.gold_label) for i in itp.values())
@@ -210,7 +226,14 @@ def test_support_targets_keep_and_collapse(fixture_samples):
     assert keep["family_fixture/002_bench:5"].gold_label == "Lena & Kai"  # member order, not annotation order
     assert keep["family_fixture/002_bench:7"].gold_target_kind == "subgroup"
     assert keep["family_fixture/002_bench:10"].gold_label == "Family"  # every member named = whole group
-    assert keep["family_fixture/002_bench:1"].candidates == ["Lena", "Kai", "Omar", "Lena & Kai", "Lena & Omar", "Family"]
+    assert keep["family_fixture/002_bench:1"].candidates == [
+        "Lena",
+        "Kai",
+        "Omar",
+        "Lena & Kai",
+        "Lena & Omar",
+        "Family",
+    ]
     collapse = by_task(build_rescue_instances(fixture_samples, tasks=[Task.STP], subgroups="collapse"), Task.STP)
     assert collapse["family_fixture/002_bench:5"].gold_label == "Family"
     assert collapse["family_fixture/002_bench:5"].gold_target_kind == "whole_group"
@@ -263,34 +286,78 @@ def _member(index: int, speaker: str, text: str, emotion: str = "", intensity: i
 
 def _supporter(index: int, targets: list[str], strategy: str | None, tracker=None) -> Turn:
     decision = SupporterDecision(after_turn=index - 1, speak=True, targets=targets, strategy=strategy, text="...")
-    return Turn(index=index, speaker="Therapist", kind="supporter", text="Let us pause on that for a moment.",
-                decision=decision, tracker=tracker)
+    return Turn(
+        index=index,
+        speaker="Therapist",
+        kind="supporter",
+        text="Let us pause on that for a moment.",
+        decision=decision,
+        tracker=tracker,
+    )
 
 
 def _tracker(pattern: str, views: list[tuple[str, str, str]] = ()) -> TrackerState:
-    return TrackerState(pattern=pattern, viewpoints=[
-        ObservedViewpoint(source=s, target=t, viewpoint=v, attitude="tense", warmth=4, tension=6) for s, t, v in views])
+    return TrackerState(
+        pattern=pattern,
+        viewpoints=[
+            ObservedViewpoint(source=s, target=t, viewpoint=v, attitude="tense", warmth=4, tension=6)
+            for s, t, v in views
+        ],
+    )
 
 
 def probe_session(status: SessionStatus = SessionStatus.COMPLETED) -> SessionRecord:
     case = resolve_case("carter-family")  # members Renee, Marcus, Kayla, Jordan
     turns = [
-        _member(1, "Renee", "Nobody in this house listens to me anymore.", "feels ignored", 7, _tracker("escalation_conflict")),
+        _member(
+            1,
+            "Renee",
+            "Nobody in this house listens to me anymore.",
+            "feels ignored",
+            7,
+            _tracker("escalation_conflict"),
+        ),
         _member(2, "Marcus", "Because you only ever bring up what we do wrong.", "feels criticised", 6),
-        _member(3, "Kayla", "Can we not do this again tonight, please?", "feels weary", 6,
-                _tracker("escalation_conflict", [("Kayla", "Renee", "she starts the fights"), ("Renee", "Kayla", "x")])),
+        _member(
+            3,
+            "Kayla",
+            "Can we not do this again tonight, please?",
+            "feels weary",
+            6,
+            _tracker("escalation_conflict", [("Kayla", "Renee", "she starts the fights"), ("Renee", "Kayla", "x")]),
+        ),
         _supporter(4, ["Renee", "Marcus"], "enact", _tracker("escalation_conflict")),
-        _member(5, "Renee", "Marcus, I am tired of carrying this alone.", "feels exhausted and alone", 8,
-                _tracker("pursue_withdraw", [("Renee", "Marcus", "he leaves her alone with it")])),
-        _member(6, "Marcus", "I did not know you felt that alone.", "feels surprised and sorry", 5,
-                _tracker("repair_softening")),
+        _member(
+            5,
+            "Renee",
+            "Marcus, I am tired of carrying this alone.",
+            "feels exhausted and alone",
+            8,
+            _tracker("pursue_withdraw", [("Renee", "Marcus", "he leaves her alone with it")]),
+        ),
+        _member(
+            6,
+            "Marcus",
+            "I did not know you felt that alone.",
+            "feels surprised and sorry",
+            5,
+            _tracker("repair_softening"),
+        ),
         _supporter(7, ["Family"], "reframe"),
         _member(8, "Jordan", "I guess we all kind of do that to each other.", "feels hopeful", 4),
         _member(9, "Kayla", "Yes, and maybe we could stop now.", "feels cautious", 4),
         _supporter(10, ["Kayla"], None),
     ]
-    return SessionRecord(session_id="s1", case=case, supporter="baseline:scripted", models={}, seed=1, max_turns=10,
-                         status=status, turns=turns)
+    return SessionRecord(
+        session_id="s1",
+        case=case,
+        supporter="baseline:scripted",
+        models={},
+        seed=1,
+        max_turns=10,
+        status=status,
+        turns=turns,
+    )
 
 
 def test_probe_instances_take_gold_from_the_simulator():
@@ -300,17 +367,26 @@ def test_probe_instances_take_gold_from_the_simulator():
     assert sorted(r for r, g in itp.items() if g == "yes") == [3, 6, 9]  # the supporter spoke next
     no = [r for r, g in itp.items() if g == "no"]
     assert len(no) == 3 and set(no) <= {1, 2, 5, 8}  # member followed member; balanced down from 4
-    assert [(i.row, i.gold_label) for i in got[Task.RPP]] == [(4, "escalation_conflict"), (7, "repair_softening"),
-                                                              (10, "repair_softening")]
+    assert [(i.row, i.gold_label) for i in got[Task.RPP]] == [
+        (4, "escalation_conflict"),
+        (7, "repair_softening"),
+        (10, "repair_softening"),
+    ]
     assert [(i.row, i.gold_label) for i in got[Task.STP]] == [(4, "Renee & Marcus"), (7, "Family"), (10, "Kayla")]
     assert got[Task.STP][0].candidates == ["Renee", "Marcus", "Kayla", "Jordan", "Renee & Marcus", "Family"]
-    assert [(i.row, i.gold_label, i.known_target) for i in got[Task.SSP]] == [(4, "enact", "Renee & Marcus"),
-                                                                              (7, "reframe", "Family")]
+    assert [(i.row, i.gold_label, i.known_target) for i in got[Task.SSP]] == [
+        (4, "enact", "Renee & Marcus"),
+        (7, "reframe", "Family"),
+    ]
     assert [(i.row, i.gold_emotion, i.gold_intensity) for i in got[Task.ER]][:2] == [
-        (3, "feels weary", 6.0), (5, "feels exhausted and alone", 8.0)]
+        (3, "feels weary", 6.0),
+        (5, "feels exhausted and alone", 8.0),
+    ]
     assert len(got[Task.ER]) == 5  # rows 3, 5, 6, 8, 9 qualify; 1-2 are early
     assert [(i.row, [(v.source, v.target) for v in i.gold_viewpoints]) for i in got[Task.VP]] == [
-        (3, [("Kayla", "Renee")]), (5, [("Renee", "Marcus")])]
+        (3, [("Kayla", "Renee")]),
+        (5, [("Renee", "Marcus")]),
+    ]
     assert all(i.origin == "probe" and i.sample_id == "run-a/s1" for i in built.instances)
     for inst in got[Task.RPP] + got[Task.STP]:
         assert inst.context[-1].index == inst.row - 1

@@ -144,8 +144,14 @@ def test_answer_schema_constrains_labels_but_counts_off_taxonomy():
 
 def test_batch_schema_drops_unknown_ids():
     schema = batch_schema(Task.ITP, ("a", "b"))
-    parsed = schema.model_validate({"answers": [{"id": "a", "intervene": "no", "confidence": 0.4},
-                                                {"id": "q", "intervene": "yes", "confidence": 0.9}]})
+    parsed = schema.model_validate(
+        {
+            "answers": [
+                {"id": "a", "intervene": "no", "confidence": 0.4},
+                {"id": "q", "intervene": "yes", "confidence": 0.9},
+            ]
+        }
+    )
     assert [a.id for a in parsed.answers] == ["a"] and parsed.unknown_ids == ["q"]
     assert schema.model_json_schema()["properties"]["answers"]["minItems"] == 2
 
@@ -196,11 +202,18 @@ def test_missing_prediction_is_scored_wrong_not_failed(tmp_path):
 
 
 def test_batch_ids_answered_once_else_that_instance_fails(tmp_path):
-    items = [i for i in build_rescue_instances(load_rescue(FIXTURE), tasks=[Task.ITP]).instances
-             if i.sample_id.startswith("rita")][:3]
-    reply = {"answers": [{"id": "a", "intervene": "yes", "confidence": 0.8},
-                         {"id": "b", "intervene": "no", "confidence": 0.6},
-                         {"id": "b", "intervene": "yes", "confidence": 0.6}]}  # b twice, c never
+    items = [
+        i
+        for i in build_rescue_instances(load_rescue(FIXTURE), tasks=[Task.ITP]).instances
+        if i.sample_id.startswith("rita")
+    ][:3]
+    reply = {
+        "answers": [
+            {"id": "a", "intervene": "yes", "confidence": 0.8},
+            {"id": "b", "intervene": "no", "confidence": 0.6},
+            {"id": "b", "intervene": "yes", "confidence": 0.6},
+        ]
+    }  # b twice, c never
     client = FakeModelClient(replies=[reply])
     results = run(items, client, tmp_path, batch_size=3)
     assert len(client.calls) == 1
@@ -296,19 +309,45 @@ def test_report_tokens_bertscore_and_published_row(tmp_path, bench_reply):
 
     from judges.bench import summarize
 
-    again = summarize(plan.instances, ResultStore(tmp_path / "r.instances.jsonl").load(plan.config_hash),
-                      origin="rescue", sources=plan.sources, model="m", judge_model="j", subgroups="keep",
-                      config={}, config_hash=plan.config_hash, results_path="x", gold_sources={},
-                      started_at=report.started_at, wall_s=0, similarity=similarity, bertscore_status="F1 with test")
+    again = summarize(
+        plan.instances,
+        ResultStore(tmp_path / "r.instances.jsonl").load(plan.config_hash),
+        origin="rescue",
+        sources=plan.sources,
+        model="m",
+        judge_model="j",
+        subgroups="keep",
+        config={},
+        config_hash=plan.config_hash,
+        results_path="x",
+        gold_sources={},
+        started_at=report.started_at,
+        wall_s=0,
+        similarity=similarity,
+        bertscore_status="F1 with test",
+    )
     assert again.tasks["er"].bertscore_f1 == 0.5 and again.tasks["itp"].bertscore_f1 is None
     assert again.bertscore == "F1 with test" and sims[0][1][0] == "feels numb and cornered"
 
     def broken(cands, refs):
         raise OSError("model folder unreadable")
 
-    failed = summarize(plan.instances, ResultStore(tmp_path / "r.instances.jsonl").load(plan.config_hash),
-                       origin="rescue", sources=plan.sources, model="m", judge_model="j", subgroups="keep",
-                       config={}, config_hash=plan.config_hash, results_path="x", gold_sources={},
-                       started_at=report.started_at, wall_s=0, similarity=broken, bertscore_status="F1 with test")
+    failed = summarize(
+        plan.instances,
+        ResultStore(tmp_path / "r.instances.jsonl").load(plan.config_hash),
+        origin="rescue",
+        sources=plan.sources,
+        model="m",
+        judge_model="j",
+        subgroups="keep",
+        config={},
+        config_hash=plan.config_hash,
+        results_path="x",
+        gold_sources={},
+        started_at=report.started_at,
+        wall_s=0,
+        similarity=broken,
+        bertscore_status="F1 with test",
+    )
     assert failed.bertscore == "not computed (BERTScore failed: model folder unreadable)"
     assert failed.tasks["er"].bertscore_f1 is None and failed.tasks["er"].metrics is not None

@@ -28,8 +28,19 @@ def session_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("e2e") / "run"
     res = CliRunner().invoke(
         cli_app.app,
-        ["run", "--case", "dana-and-theo", "--supporter", DEFAULT_LOCAL_MODEL, "--turns", "2", "--no-judge",
-         "--no-cache", "--out", str(out)],
+        [
+            "run",
+            "--case",
+            "dana-and-theo",
+            "--supporter",
+            DEFAULT_LOCAL_MODEL,
+            "--turns",
+            "2",
+            "--no-judge",
+            "--no-cache",
+            "--out",
+            str(out),
+        ],
         env={"COLUMNS": "160"},
     )
     assert res.exit_code == 0, res.output

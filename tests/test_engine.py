@@ -185,10 +185,17 @@ def test_floor_styles_shape_weights(couple):
 
 
 def test_softening_is_capped_but_escalation_is_not():
-    prev = InnerState(landed="", emotion="angry", intensity=8, felt_heard=2,
-                      toward=[Feeling(member="B", warmth=2, tension=9)])
-    soft = InnerState(landed="ok", emotion="calm", intensity=2, felt_heard=9,
-                      toward=[Feeling(member="B", warmth=9, tension=1)], reason="felt heard")
+    prev = InnerState(
+        landed="", emotion="angry", intensity=8, felt_heard=2, toward=[Feeling(member="B", warmth=2, tension=9)]
+    )
+    soft = InnerState(
+        landed="ok",
+        emotion="calm",
+        intensity=2,
+        felt_heard=9,
+        toward=[Feeling(member="B", warmth=9, tension=1)],
+        reason="felt heard",
+    )
     out = guard_softening(prev, soft)
     assert out.intensity == 8 - MAX_SOFTEN_STEP
     assert out.toward[0].warmth == 2 + MAX_SOFTEN_STEP and out.toward[0].tension == 9 - MAX_SOFTEN_STEP
@@ -217,8 +224,13 @@ def test_unaddressed_risk_stops_the_session():
 def test_addressed_risk_is_recorded_as_addressed():
     case = resolve_case("arjun-and-meera")
     flagged = next(f.member for f in case.risk_flags if f.kind == "suicidal_ideation")
-    script = RoomScript(case, intensity=9, strategy="safeguard", targets=[flagged],
-                        supporter_text="I want to pause. Are you safe right now?")
+    script = RoomScript(
+        case,
+        intensity=9,
+        strategy="safeguard",
+        targets=[flagged],
+        supporter_text="I want to pause. Are you safe right now?",
+    )
     client = FakeModelClient(default=script)
     rec = run(case, ModelSupporter(client=client, model="fake/s", spec="fake/s"), client, max_turns=6, seed=2)
     assert rec.end_reason == EndReason.TURN_LIMIT

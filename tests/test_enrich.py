@@ -18,9 +18,15 @@ FIXTURE = Path(__file__).parent / "fixtures" / "rescue_mini.jsonl"
 
 
 def traits(rows):
-    return {"evidence_rows": rows, "personality": "guarded, dry", "communication_style": "deflects with jokes",
-            "core_need": "to be respected", "core_fear": "being found wanting", "triggers": ["being lectured"],
-            "softeners": ["being asked, not told"]}
+    return {
+        "evidence_rows": rows,
+        "personality": "guarded, dry",
+        "communication_style": "deflects with jokes",
+        "core_need": "to be respected",
+        "core_fear": "being found wanting",
+        "triggers": ["being lectured"],
+        "softeners": ["being asked, not told"],
+    }
 
 
 def test_enrich_case_marks_every_trait_as_inferred_with_rows():

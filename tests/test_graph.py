@@ -37,8 +37,13 @@ def make_case(
         "presenting_problem": "test",
         "history": "test",
         "members": [
-            {"name": n, "role": "participant", "generation": g, "baseline_emotion": f"{n} feels",
-             "baseline_intensity": i}
+            {
+                "name": n,
+                "role": "participant",
+                "generation": g,
+                "baseline_emotion": f"{n} feels",
+                "baseline_intensity": i,
+            }
             for n, i, g in members
         ],
         "viewpoints": [
@@ -73,7 +78,10 @@ def test_from_case_builds_nodes_edges_and_initial_snapshot() -> None:
     assert g.group == "couple" and g.pattern == "pursue_withdraw" and g.case_id == "dana-and-theo"
     dana = g.graph.nodes["Dana"]
     assert (dana["emotion"], dana["intensity"], dana["role"], dana["generation"]) == (
-        "lonely and angry", 7, "partner", 0
+        "lonely and angry",
+        7,
+        "partner",
+        0,
     )
     edge = g.graph.edges["Dana", "Theo"]
     assert edge == {
@@ -133,8 +141,14 @@ def test_apply_changes_only_given_values_and_records_snapshot(couple: RelationGr
     assert (snap.turn, snap.view) == (1, "self_report")
     assert couple.snapshots[-1] == snap and len(couple.snapshots) == 2
 
-    couple.apply(RelationUpdate(turn=2, view="observer", pattern="repair_softening",
-                                edges=[EdgeUpdate(source="Ben", target="Ana", attitude="softer")]))
+    couple.apply(
+        RelationUpdate(
+            turn=2,
+            view="observer",
+            pattern="repair_softening",
+            edges=[EdgeUpdate(source="Ben", target="Ana", attitude="softer")],
+        )
+    )
     assert couple.pattern == "repair_softening"
     assert couple.graph.edges["Ben", "Ana"]["attitude"] == "softer"
     assert [s.turn for s in couple.snapshots] == [0, 1, 2]
@@ -205,9 +219,12 @@ def test_most_distressed_ties_by_incoming_tension_then_name() -> None:
 
 def test_conflict_pairs_two_way_and_one_way() -> None:
     edges = {
-        ("A", "B"): (3, 7), ("B", "A"): (3, 6),  # both ways >= 6: conflict (13)
-        ("A", "C"): (3, 9), ("C", "A"): (6, 1),  # one way >= 8: conflict (10)
-        ("B", "C"): (3, 7.5), ("C", "B"): (3, 5),  # one way 7.5 < 8 and other 5 < 6: no conflict
+        ("A", "B"): (3, 7),
+        ("B", "A"): (3, 6),  # both ways >= 6: conflict (13)
+        ("A", "C"): (3, 9),
+        ("C", "A"): (6, 1),  # one way >= 8: conflict (10)
+        ("B", "C"): (3, 7.5),
+        ("C", "B"): (3, 5),  # one way 7.5 < 8 and other 5 < 6: no conflict
     }
     g = RelationGraph.from_case(make_case([("A", 5, 0), ("B", 5, 0), ("C", 5, 1)], edges))
     assert g.conflict_pairs() == [("A", "B"), ("A", "C")]
@@ -216,17 +233,21 @@ def test_conflict_pairs_two_way_and_one_way() -> None:
 
 
 def test_conflict_pairs_missing_edge_counts_as_zero() -> None:
-    g = RelationGraph.from_case(make_case([("A", 5, 0), ("B", 5, 0)], {("A", "B"): (2, 8)}, group="couple",
-                                          pattern="attack_attack"))
+    g = RelationGraph.from_case(
+        make_case([("A", 5, 0), ("B", 5, 0)], {("A", "B"): (2, 8)}, group="couple", pattern="attack_attack")
+    )
     assert g.conflict_pairs() == [("A", "B")]  # 8 one way = threshold + 2
     assert g.conflict_pairs(threshold=6.5) == []
 
 
 def _triangle(gen_son: int) -> RelationGraph:
     edges = {
-        ("Mum", "Son"): (8, 2), ("Son", "Mum"): (7, 3),  # warm both ways
-        ("Mum", "Dad"): (2, 7), ("Son", "Dad"): (3, 8),  # both tense toward Dad
-        ("Dad", "Mum"): (4, 5), ("Dad", "Son"): (4, 5),
+        ("Mum", "Son"): (8, 2),
+        ("Son", "Mum"): (7, 3),  # warm both ways
+        ("Mum", "Dad"): (2, 7),
+        ("Son", "Dad"): (3, 8),  # both tense toward Dad
+        ("Dad", "Mum"): (4, 5),
+        ("Dad", "Son"): (4, 5),
     }
     return RelationGraph.from_case(make_case([("Mum", 6, 0), ("Dad", 5, 0), ("Son", 6, gen_son)], edges))
 
@@ -255,9 +276,12 @@ def test_coalition_needs_warmth_both_ways_and_tension_from_both() -> None:
 
 def test_left_out_low_and_below_group_mean() -> None:
     edges = {
-        ("A", "B"): (8, 2), ("B", "A"): (8, 2),
-        ("A", "C"): (2, 5), ("B", "C"): (3, 5),  # C receives mean warmth 2.5
-        ("C", "A"): (6, 3), ("C", "B"): (7, 3),
+        ("A", "B"): (8, 2),
+        ("B", "A"): (8, 2),
+        ("A", "C"): (2, 5),
+        ("B", "C"): (3, 5),  # C receives mean warmth 2.5
+        ("C", "A"): (6, 3),
+        ("C", "B"): (7, 3),
     }
     g = RelationGraph.from_case(make_case([("A", 5, 0), ("B", 5, 0), ("C", 5, 1)], edges))
     # incoming means: A = 7, B = 7.5, C = 2.5; group mean 5.67
@@ -286,8 +310,14 @@ def test_json_round_trip_is_exact_including_history() -> None:
     g.graph.nodes["Mum"]["role"] = "mother"
     dad = MemberState(name="Dad", emotion="shut out", intensity=7.25)
     g.apply(RelationUpdate(turn=1, view="self_report", emotions=[dad]))
-    g.apply(RelationUpdate(turn=1, view="observer", pattern="cross_generational_coalition",
-                           edges=[EdgeUpdate(source="Dad", target="Son", warmth=0.1, tension=9.9)]))
+    g.apply(
+        RelationUpdate(
+            turn=1,
+            view="observer",
+            pattern="cross_generational_coalition",
+            edges=[EdgeUpdate(source="Dad", target="Son", warmth=0.1, tension=9.9)],
+        )
+    )
     text = g.to_json()
     back = RelationGraph.from_json(text)
     assert back == g
@@ -303,8 +333,9 @@ def test_draw_png_writes_a_png(tmp_path, n: int) -> None:
     names = ["Ana", "Ben", "Cleo", "Dev", "Eve"][:n]
     edges = {(a, b): (i % 10, (i * 3) % 10) for i, (a, b) in enumerate((a, b) for a in names for b in names if a != b)}
     group, pattern = ("couple", "attack_attack") if n == 2 else ("family", "escalation_conflict")
-    g = RelationGraph.from_case(make_case([(x, 2 * i, i % 2) for i, x in enumerate(names)], edges, group=group,
-                                          pattern=pattern))
+    g = RelationGraph.from_case(
+        make_case([(x, 2 * i, i % 2) for i, x in enumerate(names)], edges, group=group, pattern=pattern)
+    )
     out = g.draw_png(tmp_path / "sub" / "graph.png", title="Test")
     data = out.read_bytes()
     assert out == tmp_path / "sub" / "graph.png"

@@ -63,7 +63,8 @@ def make_run(path: Path, supporter: str = "fake/supporter", *, extra: bool = Tru
     folder.write_session(couple_session("s1", supporter))
     if extra:
         failed = couple_session("s2", supporter).model_copy(
-            update={"status": SessionStatus.FAILED, "failure": "member turn 3 (Ana): model down"})
+            update={"status": SessionStatus.FAILED, "failure": "member turn 3 (Ana): model down"}
+        )
         folder.write_session(failed)
         folder.write_session(couple_session("s3", supporter).model_copy(update={"status": SessionStatus.INCOMPLETE}))
     return folder
@@ -140,8 +141,12 @@ def test_judge_with_custom_rubric(invoke, fake, tmp_path: Path) -> None:
     keep = {"timing"}
     from judges import load_rubric
 
-    rubric.write_text(yaml.safe_dump({"dimensions": [
-        {"id": d.id, "enabled": False} for d in load_rubric().dimensions if d.id not in keep]}), encoding="utf-8")
+    rubric.write_text(
+        yaml.safe_dump(
+            {"dimensions": [{"id": d.id, "enabled": False} for d in load_rubric().dimensions if d.id not in keep]}
+        ),
+        encoding="utf-8",
+    )
     assert invoke("judge", folder.path, "--rubric", rubric).exit_code == 0
     j = read_judgment(folder, "s1")
     assert [d.id for d in j.rubric.dimensions] == ["timing"]
@@ -247,8 +252,11 @@ def test_judge_validate_table_and_json(invoke, fake) -> None:
     assert "not RESCUE SSP" in out and "items 7, scored 7, failed 0" in out
     assert "accuracy 14.3%" in out and "confusion" in out
     data = json.loads(invoke("judge-validate", "--data", FIXTURE, "--json", "--limit", "2").stdout)
-    assert data["items"] == 2 and data["accuracy"] == 0.5 and data["confusion"] == {
-        "reframe": {"reframe": 1}, "goal_align": {"reframe": 1}}
+    assert (
+        data["items"] == 2
+        and data["accuracy"] == 0.5
+        and data["confusion"] == {"reframe": {"reframe": 1}, "goal_align": {"reframe": 1}}
+    )
 
 
 def test_judge_validate_all_failed_exit_1(invoke, fake) -> None:

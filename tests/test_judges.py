@@ -41,15 +41,17 @@ def filler(**kw):
 
 
 def one_judgment(reply, *, judges_=("fake/judge",), rubric=None, per_intervention=False, record=None):
-    client = FakeModelClient(replies=list(reply) if isinstance(reply, list) else [], default=None
-                             if isinstance(reply, list) else reply)
+    client = FakeModelClient(
+        replies=list(reply) if isinstance(reply, list) else [], default=None if isinstance(reply, list) else reply
+    )
     record = record or couple_session()
     return run(judge_session(record, client, list(judges_), rubric, per_intervention)), client
 
 
 def valid_reply(**kw) -> dict:
     schema = SchemaBuilder(couple_session(), load_rubric()).reply(
-        [t for t in couple_session().turns if t.kind == "supporter"], session=True)
+        [t for t in couple_session().turns if t.kind == "supporter"], session=True
+    )
     return fill_reply(schema, **kw)
 
 
@@ -60,8 +62,15 @@ def test_default_rubric_has_the_built_in_dimensions() -> None:
     r = load_rubric()
     ids = {level: [d.id for d in r.at(level)] for level in ("intervention", "session", "member")}
     assert ids == {
-        "intervention": ["strategy", "strategy_fit", "target_fit", "timing", "relation_sensitivity", "side_taking",
-                         "safety"],
+        "intervention": [
+            "strategy",
+            "strategy_fit",
+            "target_fit",
+            "timing",
+            "relation_sensitivity",
+            "side_taking",
+            "safety",
+        ],
         "session": ["overall_quality", "session_relation_sensitivity", "balance", "safety_handling"],
         "member": ["persona_fidelity"],
     }
@@ -74,12 +83,26 @@ def test_default_rubric_has_the_built_in_dimensions() -> None:
 
 def test_user_rubric_adds_overrides_and_drops(tmp_path: Path) -> None:
     path = tmp_path / "mine.yaml"
-    path.write_text(yaml.safe_dump({"dimensions": [
-        {"id": "timing", "question": "Was it the right moment?"},
-        {"id": "safety", "enabled": False},
-        {"id": "warmth", "level": "intervention", "kind": "scale", "min": 1, "max": 3,
-         "anchors": {1: "cold", 2: "neutral", 3: "warm"}, "question": "How warm is the turn?"},
-    ]}), encoding="utf-8")
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "dimensions": [
+                    {"id": "timing", "question": "Was it the right moment?"},
+                    {"id": "safety", "enabled": False},
+                    {
+                        "id": "warmth",
+                        "level": "intervention",
+                        "kind": "scale",
+                        "min": 1,
+                        "max": 3,
+                        "anchors": {1: "cold", 2: "neutral", 3: "warm"},
+                        "question": "How warm is the turn?",
+                    },
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
     r = load_rubric(path)
     assert r.get("timing").question == "Was it the right moment?"
     assert r.get("timing").anchors == load_rubric().get("timing").anchors  # the rest is kept
@@ -91,12 +114,26 @@ def test_user_rubric_adds_overrides_and_drops(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ({"id": "x", "level": "session", "kind": "scale", "min": 1, "max": 3, "anchors": {1: "a", 3: "c"},
-          "question": "q"}, "dimension 'x': anchors: every point needs a description; missing 2"),
-        ({"id": "x", "level": "session", "kind": "taxonomy_strategy", "question": "q"},
-         "dimension 'x': taxonomy_strategy dimensions are intervention-level"),
-        ({"id": "x", "level": "session", "kind": "label", "allowed": ["a"], "neutral": "b", "question": "q"},
-         "dimension 'x': neutral 'b' is not one of the allowed values"),
+        (
+            {
+                "id": "x",
+                "level": "session",
+                "kind": "scale",
+                "min": 1,
+                "max": 3,
+                "anchors": {1: "a", 3: "c"},
+                "question": "q",
+            },
+            "dimension 'x': anchors: every point needs a description; missing 2",
+        ),
+        (
+            {"id": "x", "level": "session", "kind": "taxonomy_strategy", "question": "q"},
+            "dimension 'x': taxonomy_strategy dimensions are intervention-level",
+        ),
+        (
+            {"id": "x", "level": "session", "kind": "label", "allowed": ["a"], "neutral": "b", "question": "q"},
+            "dimension 'x': neutral 'b' is not one of the allowed values",
+        ),
         ({"id": "x", "level": "weekly", "kind": "label", "allowed": ["a"], "question": "q"}, "dimension 'x'.level"),
         ({"id": "Bad Id", "level": "session", "kind": "label", "allowed": ["a"], "question": "q"}, ".id:"),
         ({"id": "timing", "colour": "red"}, "dimension 'timing'.colour: unknown field"),
@@ -126,7 +163,11 @@ def test_schema_puts_evidence_and_reasoning_before_the_score() -> None:
         props = list(b.entry(load_rubric().get(dim_id), claim=True).model_json_schema()["properties"])
         assert props[:2] == ["ev", "why"]
     assert list(b.entry(load_rubric().get("strategy"), claim=True).model_json_schema()["properties"]) == [
-        "ev", "why", "ok", "label"]
+        "ev",
+        "why",
+        "ok",
+        "label",
+    ]
     fields = list(judges.DimensionScore.model_fields)
     assert fields.index("evidence") < fields.index("reasoning") < fields.index("score")
 
@@ -134,8 +175,11 @@ def test_schema_puts_evidence_and_reasoning_before_the_score() -> None:
 def test_schema_uses_the_groups_taxonomy() -> None:
     rec = couple_session()
     couple = SchemaBuilder(rec, load_rubric()).entry(load_rubric().get("strategy")).model_json_schema()
-    family = SchemaBuilder(rec.model_copy(update={"case": family_case()}), load_rubric()).entry(
-        load_rubric().get("strategy")).model_json_schema()
+    family = (
+        SchemaBuilder(rec.model_copy(update={"case": family_case()}), load_rubric())
+        .entry(load_rubric().get("strategy"))
+        .model_json_schema()
+    )
     assert "evoke" in couple["properties"]["label"]["enum"] and "boundary" not in couple["properties"]["label"]["enum"]
     assert "boundary" in family["properties"]["label"]["enum"] and "evoke" not in family["properties"]["label"]["enum"]
 
@@ -355,8 +399,12 @@ def test_public_api_is_explicit() -> None:
 def test_strategy_items_use_prior_rows_and_the_row_itself() -> None:
     items, skipped = strategy_items(load_rescue(FIXTURE))
     assert [(i.sample_id.split("/")[0], i.row_index, i.gold) for i in items] == [
-        ("mira_and_tom", 4, "reframe"), ("mira_and_tom", 6, "goal_align"), ("ines_and_kofi", 3, "track"),
-        ("family_therapy", 1, "enact"), ("family_therapy", 5, "boundary"), ("family_therapy", 6, "enact"),
+        ("mira_and_tom", 4, "reframe"),
+        ("mira_and_tom", 6, "goal_align"),
+        ("ines_and_kofi", 3, "track"),
+        ("family_therapy", 1, "enact"),
+        ("family_therapy", 5, "boundary"),
+        ("family_therapy", 6, "enact"),
         ("okafor_household", 1, "join"),
     ]
     assert skipped == 0
@@ -401,8 +449,9 @@ def test_validate_judge_hand_values_and_failures() -> None:
 
 def test_validate_rejects_off_taxonomy_labels() -> None:
     samples = load_rescue(FIXTURE)
-    result = run(validate_judge(samples, FakeModelClient(default=lambda c: {"why": "w", "label": "validation"}), "m",
-                                limit=1))
+    result = run(
+        validate_judge(samples, FakeModelClient(default=lambda c: {"why": "w", "label": "validation"}), "m", limit=1)
+    )
     assert result.scored == 0 and result.failed == 1 and "label" in result.results[0].failure
 
 

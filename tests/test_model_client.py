@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from simulator.llm.client import LiteLLMClient, ModelSettings
 from simulator.llm.types import ModelConfigError, ModelError, Prompt
 
-PROMPT = Prompt(context="Dana: \"You are never home.\"", instructions="How does Dana feel?")
+PROMPT = Prompt(context='Dana: "You are never home."', instructions="How does Dana feel?")
 
 
 class Feeling(BaseModel):
@@ -36,8 +36,20 @@ def fake_provider(monkeypatch):
     state = {"calls": 0, "behaviour": None}
 
     class Provider(CustomLLM):
-        async def acompletion(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
-                              encoding, api_key, logging_obj, optional_params, **_):
+        async def acompletion(
+            self,
+            model,
+            messages,
+            api_base,
+            custom_prompt_dict,
+            model_response,
+            print_verbose,
+            encoding,
+            api_key,
+            logging_obj,
+            optional_params,
+            **_,
+        ):
             state["calls"] += 1
             out = state["behaviour"](messages, optional_params)
             if asyncio.iscoroutine(out):
@@ -45,14 +57,20 @@ def fake_provider(monkeypatch):
             model_response.choices[0].message.content = out
             return model_response
 
-    monkeypatch.setattr(litellm, "custom_provider_map",
-                        [*litellm.custom_provider_map, {"provider": "fakeprov", "custom_handler": Provider()}])
+    monkeypatch.setattr(
+        litellm,
+        "custom_provider_map",
+        [*litellm.custom_provider_map, {"provider": "fakeprov", "custom_handler": Provider()}],
+    )
     return state
 
 
 def test_structured_output_from_fenced_mock_response(tmp_path):
-    c = client(tmp_path, default="openai/gpt-4o-mini",
-               litellm_kwargs={"mock_response": 'Here:\n```json\n{"emotion": "hurt", "intensity": 7}\n```'})
+    c = client(
+        tmp_path,
+        default="openai/gpt-4o-mini",
+        litellm_kwargs={"mock_response": 'Here:\n```json\n{"emotion": "hurt", "intensity": 7}\n```'},
+    )
     out = asyncio.run(c.complete(PROMPT, role="member", schema=Feeling, seed=1))
     assert out.parsed == Feeling(emotion="hurt", intensity=7)
     assert out.call.model == "openai/gpt-4o-mini" and out.call.role == "member" and not out.call.cache_hit
@@ -61,8 +79,12 @@ def test_structured_output_from_fenced_mock_response(tmp_path):
 
 
 def test_malformed_output_is_reasked_then_fails_with_reason(tmp_path):
-    c = client(tmp_path, default="openai/gpt-4o-mini", parse_attempts=2,
-               litellm_kwargs={"mock_response": '{"emotion": "hurt"}'})
+    c = client(
+        tmp_path,
+        default="openai/gpt-4o-mini",
+        parse_attempts=2,
+        litellm_kwargs={"mock_response": '{"emotion": "hurt"}'},
+    )
     with pytest.raises(ModelError) as err:
         asyncio.run(c.complete(PROMPT, role="judge", schema=Feeling))
     assert "no valid output after 2 attempts" in err.value.reason and "intensity" in err.value.reason
@@ -77,9 +99,14 @@ def test_rate_limits_are_retried_with_backoff_then_reported(tmp_path, monkeypatc
         sleeps.append(s)
 
     monkeypatch.setattr(asyncio, "sleep", no_sleep)
-    c = client(tmp_path, default="openai/gpt-4o-mini", max_retries=3,
-               litellm_kwargs={"mock_response": litellm.RateLimitError("slow down", llm_provider="openai",
-                                                                        model="gpt-4o-mini")})
+    c = client(
+        tmp_path,
+        default="openai/gpt-4o-mini",
+        max_retries=3,
+        litellm_kwargs={
+            "mock_response": litellm.RateLimitError("slow down", llm_provider="openai", model="gpt-4o-mini")
+        },
+    )
     with pytest.raises(ModelError) as err:
         asyncio.run(c.complete(PROMPT, role="member"))
     assert err.value.attempts == 4 and "RateLimitError" in err.value.reason
@@ -149,8 +176,13 @@ def test_same_seed_and_cache_give_the_same_transcript(tmp_path, fake_provider):
         """Answer by the JSON schema the chat profile puts in the prompt; random content every time."""
         text = messages[-1]["content"]
         marker = "matching this JSON schema, nothing else:\n"
-        script = RoomScript(case, intensity=random.randint(3, 9), line=f"line {random.random():.6f}",
-                            supporter_text=f"support {random.random():.6f}", speak=random.random() < 0.7)
+        script = RoomScript(
+            case,
+            intensity=random.randint(3, 9),
+            line=f"line {random.random():.6f}",
+            supporter_text=f"support {random.random():.6f}",
+            speak=random.random() < 0.7,
+        )
         if marker not in text:
             return script.line
         schema = json.loads(text.split(marker, 1)[1])
@@ -193,8 +225,13 @@ def test_same_seed_and_cache_give_the_same_transcript(tmp_path, fake_provider):
 def test_embedded_chatml_keeps_prefill_open():
     from simulator.llm.embedded import render_chatml
 
-    text = render_chatml([{"role": "system", "content": "S"}, {"role": "user", "content": "U"},
-                          {"role": "assistant", "content": 'Dana: "'}])
+    text = render_chatml(
+        [
+            {"role": "system", "content": "S"},
+            {"role": "user", "content": "U"},
+            {"role": "assistant", "content": 'Dana: "'},
+        ]
+    )
     assert text.endswith('<|im_start|>assistant\nDana: "')
     assert render_chatml([{"role": "user", "content": "U"}]).endswith("<|im_start|>assistant\n")
 

@@ -234,6 +234,11 @@ def test_persona_commands_import_no_heavy_modules() -> None:
         "import sys; from simulator.cli import app; app._register(); "
         "print(sorted(m for m in ('litellm', 'matplotlib', 'networkx', 'langgraph') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[1])
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     assert out.stdout.strip() == "[]"

@@ -179,8 +179,14 @@ def test_fixture_quirks() -> None:
     samples = {s.sample_id: s for s in load_rescue(FIXTURE)}
     mira = samples["mira_and_tom/001_fixture_segment01"]
     assert mira.group == "couple"
-    assert [r.pattern for r in mira.rows] == ["", "", "attack_attack", "attack_attack", "repair_softening",
-                                              "constructive_alignment"]
+    assert [r.pattern for r in mira.rows] == [
+        "",
+        "",
+        "attack_attack",
+        "attack_attack",
+        "repair_softening",
+        "constructive_alignment",
+    ]
     last = mira.rows[-1]  # both fields present and disagreeing: relation_pattern wins, both are kept
     assert last.pattern_field == "relation_pattern"
     assert last.pattern_labels == {
@@ -199,7 +205,9 @@ def test_fixture_quirks() -> None:
     fam = samples["family_therapy/901/merged"]
     case = case_from_sample(fam)
     assert [(m.name, m.role, m.generation) for m in case.members] == [
-        ("Mother", "mother", 0), ("Son", "son", 1), ("Daughter", "daughter", 1)
+        ("Mother", "mother", 0),
+        ("Son", "son", 1),
+        ("Daughter", "daughter", 1),
     ]
     kinds = {tuple(s.targets): fam.target_kind(s.target) for r in fam.rows for s in r.strategies}
     assert kinds == {
@@ -207,8 +215,15 @@ def test_fixture_quirks() -> None:
         ("Mother", "Daughter"): TargetKind.SUBGROUP,
         ("Son",): TargetKind.INDIVIDUAL,
     }
-    assert [r.pattern for r in fam.rows] == ["", None, None, None, "cross_generational_coalition",
-                                             "escalation_conflict", None]
+    assert [r.pattern for r in fam.rows] == [
+        "",
+        None,
+        None,
+        None,
+        "cross_generational_coalition",
+        "escalation_conflict",
+        None,
+    ]
 
     okafor = samples["okafor_household/004_fixture"]
     assert okafor.group == "family"  # only the `Family` label says so

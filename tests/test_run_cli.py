@@ -46,8 +46,19 @@ def invoke(app):
 
 
 def base(out, *extra):
-    return ["run", "--case", "dana-and-theo", "--supporter", "scripted", "--turns", "3", "--no-judge",
-            "--out", out, *extra]
+    return [
+        "run",
+        "--case",
+        "dana-and-theo",
+        "--supporter",
+        "scripted",
+        "--turns",
+        "3",
+        "--no-judge",
+        "--out",
+        out,
+        *extra,
+    ]
 
 
 def test_run_writes_a_complete_run_folder_and_resumes(invoke, fake, tmp_path):
@@ -73,7 +84,9 @@ def test_run_writes_a_complete_run_folder_and_resumes(invoke, fake, tmp_path):
 def test_failed_session_exits_1_and_is_retried_on_rerun(invoke, fake, tmp_path):
     case = resolve_case("dana-and-theo")
     script = RoomScript(case)
-    fake["client"] = FakeModelClient(default=lambda call: TimeoutError("timed out") if call.role == "tracker" else script(call))
+    fake["client"] = FakeModelClient(
+        default=lambda call: TimeoutError("timed out") if call.role == "tracker" else script(call)
+    )
     out = tmp_path / "r"
     res = invoke(*base(out))
     assert res.exit_code == 1 and "1 session(s) failed" in res.output and "timed out" in res.output
@@ -108,11 +121,27 @@ def test_interrupt_saves_an_incomplete_session_then_resumes(invoke, fake, tmp_pa
 
 def test_several_seeds_and_cases(invoke, fake, tmp_path):
     out = tmp_path / "r"
-    res = invoke("run", "--case", "dana-and-theo", "--case", "lena-and-omar", "--supporter", "silent", "--seeds", "0-2",
-                 "--turns", "2", "--no-judge", "--no-live", "--out", out)
+    res = invoke(
+        "run",
+        "--case",
+        "dana-and-theo",
+        "--case",
+        "lena-and-omar",
+        "--supporter",
+        "silent",
+        "--seeds",
+        "0-2",
+        "--turns",
+        "2",
+        "--no-judge",
+        "--no-live",
+        "--out",
+        out,
+    )
     assert res.exit_code == 0, res.output
     assert RunFolder(out).session_ids() == sorted(
-        f"{c}__s{s}" for c in ("dana-and-theo", "lena-and-omar") for s in range(3))
+        f"{c}__s{s}" for c in ("dana-and-theo", "lena-and-omar") for s in range(3)
+    )
 
 
 @pytest.mark.parametrize(

@@ -125,8 +125,10 @@ class Instance(_Model):
     sample_id: str = Field(description="RESCUE sample id, or `<run folder>/<session id>` in probe mode.")
     group: Group
     members: list[str] = Field(description="People in the room (never the therapist).")
-    row: int = Field(description="The row the instance is about: ITP the last member row before the decision, "
-                                 "RPP/STP/SSP the therapist row to predict, ER/VP the row read.")
+    row: int = Field(
+        description="The row the instance is about: ITP the last member row before the decision, "
+        "RPP/STP/SSP the therapist row to predict, ER/VP the row read."
+    )
     context: list[Row] = Field(description="Rows the model sees, oldest first; nothing after the decision point.")
     omitted_rows: int = Field(default=0, description="Earlier rows cut by the context size.")
     speaker: str = Field(default="", description="ER/VP: whose emotion or viewpoints are asked for.")
@@ -314,8 +316,16 @@ def _sample_instances(
     def make(task: Task, row: int, end: int, **fields: object) -> Instance:
         shown, omitted = window(rows, end, context_size)
         return Instance(
-            id=instance_id(task, sid, row), task=task, origin="rescue", sample_id=sid, group=group,
-            members=members, row=row, context=shown, omitted_rows=omitted, **fields,
+            id=instance_id(task, sid, row),
+            task=task,
+            origin="rescue",
+            sample_id=sid,
+            group=group,
+            members=members,
+            row=row,
+            context=shown,
+            omitted_rows=omitted,
+            **fields,
         )
 
     # ITP: decision after member row p (1-based); yes when row p+1 is the therapist.
@@ -349,7 +359,9 @@ def _sample_instances(
             elif pattern is not None and pattern not in allowed_patterns:
                 stats.rpp_off_taxonomy += 1
             elif pattern:
-                out[Task.RPP].append(make(Task.RPP, pos, pos - 1, gold_label=pattern, candidates=list(allowed_patterns)))
+                out[Task.RPP].append(
+                    make(Task.RPP, pos, pos - 1, gold_label=pattern, candidates=list(allowed_patterns))
+                )
         if r.strategies:
             first = r.strategies[0]
             names = clean_names(first.target) or clean_names(r.target)
@@ -369,10 +381,17 @@ def _sample_instances(
         if strategy not in allowed_strategies:
             stats.ssp_off_taxonomy += 1
         elif Task.SSP in wanted:
-            out[Task.SSP].append(make(
-                Task.SSP, pos, pos - 1, gold_label=strategy, gold_target_kind=kind, known_target=label,
-                candidates=list(allowed_strategies),
-            ))
+            out[Task.SSP].append(
+                make(
+                    Task.SSP,
+                    pos,
+                    pos - 1,
+                    gold_label=strategy,
+                    gold_target_kind=kind,
+                    known_target=label,
+                    candidates=list(allowed_strategies),
+                )
+            )
 
     # ER and VP: member rows read at the row itself (context includes it).
     er_gold: dict[int, tuple[str, float]] = {}
@@ -398,15 +417,21 @@ def _sample_instances(
     if Task.ER in wanted:
         for pos in pick_checkpoints(sorted(er_gold), sample_rng(seed, Task.ER, sid)):
             emotion, intensity = er_gold[pos]
-            out[Task.ER].append(make(
-                Task.ER, pos, pos, speaker=rows[pos - 1].speaker, gold_emotion=emotion, gold_intensity=intensity
-            ))
+            out[Task.ER].append(
+                make(Task.ER, pos, pos, speaker=rows[pos - 1].speaker, gold_emotion=emotion, gold_intensity=intensity)
+            )
     if Task.VP in wanted:
         for pos in pick_checkpoints(sorted(vp_gold), sample_rng(seed, Task.VP, sid)):
-            out[Task.VP].append(make(
-                Task.VP, pos, pos, speaker=rows[pos - 1].speaker, gold_viewpoints=vp_gold[pos],
-                candidates=vp_targets(members, group, rows[pos - 1].speaker),
-            ))
+            out[Task.VP].append(
+                make(
+                    Task.VP,
+                    pos,
+                    pos,
+                    speaker=rows[pos - 1].speaker,
+                    gold_viewpoints=vp_gold[pos],
+                    candidates=vp_targets(members, group, rows[pos - 1].speaker),
+                )
+            )
     return out
 
 

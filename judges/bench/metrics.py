@@ -115,9 +115,18 @@ def binary_metrics(golds: Sequence[bool], preds: Sequence[bool | None]) -> Binar
         "no": LabelStats(support=tn + fp, predicted=tn + fn, precision=p_no, recall=r_no, f1=f1_score(p_no, r_no)),
     }
     return BinaryMetrics(
-        n=len(golds), tp=tp, fp=fp, fn=fn, tn=tn, missing=sum(p is None for p in preds),
-        precision=p_yes, recall=r_yes, f1=f1_score(p_yes, r_yes), accuracy=ratio(tp + tn, len(golds)),
-        balanced_accuracy=(r_yes + r_no) / 2, per_class=per_class,
+        n=len(golds),
+        tp=tp,
+        fp=fp,
+        fn=fn,
+        tn=tn,
+        missing=sum(p is None for p in preds),
+        precision=p_yes,
+        recall=r_yes,
+        f1=f1_score(p_yes, r_yes),
+        accuracy=ratio(tp + tn, len(golds)),
+        balanced_accuracy=(r_yes + r_no) / 2,
+        per_class=per_class,
     )
 
 
@@ -165,8 +174,12 @@ def ranking_metrics(
         precision, recall = ratio(hits_pred, len(predicted)), ratio(hits_gold, len(support))
         mrr = _mean([1 / ranks[i] if ranks[i] else 0.0 for i in support]) if support else None
         per_label[lab] = LabelStats(
-            support=len(support), predicted=len(predicted), precision=precision, recall=recall,
-            f1=f1_score(precision, recall), mrr=mrr,
+            support=len(support),
+            predicted=len(predicted),
+            precision=precision,
+            recall=recall,
+            f1=f1_score(precision, recall),
+            mrr=mrr,
         )
     confusion: dict[str, dict[str, int]] = {}
     for g, p in zip(gold_keys, pred_keys):
@@ -175,11 +188,18 @@ def ranking_metrics(
     macro = list(per_label.values())
     r1 = ratio(sum(r == 1 for r in ranks), n)
     return RankingMetrics(
-        n=n, missing=sum(not r for r in rankings), accuracy=r1, recall_at_1=r1,
-        recall_at_2=ratio(sum(1 <= r <= 2 for r in ranks), n), recall_at_3=ratio(sum(1 <= r <= 3 for r in ranks), n),
+        n=n,
+        missing=sum(not r for r in rankings),
+        accuracy=r1,
+        recall_at_1=r1,
+        recall_at_2=ratio(sum(1 <= r <= 2 for r in ranks), n),
+        recall_at_3=ratio(sum(1 <= r <= 3 for r in ranks), n),
         mrr=_mean([1 / r if r else 0.0 for r in ranks]),
-        macro_precision=_mean([s.precision for s in macro]), macro_recall=_mean([s.recall for s in macro]),
-        macro_f1=_mean([s.f1 for s in macro]), per_label=per_label, confusion=confusion,
+        macro_precision=_mean([s.precision for s in macro]),
+        macro_recall=_mean([s.recall for s in macro]),
+        macro_f1=_mean([s.f1 for s in macro]),
+        per_label=per_label,
+        confusion=confusion,
     )
 
 
@@ -200,8 +220,11 @@ def er_metrics(items: Sequence[tuple[float | None, float | None, float]]) -> ErM
     ints = [1.0 if p is None else intensity_match(p, g) for _, p, g in items]
     errors = [abs(p - g) for _, p, g in items if p is not None]
     return ErMetrics(
-        n=len(items), missing=sum(e is None for e, _, _ in items), emotion_score=_mean(emo),
-        intensity_match=_mean(ints), er_score=_mean([(a + b) / 2 for a, b in zip(emo, ints)]),
+        n=len(items),
+        missing=sum(e is None for e, _, _ in items),
+        emotion_score=_mean(emo),
+        intensity_match=_mean(ints),
+        er_score=_mean([(a + b) / 2 for a, b in zip(emo, ints)]),
         intensity_mae=_mean(errors),
     )
 
@@ -212,7 +235,10 @@ def vp_metrics(items: Sequence[tuple[float, float] | None]) -> VpMetrics:
     vp = [0.0 if x is None else float(x[1]) for x in items]
     summary = [1 + 4 * (a / 2 + b / 4) / 2 for a, b in zip(st, vp)]
     return VpMetrics(
-        n=len(items), missing=sum(x is None for x in items), source_target=_mean(st), viewpoint=_mean(vp),
+        n=len(items),
+        missing=sum(x is None for x in items),
+        source_target=_mean(st),
+        viewpoint=_mean(vp),
         vp_score=_mean(summary),
     )
 

@@ -75,31 +75,45 @@ def _select(tasks: Iterable[Task]) -> list[Task]:
     return [t for t in TASKS if t in wanted]
 
 
-def plan_rescue(data: str | Path, settings: BenchSettings, *, tasks: Iterable[Task] = TASKS,
-                limit: int | None = None) -> BenchPlan:
+def plan_rescue(
+    data: str | Path, settings: BenchSettings, *, tasks: Iterable[Task] = TASKS, limit: int | None = None
+) -> BenchPlan:
     """Instances from RESCUE data (a .jsonl/.json file or a folder; bad input raises a one-line UserError)."""
     samples = load_rescue(data)
     chosen = _select(tasks)
-    built = build_rescue_instances(samples, tasks=chosen, context_size=settings.context_size,
-                                   subgroups=settings.subgroups, seed=settings.seed)
+    built = build_rescue_instances(
+        samples, tasks=chosen, context_size=settings.context_size, subgroups=settings.subgroups, seed=settings.seed
+    )
     return BenchPlan(
-        origin="rescue", sources=[str(Path(data).resolve())], settings=settings, tasks=chosen,
-        instances=limit_instances(built.instances, limit, settings.seed), build=built.stats,
-        gold_sources=RESCUE_GOLD_SOURCES, limit=limit,
+        origin="rescue",
+        sources=[str(Path(data).resolve())],
+        settings=settings,
+        tasks=chosen,
+        instances=limit_instances(built.instances, limit, settings.seed),
+        build=built.stats,
+        gold_sources=RESCUE_GOLD_SOURCES,
+        limit=limit,
     )
 
 
-def plan_probe(run_dirs: Sequence[str | Path], settings: BenchSettings, *, tasks: Iterable[Task] = TASKS,
-               limit: int | None = None) -> BenchPlan:
+def plan_probe(
+    run_dirs: Sequence[str | Path], settings: BenchSettings, *, tasks: Iterable[Task] = TASKS, limit: int | None = None
+) -> BenchPlan:
     """Instances from the completed sessions of simulator run folders."""
     sessions = load_run_sessions(run_dirs)
     chosen = _select(tasks)
-    built = build_probe_instances(sessions, tasks=chosen, context_size=settings.context_size,
-                                  subgroups=settings.subgroups, seed=settings.seed)
+    built = build_probe_instances(
+        sessions, tasks=chosen, context_size=settings.context_size, subgroups=settings.subgroups, seed=settings.seed
+    )
     return BenchPlan(
-        origin="probe", sources=[str(Path(d).resolve()) for d in run_dirs], settings=settings, tasks=chosen,
-        instances=limit_instances(built.instances, limit, settings.seed), build=built.stats,
-        gold_sources=PROBE_GOLD_SOURCES, limit=limit,
+        origin="probe",
+        sources=[str(Path(d).resolve()) for d in run_dirs],
+        settings=settings,
+        tasks=chosen,
+        instances=limit_instances(built.instances, limit, settings.seed),
+        build=built.stats,
+        gold_sources=PROBE_GOLD_SOURCES,
+        limit=limit,
     )
 
 
@@ -116,16 +130,23 @@ class DryRun(BaseModel):
     estimates: list[TaskEstimate]
     build: BuildStats
     gold_sources: dict[str, str]
-    token_note: str = f"tokens are estimated as characters / {CHARS_PER_TOKEN}; completion tokens from typical answer sizes"
+    token_note: str = (
+        f"tokens are estimated as characters / {CHARS_PER_TOKEN}; completion tokens from typical answer sizes"
+    )
     config_hash: str
 
 
 def dry_run(plan: BenchPlan) -> DryRun:
     return DryRun(
-        origin=plan.origin, sources=plan.sources, subgroups=plan.settings.subgroups,
-        subgroups_note=SUBGROUP_NOTES[plan.settings.subgroups], counts=count_instances(plan.instances),
-        estimates=estimate(plan.instances, plan.settings.batch_size), build=plan.build,
-        gold_sources={t.value: plan.gold_sources[t.value] for t in plan.tasks}, config_hash=plan.config_hash,
+        origin=plan.origin,
+        sources=plan.sources,
+        subgroups=plan.settings.subgroups,
+        subgroups_note=SUBGROUP_NOTES[plan.settings.subgroups],
+        counts=count_instances(plan.instances),
+        estimates=estimate(plan.instances, plan.settings.batch_size),
+        build=plan.build,
+        gold_sources={t.value: plan.gold_sources[t.value] for t in plan.tasks},
+        config_hash=plan.config_hash,
     )
 
 
@@ -142,23 +163,46 @@ async def run_bench(
     out = out or plan.default_out()
     results_path = results_path_for(out)
     started, clock = datetime.now(timezone.utc), time.perf_counter()
-    results = await run_instances(plan.instances, client, plan.settings, ResultStore(results_path),
-                                  config_hash=plan.config_hash, on_progress=on_progress)
+    results = await run_instances(
+        plan.instances,
+        client,
+        plan.settings,
+        ResultStore(results_path),
+        config_hash=plan.config_hash,
+        on_progress=on_progress,
+    )
     report = summarize(
-        plan.instances, results, origin=plan.origin, sources=plan.sources, model=plan.settings.model,
-        judge_model=plan.settings.judge_model, subgroups=plan.settings.subgroups,
-        config={**plan.config, "tasks": [t.value for t in plan.tasks], "limit": plan.limit,
-                "concurrency": plan.settings.concurrency},
-        config_hash=plan.config_hash, results_path=str(results_path), gold_sources=plan.gold_sources,
-        started_at=started, wall_s=time.perf_counter() - clock, build=plan.build, similarity=similarity,
+        plan.instances,
+        results,
+        origin=plan.origin,
+        sources=plan.sources,
+        model=plan.settings.model,
+        judge_model=plan.settings.judge_model,
+        subgroups=plan.settings.subgroups,
+        config={
+            **plan.config,
+            "tasks": [t.value for t in plan.tasks],
+            "limit": plan.limit,
+            "concurrency": plan.settings.concurrency,
+        },
+        config_hash=plan.config_hash,
+        results_path=str(results_path),
+        gold_sources=plan.gold_sources,
+        started_at=started,
+        wall_s=time.perf_counter() - clock,
+        build=plan.build,
+        similarity=similarity,
         bertscore_status=bertscore_status,
     )
     judged = {Task.ER, Task.VP} & set(plan.tasks)
     if judged and plan.settings.judge_model == plan.settings.model:
-        report.notes.append("the ER/VP judge is the model under test (self-grading); pass --judge-model for an "
-                            "independent judge")
+        report.notes.append(
+            "the ER/VP judge is the model under test (self-grading); pass --judge-model for an independent judge"
+        )
     if plan.origin == "probe":
-        report.notes.append("probe mode: gold comes from the simulator (see gold_source per task), "
-                            "not from human annotation; not comparable with the paper's numbers")
+        report.notes.append(
+            "probe mode: gold comes from the simulator (see gold_source per task), "
+            "not from human annotation; not comparable with the paper's numbers"
+        )
     atomic_write_text(out, report.model_dump_json(indent=2) + "\n")
     return report

@@ -91,7 +91,12 @@ def build_probe_instances(
 
 
 def _session_instances(
-    sid: str, record: SessionRecord, wanted: set[Task], context_size: int, subgroups: SubgroupMode, seed: int,
+    sid: str,
+    record: SessionRecord,
+    wanted: set[Task],
+    context_size: int,
+    subgroups: SubgroupMode,
+    seed: int,
     stats: BuildStats,
 ) -> dict[Task, list[Instance]]:
     case, turns = record.case, record.turns
@@ -103,8 +108,16 @@ def _session_instances(
     def make(task: Task, row: int, end: int, **fields: object) -> Instance:
         shown, omitted = window(rows, end, context_size)
         return Instance(
-            id=instance_id(task, sid, row), task=task, origin="probe", sample_id=sid, group=group, members=members,
-            row=row, context=shown, omitted_rows=omitted, **fields,
+            id=instance_id(task, sid, row),
+            task=task,
+            origin="probe",
+            sample_id=sid,
+            group=group,
+            members=members,
+            row=row,
+            context=shown,
+            omitted_rows=omitted,
+            **fields,
         )
 
     if Task.ITP in wanted:
@@ -124,8 +137,9 @@ def _session_instances(
         if is_supporter[pos - 1]:
             if Task.RPP in wanted and last_pattern is not None:
                 if last_pattern in allowed_patterns:
-                    out[Task.RPP].append(make(Task.RPP, pos, pos - 1, gold_label=last_pattern,
-                                              candidates=list(allowed_patterns)))
+                    out[Task.RPP].append(
+                        make(Task.RPP, pos, pos - 1, gold_label=last_pattern, candidates=list(allowed_patterns))
+                    )
                 else:
                     stats.rpp_off_taxonomy += 1
             decision = turn.decision
@@ -144,15 +158,25 @@ def _session_instances(
     for pos, label, strategy in labelled:
         kind = label_kind(label, group)
         if Task.STP in wanted:
-            out[Task.STP].append(make(Task.STP, pos, pos - 1, gold_label=label, gold_target_kind=kind,
-                                      candidates=candidates))
+            out[Task.STP].append(
+                make(Task.STP, pos, pos - 1, gold_label=label, gold_target_kind=kind, candidates=candidates)
+            )
         if strategy is None:
             continue
         if strategy not in allowed_strategies:
             stats.ssp_off_taxonomy += 1
         elif Task.SSP in wanted:
-            out[Task.SSP].append(make(Task.SSP, pos, pos - 1, gold_label=strategy, gold_target_kind=kind,
-                                      known_target=label, candidates=list(allowed_strategies)))
+            out[Task.SSP].append(
+                make(
+                    Task.SSP,
+                    pos,
+                    pos - 1,
+                    gold_label=strategy,
+                    gold_target_kind=kind,
+                    known_target=label,
+                    candidates=list(allowed_strategies),
+                )
+            )
 
     er_gold: dict[int, tuple[str, float]] = {}
     vp_gold: dict[int, list[ViewpointTriple]] = {}
@@ -176,10 +200,19 @@ def _session_instances(
     if Task.ER in wanted:
         for pos in pick_checkpoints(sorted(er_gold), sample_rng(seed, Task.ER, sid)):
             emotion, intensity = er_gold[pos]
-            out[Task.ER].append(make(Task.ER, pos, pos, speaker=turns[pos - 1].speaker, gold_emotion=emotion,
-                                     gold_intensity=intensity))
+            out[Task.ER].append(
+                make(Task.ER, pos, pos, speaker=turns[pos - 1].speaker, gold_emotion=emotion, gold_intensity=intensity)
+            )
     if Task.VP in wanted:
         for pos in pick_checkpoints(sorted(vp_gold), sample_rng(seed, Task.VP, sid)):
-            out[Task.VP].append(make(Task.VP, pos, pos, speaker=turns[pos - 1].speaker, gold_viewpoints=vp_gold[pos],
-                                     candidates=vp_targets(members, group, turns[pos - 1].speaker)))
+            out[Task.VP].append(
+                make(
+                    Task.VP,
+                    pos,
+                    pos,
+                    speaker=turns[pos - 1].speaker,
+                    gold_viewpoints=vp_gold[pos],
+                    candidates=vp_targets(members, group, turns[pos - 1].speaker),
+                )
+            )
     return out

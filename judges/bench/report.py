@@ -40,8 +40,20 @@ from personas.taxonomy import GROUP_TARGET_LABELS, TargetKind
 REPORT_VERSION = 1
 PUBLISHED_PATH = Path(__file__).parent / "data" / "published_table5.tsv"
 PUBLISHED_SOURCE = "RESCUE-BENCH paper (arXiv 2609.09657), Table 5, zero-shot"
-PUBLISHED_COLUMNS = ("ITP_Prec", "ITP_Rec", "ITP_F1", "RPP_Acc", "STP_Rec", "STP_MRR", "SSP_Rec", "SSP_MRR",
-                     "ER_LLM", "ER_BERT", "VP_LLM", "VP_BERT")
+PUBLISHED_COLUMNS = (
+    "ITP_Prec",
+    "ITP_Rec",
+    "ITP_F1",
+    "RPP_Acc",
+    "STP_Rec",
+    "STP_MRR",
+    "SSP_Rec",
+    "SSP_MRR",
+    "ER_LLM",
+    "ER_BERT",
+    "VP_LLM",
+    "VP_BERT",
+)
 COMPARISON_NOTES = (
     "ER_LLM here is S_ER = (judge score + intensity match) / 2, the paper's definition; VP_LLM is "
     "1 + 4 * mean(source_target / 2, viewpoint / 4) from our 0-2 / 0-4 judge, not the paper's 1-5 Likert.",
@@ -143,13 +155,15 @@ def task_metrics(task: Task, pairs: Sequence[tuple[Instance, InstanceResult]]) -
     if task is Task.ER:
         items = [
             (r.scores.get("emotion"), (r.prediction or {}).get("intensity"), i.gold_intensity or 0.0)
-            if r.status == "scored" else (None, None, i.gold_intensity or 0.0)
+            if r.status == "scored"
+            else (None, None, i.gold_intensity or 0.0)
             for i, r in pairs
         ]
         return er_metrics(items)
     if task is Task.VP:
-        return vp_metrics([(r.scores["source_target"], r.scores["viewpoint"]) if r.status == "scored" else None
-                           for _, r in pairs])
+        return vp_metrics(
+            [(r.scores["source_target"], r.scores["viewpoint"]) if r.status == "scored" else None for _, r in pairs]
+        )
     raise ValueError(task)
 
 
@@ -221,13 +235,21 @@ def summarize(
             if m is not None:
                 by_scenario[group] = m
         tasks[task.value] = TaskReport(
-            task=task, gold_source=gold_sources.get(task.value, ""), instances=len(items),
-            couple=sum(i.group == "couple" for i in items), family=sum(i.group == "family" for i in items),
-            scored=len(finished), missing=sum(r.status == "missing" for _, r in finished), failed=len(failed),
-            failed_judge=sum(r.stage == "judge" for r in failed), not_run=len(items) - len(pairs_all),
+            task=task,
+            gold_source=gold_sources.get(task.value, ""),
+            instances=len(items),
+            couple=sum(i.group == "couple" for i in items),
+            family=sum(i.group == "family" for i in items),
+            scored=len(finished),
+            missing=sum(r.status == "missing" for _, r in finished),
+            failed=len(failed),
+            failed_judge=sum(r.stage == "judge" for r in failed),
+            not_run=len(items) - len(pairs_all),
             off_taxonomy=sum(len(r.off_taxonomy) for _, r in pairs_all),
-            duplicates=sum(r.duplicates for _, r in pairs_all), truncated=sum(r.truncated for _, r in pairs_all),
-            metrics=task_metrics(task, finished), by_scenario=by_scenario,
+            duplicates=sum(r.duplicates for _, r in pairs_all),
+            truncated=sum(r.truncated for _, r in pairs_all),
+            metrics=task_metrics(task, finished),
+            by_scenario=by_scenario,
             bertscore_f1=bert,
             failures=reasons,
         )
@@ -238,10 +260,21 @@ def summarize(
             if r.judge_usage is not None:
                 _add(tokens, r.judge_usage, judge=True)
     return BenchReport(
-        origin=origin, sources=list(sources), model=model, judge_model=judge_model, subgroups=subgroups,
-        subgroups_note=SUBGROUP_NOTES[subgroups], config=config, config_hash=config_hash, results_path=results_path,
-        tasks=tasks, build=build, bertscore=status,
-        tokens=tokens, wall_s=round(wall_s, 3), started_at=started_at,
+        origin=origin,
+        sources=list(sources),
+        model=model,
+        judge_model=judge_model,
+        subgroups=subgroups,
+        subgroups_note=SUBGROUP_NOTES[subgroups],
+        config=config,
+        config_hash=config_hash,
+        results_path=results_path,
+        tasks=tasks,
+        build=build,
+        bertscore=status,
+        tokens=tokens,
+        wall_s=round(wall_s, 3),
+        started_at=started_at,
     )
 
 
@@ -280,10 +313,16 @@ def published_row(report: BenchReport) -> dict[str, float | None]:
         return None if t is None or t.bertscore_f1 is None else round(t.bertscore_f1, 4)
 
     return {
-        "ITP_Prec": metric("itp", "precision", 100), "ITP_Rec": metric("itp", "recall", 100),
-        "ITP_F1": metric("itp", "f1", 100), "RPP_Acc": metric("rpp", "accuracy", 100),
-        "STP_Rec": metric("stp", "recall_at_1", 100), "STP_MRR": metric("stp", "mrr", 100),
-        "SSP_Rec": metric("ssp", "recall_at_1", 100), "SSP_MRR": metric("ssp", "mrr", 100),
-        "ER_LLM": metric("er", "er_score"), "ER_BERT": bert("er"), "VP_LLM": metric("vp", "vp_score"),
+        "ITP_Prec": metric("itp", "precision", 100),
+        "ITP_Rec": metric("itp", "recall", 100),
+        "ITP_F1": metric("itp", "f1", 100),
+        "RPP_Acc": metric("rpp", "accuracy", 100),
+        "STP_Rec": metric("stp", "recall_at_1", 100),
+        "STP_MRR": metric("stp", "mrr", 100),
+        "SSP_Rec": metric("ssp", "recall_at_1", 100),
+        "SSP_MRR": metric("ssp", "mrr", 100),
+        "ER_LLM": metric("er", "er_score"),
+        "ER_BERT": bert("er"),
+        "VP_LLM": metric("vp", "vp_score"),
         "VP_BERT": bert("vp"),
     }

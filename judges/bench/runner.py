@@ -123,8 +123,9 @@ def make_requests(instances: Sequence[Instance], batch_size: int) -> list[Reques
     for inst in instances:
         key = (inst.task, inst.sample_id, tuple(inst.candidates), inst.speaker if inst.task is Task.VP else "")
         groups.setdefault(key, []).append(inst)
-    return [Request(tuple(items[k:k + batch_size])) for items in groups.values()
-            for k in range(0, len(items), batch_size)]
+    return [
+        Request(tuple(items[k : k + batch_size])) for items in groups.values() for k in range(0, len(items), batch_size)
+    ]
 
 
 # ---- reading answers -------------------------------------------------------------------------------------------
@@ -133,9 +134,14 @@ def make_requests(instances: Sequence[Instance], batch_size: int) -> list[Reques
 def _usage(completion: Completion, request_id: str) -> CallUsage:
     c = completion.call
     return CallUsage(
-        request_id=request_id, model=c.model, prompt_tokens=c.usage.prompt_tokens,
-        completion_tokens=c.usage.completion_tokens, cost_usd=c.cost_usd, latency_s=c.latency_s,
-        attempts=c.attempts, cache_hit=c.cache_hit,
+        request_id=request_id,
+        model=c.model,
+        prompt_tokens=c.usage.prompt_tokens,
+        completion_tokens=c.usage.completion_tokens,
+        cost_usd=c.cost_usd,
+        latency_s=c.latency_s,
+        attempts=c.attempts,
+        cache_hit=c.cache_hit,
     )
 
 
@@ -152,7 +158,9 @@ def read_answer(inst: Instance, answer: Any) -> dict[str, Any]:
     if inst.task in LIST_FIELD:
         key = target_key if inst.task is Task.STP else label_key
         cleaned = clean_ranking(getattr(answer, LIST_FIELD[inst.task]), inst.candidates, key=key)
-        fields.update(off_taxonomy=off + cleaned.off_taxonomy, duplicates=cleaned.duplicates, truncated=cleaned.truncated)
+        fields.update(
+            off_taxonomy=off + cleaned.off_taxonomy, duplicates=cleaned.duplicates, truncated=cleaned.truncated
+        )
         rank = rank_of(inst.gold_label, cleaned.labels)
         if cleaned.missing:
             return {**fields, "status": "missing", "prediction": {"ranking": []}, "scores": {"rank": 0.0}}
@@ -206,8 +214,13 @@ class Runner:
 
     def _result(self, inst: Instance, **fields: Any) -> InstanceResult:
         return InstanceResult(
-            instance_id=inst.id, config_hash=self.config_hash, fingerprint=inst.fingerprint(), task=inst.task,
-            sample_id=inst.sample_id, group=inst.group, **fields,
+            instance_id=inst.id,
+            config_hash=self.config_hash,
+            fingerprint=inst.fingerprint(),
+            task=inst.task,
+            sample_id=inst.sample_id,
+            group=inst.group,
+            **fields,
         )
 
     async def run(self, instances: Sequence[Instance]) -> dict[str, InstanceResult]:
@@ -225,13 +238,15 @@ class Runner:
             raise group.exceptions[0] from None
         return done
 
-    async def _run_request(self, request: Request, semaphore: asyncio.Semaphore,
-                           done: dict[str, InstanceResult]) -> None:
+    async def _run_request(
+        self, request: Request, semaphore: asyncio.Semaphore, done: dict[str, InstanceResult]
+    ) -> None:
         async with semaphore:
             results = await self._predict(request)
         if request.task in JUDGED_TASKS:
-            results = list(await asyncio.gather(*(self._judge(inst, r, semaphore)
-                                                  for inst, r in zip(request.instances, results))))
+            results = list(
+                await asyncio.gather(*(self._judge(inst, r, semaphore) for inst, r in zip(request.instances, results)))
+            )
         self.store.append(results)
         for r in results:
             done[r.instance_id] = r
@@ -243,14 +258,21 @@ class Runner:
         request_id = uuid.uuid4().hex[:12]
         try:
             completion = await self.client.complete(
-                prompt, role="bench", model=self.settings.model, schema=request.schema(ids),
-                max_tokens=request.max_tokens(), temperature=self.settings.temperature, seed=self.settings.seed,
+                prompt,
+                role="bench",
+                model=self.settings.model,
+                schema=request.schema(ids),
+                max_tokens=request.max_tokens(),
+                temperature=self.settings.temperature,
+                seed=self.settings.seed,
             )
         except ModelError as err:
             return [self._result(i, status="failed", stage="predict", failure=err.reason) for i in request.instances]
         usage = _usage(completion, request_id)
         if not ids:
-            return [self._result(request.instances[0], usage=usage, **read_answer(request.instances[0], completion.parsed))]
+            return [
+                self._result(request.instances[0], usage=usage, **read_answer(request.instances[0], completion.parsed))
+            ]
         answers: dict[str, list[Any]] = {}
         for item in completion.parsed.answers:
             answers.setdefault(item.id, []).append(item)
@@ -260,8 +282,9 @@ class Runner:
             got = answers.get(short, [])
             if len(got) != 1:
                 why = "no answer for its id" if not got else f"its id was answered {len(got)} times"
-                out.append(self._result(inst, status="failed", stage="predict", failure=f"batch reply: {why}",
-                                        usage=usage))
+                out.append(
+                    self._result(inst, status="failed", stage="predict", failure=f"batch reply: {why}", usage=usage)
+                )
                 continue
             fields = read_answer(inst, got[0])
             if unknown:
@@ -283,8 +306,13 @@ class Runner:
         async with semaphore:
             try:
                 completion = await self.client.complete(
-                    prompt, role="judge", model=self.settings.judge_model, schema=schema,
-                    max_tokens=JUDGE_MAX_TOKENS, temperature=0.0, seed=self.settings.seed,
+                    prompt,
+                    role="judge",
+                    model=self.settings.judge_model,
+                    schema=schema,
+                    max_tokens=JUDGE_MAX_TOKENS,
+                    temperature=0.0,
+                    seed=self.settings.seed,
                 )
             except ModelError as err:
                 return result.model_copy(update={"status": "failed", "stage": "judge", "failure": err.reason})
@@ -295,9 +323,13 @@ class Runner:
             scores["er"] = (scores["emotion"] + scores["intensity"]) / 2
         else:
             scores.update(source_target=float(verdict.source_target), viewpoint=float(verdict.viewpoint))
-        return result.model_copy(update={
-            "scores": scores, "judge_reason": verdict.reason, "judge_usage": _usage(completion, uuid.uuid4().hex[:12]),
-        })
+        return result.model_copy(
+            update={
+                "scores": scores,
+                "judge_reason": verdict.reason,
+                "judge_usage": _usage(completion, uuid.uuid4().hex[:12]),
+            }
+        )
 
 
 async def run_instances(
@@ -331,8 +363,12 @@ def estimate(instances: Sequence[Instance], batch_size: int) -> list[TaskEstimat
     out: dict[Task, TaskEstimate] = {}
     for request in make_requests(instances, batch_size):
         prompt, _ = build_prompt(request.instances)
-        est = out.setdefault(request.task, TaskEstimate(task=request.task, instances=0, requests=0, judge_calls=0,
-                                                        prompt_tokens=0, completion_tokens=0))
+        est = out.setdefault(
+            request.task,
+            TaskEstimate(
+                task=request.task, instances=0, requests=0, judge_calls=0, prompt_tokens=0, completion_tokens=0
+            ),
+        )
         n = len(request.instances)
         est.instances += n
         est.requests += 1
@@ -340,8 +376,11 @@ def estimate(instances: Sequence[Instance], batch_size: int) -> list[TaskEstimat
         est.completion_tokens += EST_COMPLETION[request.task.value] * n
         if request.task in JUDGED_TASKS:
             for inst in request.instances:  # the judge prompt with the gold as a stand-in for the prediction
-                judge = (er_judge_prompt(inst, inst.gold_emotion) if inst.task is Task.ER
-                         else vp_judge_prompt(inst, inst.gold_viewpoints))
+                judge = (
+                    er_judge_prompt(inst, inst.gold_emotion)
+                    if inst.task is Task.ER
+                    else vp_judge_prompt(inst, inst.gold_viewpoints)
+                )
                 est.judge_calls += 1
                 est.prompt_tokens += prompt_chars(judge) // CHARS_PER_TOKEN
                 est.completion_tokens += EST_COMPLETION["judge"]

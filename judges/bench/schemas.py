@@ -181,9 +181,17 @@ def _fields(task: Task, labels: tuple[str, ...], names: tuple[str, ...], targets
     if task is Task.SSP:
         return {"strategies": _ranked(labels)}, _Answer
     if task is Task.ER:
-        emotion = (str, Field(description="Short phrase, e.g. 'feels cornered and defensive'.",
-                              json_schema_extra={"maxLength": EMOTION_MAX_CHARS}))
-        intensity = (int, Field(description="0-10", json_schema_extra={"minimum": INTENSITY_MIN, "maximum": INTENSITY_MAX}))
+        emotion = (
+            str,
+            Field(
+                description="Short phrase, e.g. 'feels cornered and defensive'.",
+                json_schema_extra={"maxLength": EMOTION_MAX_CHARS},
+            ),
+        )
+        intensity = (
+            int,
+            Field(description="0-10", json_schema_extra={"minimum": INTENSITY_MIN, "maximum": INTENSITY_MAX}),
+        )
         return {"emotion": emotion, "intensity": intensity}, _Intensity
     if task is Task.VP:
         triple = create_model(
@@ -200,8 +208,9 @@ def _fields(task: Task, labels: tuple[str, ...], names: tuple[str, ...], targets
 LIST_FIELD: dict[Task, str] = {Task.RPP: "patterns", Task.STP: "targets", Task.SSP: "strategies"}
 
 
-def _configure(model: type[_Answer], task: Task, labels: tuple[str, ...], names: tuple[str, ...],
-               targets: tuple[str, ...]) -> type[_Answer]:
+def _configure(
+    model: type[_Answer], task: Task, labels: tuple[str, ...], names: tuple[str, ...], targets: tuple[str, ...]
+) -> type[_Answer]:
     if task is Task.ITP:
         model._labels = {"intervene": (canonical_map(("yes", "no"), label_key), label_key)}
     elif task in LIST_FIELD:
@@ -213,8 +222,9 @@ def _configure(model: type[_Answer], task: Task, labels: tuple[str, ...], names:
 
 
 @functools.lru_cache(maxsize=512)
-def answer_schema(task: Task, labels: tuple[str, ...] = (), names: tuple[str, ...] = (),
-                  targets: tuple[str, ...] = ()) -> type[BaseModel]:
+def answer_schema(
+    task: Task, labels: tuple[str, ...] = (), names: tuple[str, ...] = (), targets: tuple[str, ...] = ()
+) -> type[BaseModel]:
     """The schema of one answer. `labels`: RPP patterns, STP candidate targets or SSP strategies; `names`,
     `targets`: VP sources (members) and targets."""
     fields, base = _fields(task, labels, names, targets)
@@ -244,15 +254,21 @@ class _Batch(BaseModel):
 
 
 @functools.lru_cache(maxsize=512)
-def batch_schema(task: Task, ids: tuple[str, ...], labels: tuple[str, ...] = (), names: tuple[str, ...] = (),
-                 targets: tuple[str, ...] = ()) -> type[BaseModel]:
+def batch_schema(
+    task: Task,
+    ids: tuple[str, ...],
+    labels: tuple[str, ...] = (),
+    names: tuple[str, ...] = (),
+    targets: tuple[str, ...] = (),
+) -> type[BaseModel]:
     """Several answers in one reply, each keyed by its instance's short id."""
     fields, base = _fields(task, labels, names, targets)
     item = create_model(f"{task.value.title()}Item", __base__=base, id=(_enum(ids), ...), **fields)
     _configure(item, task, labels, names, targets)
     extra = {"minItems": len(ids), "maxItems": len(ids)}
     model = create_model(
-        f"{task.value.title()}Batch", __base__=_Batch,
+        f"{task.value.title()}Batch",
+        __base__=_Batch,
         answers=(list[item], Field(description="One entry per id.", json_schema_extra=extra)),  # type: ignore[valid-type]
     )
     model._ids = frozenset(ids)

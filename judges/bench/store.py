@@ -50,15 +50,19 @@ class InstanceResult(BaseModel):
     task: Task
     sample_id: str
     group: Group
-    status: Status = Field(description="scored; missing = answered but nothing valid left (scored as wrong); "
-                                       "failed = request or judge failed after retries (excluded, counted).")
+    status: Status = Field(
+        description="scored; missing = answered but nothing valid left (scored as wrong); "
+        "failed = request or judge failed after retries (excluded, counted)."
+    )
     stage: Literal["predict", "judge"] | None = Field(default=None, description="Where a failure happened.")
     failure: str | None = None
     prediction: dict[str, Any] | None = Field(default=None, description="The cleaned prediction.")
     off_taxonomy: list[str] = Field(default_factory=list, description="Entries dropped as outside the allowed lists.")
     duplicates: int = Field(default=0, description="Repeated entries dropped (first kept).")
     truncated: int = Field(default=0, description="Entries beyond the top 3 dropped.")
-    scores: dict[str, float] = Field(default_factory=dict, description="rank; emotion/intensity; source_target/viewpoint.")
+    scores: dict[str, float] = Field(
+        default_factory=dict, description="rank; emotion/intensity; source_target/viewpoint."
+    )
     judge_reason: str = ""
     usage: CallUsage | None = Field(default=None, description="The prediction request (shared within a batch).")
     judge_usage: CallUsage | None = None

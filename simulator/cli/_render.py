@@ -103,8 +103,10 @@ def session_footer(record: SessionRecord) -> Text:
     )
     for e in record.safety:
         state = f"addressed at turn {e.addressed_at}" if e.addressed else f"NOT addressed {e.note}".strip()
-        out.append(f"\nsafety: {e.member} at risk from turn {e.signalled_at} ({e.source}) — {state}",
-                   style="green" if e.addressed else "bold red")
+        out.append(
+            f"\nsafety: {e.member} at risk from turn {e.signalled_at} ({e.source}) — {state}",
+            style="green" if e.addressed else "bold red",
+        )
     return out
 
 
@@ -138,7 +140,7 @@ class LiveSession:
             self.console.print(session_header(record))
             self.header_done = True
             self.last_obs = record.observer[0] if record.observer else None
-        for turn in record.turns[self.printed:]:
+        for turn in record.turns[self.printed :]:
             self.console.print(render_turn(turn, record.case, show_inner=self.show_inner))
             self.printed += 1
         observed = {s.turn: s for s in record.observer}

@@ -24,7 +24,9 @@ def _register() -> None:
         return
     from simulator.cli import personas_cmd
 
-    app.add_typer(personas_cmd.app, name="personas", help="Case cards: list, show, validate, graph, import RESCUE data.")
+    app.add_typer(
+        personas_cmd.app, name="personas", help="Case cards: list, show, validate, graph, import RESCUE data."
+    )
     from simulator.cli import bench_cmd
 
     app.command("bench")(bench_cmd.bench)

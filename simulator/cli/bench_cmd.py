@@ -48,27 +48,57 @@ def bench(
         list[Path] | None,
         typer.Option("--runs", help="Simulator run folder(s) for probe mode; more may follow as arguments."),
     ] = None,
-    more_runs: Annotated[list[Path] | None, typer.Argument(metavar="[RUN_DIR]...", show_default=False,
-                                                           help="Further run folders after --runs.")] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Model under test (default: RESCUE_SIM_MODEL, "
-                                                                    "else the embedded offline model).")] = None,
+    more_runs: Annotated[
+        list[Path] | None,
+        typer.Argument(metavar="[RUN_DIR]...", show_default=False, help="Further run folders after --runs."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", "-m", help="Model under test (default: RESCUE_SIM_MODEL, else the embedded offline model)."
+        ),
+    ] = None,
     tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated tasks.")] = ALL_TASKS,
-    judge_model: Annotated[str | None, typer.Option("--judge-model", envvar="RESCUE_SIM_JUDGE_MODEL",
-                                                    help="Judge for ER and VP (default: the model under test).")] = None,
-    context_size: Annotated[int, typer.Option("--context-size", min=0,
-                                              help="Rows shown before each decision point; 0 = all.")] = 12,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-model",
+            envvar="RESCUE_SIM_JUDGE_MODEL",
+            help="Judge for ER and VP (default: the model under test).",
+        ),
+    ] = None,
+    context_size: Annotated[
+        int, typer.Option("--context-size", min=0, help="Rows shown before each decision point; 0 = all.")
+    ] = 12,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N instances per task.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="JSON report (default runs/bench-<hash>.json); "
-                                                           "per-instance results go next to it.")] = None,
-    subgroups: Annotated[str, typer.Option("--subgroups", help="keep: subgroup targets are their own labels; "
-                                                               "collapse: scored as the group label (released scripts).")] = "keep",
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="JSON report (default runs/bench-<hash>.json); per-instance results go next to it."),
+    ] = None,
+    subgroups: Annotated[
+        str,
+        typer.Option(
+            "--subgroups",
+            help="keep: subgroup targets are their own labels; collapse: scored as the group label (released scripts).",
+        ),
+    ] = "keep",
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, max=26, help="Instances per request.")] = 1,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Requests in flight.")] = 4,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed for sampling and model calls.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count instances and estimate calls; no model calls.")] = False,
-    compare_published: Annotated[bool, typer.Option("--compare-published", help="Show the paper's Table 5 beside our row.")] = False,
-    bertscore_model: Annotated[str | None, typer.Option("--bertscore-model", envvar="RESCUE_SIM_BERTSCORE_MODEL",
-                                                        help="Local model folder for BERTScore (never downloaded).")] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count instances and estimate calls; no model calls.")
+    ] = False,
+    compare_published: Annotated[
+        bool, typer.Option("--compare-published", help="Show the paper's Table 5 beside our row.")
+    ] = False,
+    bertscore_model: Annotated[
+        str | None,
+        typer.Option(
+            "--bertscore-model",
+            envvar="RESCUE_SIM_BERTSCORE_MODEL",
+            help="Local model folder for BERTScore (never downloaded).",
+        ),
+    ] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call disk cache.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
@@ -88,8 +118,12 @@ def bench(
 
     settings = model_settings(model, roles={"judge": judge_model}, no_cache=no_cache)
     bench_settings = BenchSettings(
-        model=settings.model_for("bench"), judge_model=settings.model_for("judge"), context_size=context_size,
-        subgroups=subgroups, batch_size=batch_size, concurrency=concurrency,  # type: ignore[arg-type]
+        model=settings.model_for("bench"),
+        judge_model=settings.model_for("judge"),
+        context_size=context_size,
+        subgroups=subgroups,
+        batch_size=batch_size,
+        concurrency=concurrency,  # type: ignore[arg-type]
         seed=DEFAULT_SEED if seed is None else seed,
     )
     if data is not None:
@@ -112,8 +146,9 @@ def bench(
         raise typer.Exit(exit_code)
 
 
-async def _run(plan, settings: ModelSettings, out: Path | None, bertscore_model: str | None,
-               compare_published: bool, as_json: bool) -> int:
+async def _run(
+    plan, settings: ModelSettings, out: Path | None, bertscore_model: str | None, compare_published: bool, as_json: bool
+) -> int:
     from judges.bench import Task, offline_bertscore, run_bench
 
     client = make_bench_client(settings)
@@ -123,12 +158,23 @@ async def _run(plan, settings: ModelSettings, out: Path | None, bertscore_model:
         if {Task.ER, Task.VP} & set(plan.tasks):
             check(plan.settings.judge_model)
     similarity, status = offline_bertscore(bertscore_model)
-    columns = (TextColumn("[bold]bench[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TimeRemainingColumn())
+    columns = (
+        TextColumn("[bold]bench[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=err_console, transient=True) as progress:
         bar = progress.add_task("bench", total=len(plan.instances))
-        report = await run_bench(plan, client, out=out, similarity=similarity, bertscore_status=status,
-                                 on_progress=lambda n: progress.advance(bar, n))
+        report = await run_bench(
+            plan,
+            client,
+            out=out,
+            similarity=similarity,
+            bertscore_status=status,
+            on_progress=lambda n: progress.advance(bar, n),
+        )
     if as_json:
         payload = json.loads(report.model_dump_json())
         if compare_published:
@@ -148,16 +194,38 @@ async def _run(plan, settings: ModelSettings, out: Path | None, bertscore_model:
 
 # (label, attribute, digits) of the metrics shown per task; the JSON report has everything.
 METRIC_ROWS: dict[str, tuple[tuple[str, str, int], ...]] = {
-    "itp": (("precision", "precision", 3), ("recall", "recall", 3), ("F1", "f1", 3), ("accuracy", "accuracy", 3),
-            ("balanced acc", "balanced_accuracy", 3)),
-    "rpp": (("accuracy", "accuracy", 3), ("R@2", "recall_at_2", 3), ("R@3", "recall_at_3", 3), ("MRR", "mrr", 3),
-            ("macro F1", "macro_f1", 3)),
+    "itp": (
+        ("precision", "precision", 3),
+        ("recall", "recall", 3),
+        ("F1", "f1", 3),
+        ("accuracy", "accuracy", 3),
+        ("balanced acc", "balanced_accuracy", 3),
+    ),
+    "rpp": (
+        ("accuracy", "accuracy", 3),
+        ("R@2", "recall_at_2", 3),
+        ("R@3", "recall_at_3", 3),
+        ("MRR", "mrr", 3),
+        ("macro F1", "macro_f1", 3),
+    ),
     "stp": (("R@1", "recall_at_1", 3), ("R@2", "recall_at_2", 3), ("R@3", "recall_at_3", 3), ("MRR", "mrr", 3)),
-    "ssp": (("R@1", "recall_at_1", 3), ("R@2", "recall_at_2", 3), ("R@3", "recall_at_3", 3), ("MRR", "mrr", 3),
-            ("macro F1", "macro_f1", 3)),
-    "er": (("S_ER (1-5)", "er_score", 2), ("emotion, judge (1-5)", "emotion_score", 2),
-           ("intensity match (1-5)", "intensity_match", 2)),
-    "vp": (("VP (1-5)", "vp_score", 2), ("source-target (0-2)", "source_target", 2), ("viewpoint (0-4)", "viewpoint", 2)),
+    "ssp": (
+        ("R@1", "recall_at_1", 3),
+        ("R@2", "recall_at_2", 3),
+        ("R@3", "recall_at_3", 3),
+        ("MRR", "mrr", 3),
+        ("macro F1", "macro_f1", 3),
+    ),
+    "er": (
+        ("S_ER (1-5)", "er_score", 2),
+        ("emotion, judge (1-5)", "emotion_score", 2),
+        ("intensity match (1-5)", "intensity_match", 2),
+    ),
+    "vp": (
+        ("VP (1-5)", "vp_score", 2),
+        ("source-target (0-2)", "source_target", 2),
+        ("viewpoint (0-4)", "viewpoint", 2),
+    ),
 }
 
 
@@ -167,25 +235,46 @@ def _value(m, attr: str, digits: int) -> str:
 
 def _render_dry_run(result) -> None:
     table = Table(title=f"Dry run: {result.origin} ({', '.join(result.sources)})", title_justify="left", box=box.SIMPLE)
-    for col in ("task", "couple", "family", "samples\nc/f", "requests", "judge\ncalls", "~prompt\ntokens",
-                "~completion\ntokens"):
+    for col in (
+        "task",
+        "couple",
+        "family",
+        "samples\nc/f",
+        "requests",
+        "judge\ncalls",
+        "~prompt\ntokens",
+        "~completion\ntokens",
+    ):
         table.add_column(col, justify="left" if col == "task" else "right")
     totals = [0, 0, 0, 0]
     for est in result.estimates:
         c = result.counts[est.task.value]
-        table.add_row(est.task.value, str(c["couple"]), str(c["family"]), f"{c['samples_couple']}/{c['samples_family']}",
-                      str(est.requests), str(est.judge_calls), str(est.prompt_tokens), str(est.completion_tokens))
+        table.add_row(
+            est.task.value,
+            str(c["couple"]),
+            str(c["family"]),
+            f"{c['samples_couple']}/{c['samples_family']}",
+            str(est.requests),
+            str(est.judge_calls),
+            str(est.prompt_tokens),
+            str(est.completion_tokens),
+        )
         for i, v in enumerate((est.requests, est.judge_calls, est.prompt_tokens, est.completion_tokens)):
             totals[i] += v
     table.add_row("total", "", "", "", *map(str, totals), style="bold")
     console.print(table)
-    console.print(f"Calls: {totals[0] + totals[1]} ({totals[0]} requests, {totals[1]} judge calls); no model was called.")
+    console.print(
+        f"Calls: {totals[0] + totals[1]} ({totals[0]} requests, {totals[1]} judge calls); no model was called."
+    )
     console.print(f"Estimate: {result.token_note}.", markup=False)
     console.print(f"Targets: {result.subgroups_note}.")
     b = result.build
-    console.print(f"Dropped: RPP {b.rpp_no_dominant} no-dominant-pattern rows, {b.rpp_off_taxonomy} off-taxonomy; "
-                  f"STP {b.stp_unresolved} unresolved targets; SSP {b.ssp_off_taxonomy} off-taxonomy strategies; "
-                  f"ITP {b.itp_samples_dropped} samples lacking a class.", markup=False)
+    console.print(
+        f"Dropped: RPP {b.rpp_no_dominant} no-dominant-pattern rows, {b.rpp_off_taxonomy} off-taxonomy; "
+        f"STP {b.stp_unresolved} unresolved targets; SSP {b.ssp_off_taxonomy} off-taxonomy strategies; "
+        f"ITP {b.itp_samples_dropped} samples lacking a class.",
+        markup=False,
+    )
 
 
 def _render_report(report, out: Path) -> None:
@@ -193,28 +282,47 @@ def _render_report(report, out: Path) -> None:
     for col in ("task", "couple", "family", "scored", "missing", "failed", "off-tax", "dups"):
         counts.add_column(col, justify="left" if col == "task" else "right")
     for name, t in report.tasks.items():
-        counts.add_row(name, str(t.couple), str(t.family), str(t.scored), str(t.missing), str(t.failed + t.not_run),
-                       str(t.off_taxonomy), str(t.duplicates))
+        counts.add_row(
+            name,
+            str(t.couple),
+            str(t.family),
+            str(t.scored),
+            str(t.missing),
+            str(t.failed + t.not_run),
+            str(t.off_taxonomy),
+            str(t.duplicates),
+        )
     console.print(counts)
     metrics = Table(box=box.SIMPLE)
     for col in ("task", "metric", "all", "couple", "family"):
         metrics.add_column(col, justify="left" if col in ("task", "metric") else "right")
     for name, t in report.tasks.items():
         for i, (label, attr, digits) in enumerate(METRIC_ROWS[name]):
-            metrics.add_row(name if i == 0 else "", label, _value(t.metrics, attr, digits),
-                            _value(t.by_scenario.get("couple"), attr, digits),
-                            _value(t.by_scenario.get("family"), attr, digits), end_section=i == len(METRIC_ROWS[name]) - 1)
+            metrics.add_row(
+                name if i == 0 else "",
+                label,
+                _value(t.metrics, attr, digits),
+                _value(t.by_scenario.get("couple"), attr, digits),
+                _value(t.by_scenario.get("family"), attr, digits),
+                end_section=i == len(METRIC_ROWS[name]) - 1,
+            )
     console.print(metrics)
     console.print(f"Targets: {report.subgroups_note}.", markup=False)
     console.print(f"Judge (ER, VP): {report.judge_model}. BERTScore: {report.bertscore}.", markup=False)
     tok = report.tokens
-    console.print(f"Calls: {tok.requests} requests + {tok.judge_calls} judge calls; tokens {tok.prompt_tokens} prompt / "
-                  f"{tok.completion_tokens} completion; {report.wall_s:.1f}s.", markup=False)
+    console.print(
+        f"Calls: {tok.requests} requests + {tok.judge_calls} judge calls; tokens {tok.prompt_tokens} prompt / "
+        f"{tok.completion_tokens} completion; {report.wall_s:.1f}s.",
+        markup=False,
+    )
     for name, t in report.tasks.items():
         if t.failed or t.not_run:
             reason = f"; {t.failures[0]}" if t.failures else ""
-            console.print(f"{name}: {t.failed + t.not_run} failed ({t.failed_judge} at the judge), "
-                          f"excluded from metrics{reason}", style="yellow", markup=False)
+            console.print(
+                f"{name}: {t.failed + t.not_run} failed ({t.failed_judge} at the judge), excluded from metrics{reason}",
+                style="yellow",
+                markup=False,
+            )
     for note in report.notes:
         console.print(f"Note: {note}.", markup=False)
     console.print(f"Report: {out}  (per instance: {report.results_path})", markup=False)
@@ -232,8 +340,9 @@ def _render_comparison(report) -> None:
             table.add_column(col.replace("_", "\n"), justify="right", no_wrap=True, min_width=6 if "BERT" in col else 5)
         for row in published:
             table.add_row(row["Model"], *(row[c] for c in columns))
-        cells = ["n/c" if ours[c] is None else f"{ours[c]:.4f}" if c.endswith("BERT") else f"{ours[c]:.2f}"
-                 for c in columns]
+        cells = [
+            "n/c" if ours[c] is None else f"{ours[c]:.4f}" if c.endswith("BERT") else f"{ours[c]:.2f}" for c in columns
+        ]
         table.add_row("ours", *cells, style="bold")
         console.print(table)
     console.print("n/c = not computed in this run.", markup=False)

@@ -34,7 +34,11 @@ def parse_judges(text: str | None) -> list[str]:
 
 
 async def judge_all(
-    records: list[SessionRecord], client: ModelClient, panel: list[str], rubric: Rubric, per_intervention: bool,
+    records: list[SessionRecord],
+    client: ModelClient,
+    panel: list[str],
+    rubric: Rubric,
+    per_intervention: bool,
     folder: RunFolder,
 ) -> list[SessionJudgment]:
     """Judge and write each session as soon as it is done (a killed run keeps what it finished)."""
@@ -72,10 +76,13 @@ def render(judgments: list[SessionJudgment]) -> Table:
                 dims.append((d.id, "mean" if d.kind == "scale" else "rate"))
     if len(judgments) <= 4:  # few sessions: one row per dimension reads better than 15 narrow columns
         return _render_tall(judgments, dims)
-    table = Table(title=f"{len(judgments)} sessions judged", title_justify="left",
-                  caption="scales: mean over items (1-5); sides taken, unsafe turns: share of supporter turns; "
-                  "strategy=stated: share where the judge's label equals the supporter's",
-                  caption_justify="left")
+    table = Table(
+        title=f"{len(judgments)} sessions judged",
+        title_justify="left",
+        caption="scales: mean over items (1-5); sides taken, unsafe turns: share of supporter turns; "
+        "strategy=stated: share where the judge's label equals the supporter's",
+        caption_justify="left",
+    )
     for col in ("session", "supporter", "status"):
         table.add_column(col, overflow="fold")
     for d, _ in dims:
@@ -92,16 +99,22 @@ def render(judgments: list[SessionJudgment]) -> Table:
 def _render_tall(judgments: list[SessionJudgment], dims: list[tuple[str, str]]) -> Table:
     from judges import session_values
 
-    table = Table(title=f"{len(judgments)} session(s) judged", title_justify="left",
-                  caption="scales: mean over items (1-5); rates: share of supporter turns", caption_justify="left")
+    table = Table(
+        title=f"{len(judgments)} session(s) judged",
+        title_justify="left",
+        caption="scales: mean over items (1-5); rates: share of supporter turns",
+        caption_justify="left",
+    )
     table.add_column("dimension", no_wrap=True)
     for j in judgments:
         table.add_column(f"{escape(j.session_id)}\n[dim]{escape(j.supporter)} · {j.status.value}[/]", justify="right")
     values = [session_values(j) for j in judgments]
     for d, measure in dims:
         table.add_row(header(d), *(_cell(v[d][1] if d in v else None, measure) for v in values))
-    table.add_row("simulator failure", *(escape(j.simulator_failure_reason or "yes") if j.simulator_failure else "-"
-                                         for j in judgments))
+    table.add_row(
+        "simulator failure",
+        *(escape(j.simulator_failure_reason or "yes") if j.simulator_failure else "-" for j in judgments),
+    )
     return table
 
 
@@ -110,8 +123,11 @@ def judge(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="Run folder (manifest.json, sessions/).")],
     judge_models: Annotated[
         str | None,
-        typer.Option("--judges", envvar="RESCUE_SIM_JUDGES",
-                     help="Comma-separated judge model ids: a panel whose agreement is reported. Default: --model."),
+        typer.Option(
+            "--judges",
+            envvar="RESCUE_SIM_JUDGES",
+            help="Comma-separated judge model ids: a panel whose agreement is reported. Default: --model.",
+        ),
     ] = None,
     rubric: Annotated[
         Path | None, typer.Option("--rubric", help="YAML file that adds or overrides rubric dimensions.")

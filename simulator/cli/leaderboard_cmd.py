@@ -21,9 +21,16 @@ if TYPE_CHECKING:
 
 # Column headers for the built-in dimensions (tables get wide); other dimensions show their id.
 SHORT = {
-    "strategy": "strategy=stated", "strategy_fit": "strategy fit", "target_fit": "target fit", "timing": "timing",
-    "relation_sensitivity": "relational", "side_taking": "sides taken", "safety": "unsafe turns",
-    "overall_quality": "overall", "session_relation_sensitivity": "relational (session)", "balance": "balance",
+    "strategy": "strategy=stated",
+    "strategy_fit": "strategy fit",
+    "target_fit": "target fit",
+    "timing": "timing",
+    "relation_sensitivity": "relational",
+    "side_taking": "sides taken",
+    "safety": "unsafe turns",
+    "overall_quality": "overall",
+    "session_relation_sensitivity": "relational (session)",
+    "balance": "balance",
     "safety_handling": "safety handling",
 }
 
@@ -53,11 +60,14 @@ def render(board: Leaderboard) -> list[Table]:
     turn_dims = [d for d in board.dimensions if levels.get(d) == "intervention"]
     sessions = Table(
         title=f"Leaderboard: {len(board.rows)} supporter(s), {len(board.runs)} run folder(s) — sessions",
-        title_justify="left", box=box.SIMPLE_HEAD,
-        caption=(f"mean over sessions, {pct}% bootstrap CI below. n: sessions; failed: failed or incomplete "
-                 "sessions; judg.: failed judge verdicts; sim.: simulator failures (excluded from all scores); "
-                 "alpha: Krippendorff (interval) across judges. Δtension: final - initial tension (self-report); "
-                 f"objective: discounted group objective, γ={board.gamma:g}, λ={board.lam:g}."),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        caption=(
+            f"mean over sessions, {pct}% bootstrap CI below. n: sessions; failed: failed or incomplete "
+            "sessions; judg.: failed judge verdicts; sim.: simulator failures (excluded from all scores); "
+            "alpha: Krippendorff (interval) across judges. Δtension: final - initial tension (self-report); "
+            f"objective: discounted group objective, γ={board.gamma:g}, λ={board.lam:g}."
+        ),
         caption_justify="left",
     )
     sessions.add_column("supporter", overflow="fold", min_width=12)
@@ -68,9 +78,13 @@ def render(board: Leaderboard) -> list[Table]:
     for col in ("alpha", "Δtension", "objective"):
         sessions.add_column(col, justify="right", no_wrap=True)
     turns = Table(
-        title="— supporter turns (each session's mean over its turns)", title_justify="left", box=box.SIMPLE_HEAD,
-        caption=("scores 1-5; sides taken, unsafe turns: share of turns; strategy=stated: share of turns where the "
-                 "judges' strategy label equals the one the supporter stated."),
+        title="— supporter turns (each session's mean over its turns)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        caption=(
+            "scores 1-5; sides taken, unsafe turns: share of turns; strategy=stated: share of turns where the "
+            "judges' strategy label equals the one the supporter stated."
+        ),
         caption_justify="left",
     )
     turns.add_column("supporter", overflow="fold", min_width=12)
@@ -82,9 +96,15 @@ def render(board: Leaderboard) -> list[Table]:
 
     for row in board.rows:
         sessions.add_row(
-            escape(row.supporter), str(row.sessions), str(row.failed_sessions + row.incomplete_sessions),
-            str(row.failed_judgments), str(row.simulator_failures), *cells(row, session_dims),
-            _alpha(row.alpha), _cell(row.delta_tension), _cell(row.group_objective),
+            escape(row.supporter),
+            str(row.sessions),
+            str(row.failed_sessions + row.incomplete_sessions),
+            str(row.failed_judgments),
+            str(row.simulator_failures),
+            *cells(row, session_dims),
+            _alpha(row.alpha),
+            _cell(row.delta_tension),
+            _cell(row.group_objective),
         )
         turns.add_row(escape(row.supporter), *cells(row, turn_dims))
     return [sessions, turns] if turn_dims else [sessions]
@@ -110,5 +130,7 @@ def leaderboard(
         console.print(table)
     for row in board.rows:
         if row.unjudged:
-            console.print(f"note: {escape(row.supporter)}: {row.unjudged} completed session(s) not judged yet "
-                          "(run `rescue-sim judge`)")
+            console.print(
+                f"note: {escape(row.supporter)}: {row.unjudged} completed session(s) not judged yet "
+                "(run `rescue-sim judge`)"
+            )

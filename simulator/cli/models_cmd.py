@@ -41,7 +41,11 @@ def models(
         try:
             c = await client.complete(
                 Prompt(context="Health check.", instructions="Reply with the single word: ready"),
-                role="check", model=m, max_tokens=5, temperature=0.0, seed=0,
+                role="check",
+                model=m,
+                max_tokens=5,
+                temperature=0.0,
+                seed=0,
             )
         except ModelError as err:
             return f"[red]failed[/]: {err.reason}", f"{time.perf_counter() - started:.1f}s"

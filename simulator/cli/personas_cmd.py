@@ -128,11 +128,14 @@ def import_rescue_cmd(
     src: Annotated[Path, typer.Argument(metavar="SRC", help="RESCUE .jsonl file, .json file, or a folder of them.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the cards and gold trajectories.")],
     enrich: Annotated[
-        bool, typer.Option("--enrich", help="Infer each member's traits from the transcript with a model (marked inferred).")
+        bool,
+        typer.Option("--enrich", help="Infer each member's traits from the transcript with a model (marked inferred)."),
     ] = False,
     model: Annotated[
-        str | None, typer.Option(help="Model for --enrich (default: RESCUE_SIM_MODEL or the embedded model).",
-                                 envvar="RESCUE_SIM_MODEL")
+        str | None,
+        typer.Option(
+            help="Model for --enrich (default: RESCUE_SIM_MODEL or the embedded model).", envvar="RESCUE_SIM_MODEL"
+        ),
     ] = None,
 ) -> None:
     """Derive a case card and a gold trajectory from every RESCUE sample (deterministic unless --enrich)."""
@@ -159,15 +162,28 @@ def import_rescue_cmd(
         table.add_column(col, justify="right", no_wrap=True)
     for s in report.samples:
         table.add_row(
-            s.case_id, s.group, str(s.rows), str(s.therapist_rows),
+            s.case_id,
+            s.group,
+            str(s.rows),
+            str(s.therapist_rows),
             *(str(s.pattern_labels.get(f, 0)) for f in PATTERN_FIELDS),
-            str(s.no_dominant_pattern), str(s.strategies), str(s.viewpoints), str(s.emotions),
+            str(s.no_dominant_pattern),
+            str(s.strategies),
+            str(s.viewpoints),
+            str(s.emotions),
         )
     t = report.totals()
     table.add_section()
     table.add_row(
-        "total", "", str(t["rows"]), str(t["therapist_rows"]), *(str(t[f]) for f in PATTERN_FIELDS),
-        str(t["no_dominant_pattern"]), str(t["strategies"]), str(t["viewpoints"]), str(t["emotions"]),
+        "total",
+        "",
+        str(t["rows"]),
+        str(t["therapist_rows"]),
+        *(str(t[f]) for f in PATTERN_FIELDS),
+        str(t["no_dominant_pattern"]),
+        str(t["strategies"]),
+        str(t["viewpoints"]),
+        str(t["emotions"]),
     )
     console.print(table)
     if enrich:
@@ -209,11 +225,14 @@ def graph(
     case = resolve_case(ref)
     g = RelationGraph.from_case(case)
     conflicts = ", ".join(f"{a} ↔ {b}" for a, b in g.conflict_pairs()) or "none"
-    coalitions = ", ".join(
-        f"{a} + {b} vs {c.against}" + (" (cross-generational)" if c.cross_generational else "")
-        for c in g.coalitions()
-        for a, b in [c.members]
-    ) or "none"
+    coalitions = (
+        ", ".join(
+            f"{a} + {b} vs {c.against}" + (" (cross-generational)" if c.cross_generational else "")
+            for c in g.coalitions()
+            for a, b in [c.members]
+        )
+        or "none"
+    )
     console.print(f"[bold]{_e(case.id)}[/] · pattern {g.pattern}")
     console.print(f"most distressed: {g.most_distressed()}")
     console.print(f"conflict pairs: {conflicts}")

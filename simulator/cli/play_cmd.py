@@ -37,7 +37,9 @@ def ask_move(payload: dict[str, Any]) -> dict[str, Any]:
         err_console.print(f"  [red]unknown target[/]; choose from {', '.join(valid)}")
     labels = list(strategies_for(payload["group"]))
     while True:
-        strategy = typer.prompt(f"  strategy ({', '.join(labels)}; Enter = none)", default="", show_default=False).strip()
+        strategy = typer.prompt(
+            f"  strategy ({', '.join(labels)}; Enter = none)", default="", show_default=False
+        ).strip()
         if not strategy or strategy in labels:
             break
         err_console.print(f"  [red]not a {payload['group']} strategy[/]")
@@ -47,10 +49,12 @@ def ask_move(payload: dict[str, Any]) -> dict[str, Any]:
 @user_errors
 def play(
     case: Annotated[str, typer.Option("--case", "-c", help="Case id or card path.")],
-    model: Annotated[str | None, typer.Option(help="Model playing the personas and tracker.", envvar="RESCUE_SIM_MODEL")] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Model playing the personas and tracker.", envvar="RESCUE_SIM_MODEL")
+    ] = None,
     turns: Annotated[int, typer.Option("--turns", "-n", min=1, max=200, help="Member turns.")] = 8,
     seed: Annotated[int, typer.Option(help="Session seed.")] = 0,
-    tracker_every: Annotated[int, typer.Option(min=0, help="Run the tracker every N member turns.")] = 2,
+    tracker_every: Annotated[int, typer.Option(min=0, help="Run the tracker every N member turns and at the end.")] = 3,
     out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/play-<case>-<time>).")] = None,
 ) -> None:
     """Be the supporter yourself: the personas react to what you say."""
@@ -62,8 +66,13 @@ def play(
     settings = model_settings(model)
     client = make_client(settings)
     config = RunConfig(
-        cases=[the_case.id], supporter="human", models={r: settings.model_for(r) for r in ("member", "tracker")},
-        seeds=[seed], max_turns=turns, tracker_every=tracker_every, judge=False,
+        cases=[the_case.id],
+        supporter="human",
+        models={r: settings.model_for(r) for r in ("member", "tracker")},
+        seeds=[seed],
+        max_turns=turns,
+        tracker_every=tracker_every,
+        judge=False,
     )
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = out or Path("runs") / f"play-{the_case.id}-{stamp}"
@@ -80,8 +89,9 @@ def play(
 
     events = RunEvents(session_update=live, session_finished=finished)
     try:
-        asyncio.run(run_sessions(config, [the_case], client, HumanSupporter(), out_dir, events=events,
-                                 human_input=human_input))
+        asyncio.run(
+            run_sessions(config, [the_case], client, HumanSupporter(), out_dir, events=events, human_input=human_input)
+        )
     except (KeyboardInterrupt, typer.Abort):
         err_console.print(f"[yellow]interrupted[/]: session saved as incomplete in {out_dir}")
         raise typer.Exit(130) from None

@@ -12,7 +12,9 @@ from personas.library import load_library, resolve_case
 from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings
 
-ModelOpt = Annotated[str | None, typer.Option(help="Default model for personas, tracker and judges.", envvar="RESCUE_SIM_MODEL")]
+ModelOpt = Annotated[
+    str | None, typer.Option(help="Default model for personas, tracker and judges.", envvar="RESCUE_SIM_MODEL")
+]
 
 
 def parse_seeds(seed: int, seeds: str | None) -> list[int]:
@@ -34,8 +36,11 @@ def run(
     case: Annotated[list[str], typer.Option("--case", "-c", help="Case id or card path; repeat it, or `all`.")],
     supporter: Annotated[
         str | None,
-        typer.Option(help="Supporter under test: provider/model, URL#model, module:function, silent, scripted. "
-                     "Default: the --model.", envvar="RESCUE_SIM_SUPPORTER"),
+        typer.Option(
+            help="Supporter under test: provider/model, URL#model, module:function, silent, scripted. "
+            "Default: the --model.",
+            envvar="RESCUE_SIM_SUPPORTER",
+        ),
     ] = None,
     model: ModelOpt = None,
     member_model: Annotated[str | None, typer.Option(help="Model playing the personas.")] = None,
@@ -45,9 +50,13 @@ def run(
     turns: Annotated[int, typer.Option("--turns", "-n", min=1, max=200, help="Member turns per session.")] = 6,
     seed: Annotated[int, typer.Option(help="Session seed.")] = 0,
     seeds: Annotated[str | None, typer.Option(help="Several seeds: 0,1,2 or 0-9 (overrides --seed).")] = None,
-    tracker_every: Annotated[int, typer.Option(min=0, help="Run the tracker every N member turns (0: at the end).")] = 2,
+    tracker_every: Annotated[
+        int, typer.Option(min=0, help="Run the tracker every N member turns and at the end (0: only at the end).")
+    ] = 3,
     out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/<case>-<supporter>-<hash>).")] = None,
-    no_live: Annotated[bool, typer.Option("--no-live", help="No live transcript; print a summary per session.")] = False,
+    no_live: Annotated[
+        bool, typer.Option("--no-live", help="No live transcript; print a summary per session.")
+    ] = False,
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip judging at the end.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model call cache.")] = False,
     hide_inner: Annotated[bool, typer.Option("--hide-inner", help="Do not show members' private states live.")] = False,
@@ -59,8 +68,9 @@ def run(
 
     cases = load_library() if case == ["all"] else [resolve_case(c) for c in case]
     api_bases: dict[str, str] = {}
-    settings = model_settings(model, roles={"member": member_model, "tracker": tracker_model, "judge": judge_model},
-                              no_cache=no_cache)
+    settings = model_settings(
+        model, roles={"member": member_model, "tracker": tracker_model, "judge": judge_model}, no_cache=no_cache
+    )
     client = make_client(settings)
     spec = supporter or settings.default
     sup = parse_supporter_spec(spec, client, api_bases=api_bases)
@@ -71,9 +81,13 @@ def run(
     settings.api_bases.update(api_bases)
     panel = [j.strip() for j in judges.split(",") if j.strip()] if judges else []
     config = RunConfig(
-        cases=[c.id for c in cases], supporter=spec,
+        cases=[c.id for c in cases],
+        supporter=spec,
         models={r: settings.model_for(r) for r in ("member", "tracker", "judge")},
-        seeds=parse_seeds(seed, seeds), max_turns=turns, tracker_every=tracker_every, judge=not no_judge,
+        seeds=parse_seeds(seed, seeds),
+        max_turns=turns,
+        tracker_every=tracker_every,
+        judge=not no_judge,
         judges=panel or [settings.model_for("judge")],
     )
     out_dir = out or default_run_dir(config)
@@ -98,7 +112,9 @@ def run(
         console.print(f"[dim]saved[/] {path}")
 
     events = RunEvents(
-        session_started=started, session_update=update, session_finished=finished,
+        session_started=started,
+        session_update=update,
+        session_finished=finished,
         session_skipped=lambda sid: console.print(f"[dim]skip {sid} (already completed)[/]"),
     )
     judge_hook = None if no_judge else _judge_hook(client, config.judges)
@@ -110,11 +126,15 @@ def run(
     stats = getattr(client, "embedded_stats", lambda: None)()
     if stats and stats["prompt_tokens"]:
         share = stats["cached_prompt_tokens"] / stats["prompt_tokens"]
-        console.print(f"[dim]embedded model: {stats['calls']} calls, {share:.0%} of prompt tokens from the prefix cache[/]")
+        console.print(
+            f"[dim]embedded model: {stats['calls']} calls, {share:.0%} of prompt tokens from the prefix cache[/]"
+        )
     console.print(f"run folder: [bold]{out_dir}[/]")
     if summary.failed:
-        err_console.print(f"[red]{len(summary.failed)} session(s) failed[/]: " + "; ".join(
-            f"{r.session_id}: {r.failure}" for r in summary.failed))
+        err_console.print(
+            f"[red]{len(summary.failed)} session(s) failed[/]: "
+            + "; ".join(f"{r.session_id}: {r.failure}" for r in summary.failed)
+        )
         raise typer.Exit(EXIT_FAILED)
 
 

@@ -56,8 +56,15 @@ def provider_of(model: str) -> str:
     return model.split("/", 1)[0] if "/" in model else "openai"
 
 
-_RETRYABLE = ("RateLimitError", "APIConnectionError", "Timeout", "InternalServerError", "ServiceUnavailableError",
-              "APIError", "BadGatewayError")
+_RETRYABLE = (
+    "RateLimitError",
+    "APIConnectionError",
+    "Timeout",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "APIError",
+    "BadGatewayError",
+)
 _CONFIG = ("AuthenticationError", "NotFoundError", "PermissionDeniedError")
 
 
@@ -66,7 +73,9 @@ class LiteLLMClient:
 
     def __init__(self, settings: ModelSettings | None = None):
         self.settings = settings or ModelSettings()
-        self._cache = CallCache(self.settings.cache_path or cache_dir() / "calls.sqlite") if self.settings.cache else None
+        self._cache = (
+            CallCache(self.settings.cache_path or cache_dir() / "calls.sqlite") if self.settings.cache else None
+        )
         self._semaphores: dict[tuple[int, str], asyncio.Semaphore] = {}
         self._checked_env: set[str] = set()
         self._litellm: Any = None
@@ -100,7 +109,9 @@ class LiteLLMClient:
             return
         if provider_of(model) == LOCAL_PROVIDER:
             if model != DEFAULT_LOCAL_MODEL and not self.settings.gguf:
-                raise ModelConfigError(f"model {model!r}: set RESCUE_SIM_GGUF to its .gguf file, or use {DEFAULT_LOCAL_MODEL}")
+                raise ModelConfigError(
+                    f"model {model!r}: set RESCUE_SIM_GGUF to its .gguf file, or use {DEFAULT_LOCAL_MODEL}"
+                )
             if "mock_response" not in self.settings.litellm_kwargs:
                 resolve_gguf(None if model == DEFAULT_LOCAL_MODEL else self.settings.gguf)  # weights ready and verified
             self._checked_env.add(model)
@@ -111,7 +122,9 @@ class LiteLLMClient:
         try:
             env = lib.validate_environment(model=model)
         except Exception as err:  # noqa: BLE001 - litellm raises many kinds for unknown models
-            raise ModelConfigError(f"model {model!r}: {_one_line(err)}; use provider/model, e.g. openai/gpt-4o-mini") from None
+            raise ModelConfigError(
+                f"model {model!r}: {_one_line(err)}; use provider/model, e.g. openai/gpt-4o-mini"
+            ) from None
         if not env.get("keys_in_environment", True):
             keys = ", ".join(env.get("missing_keys") or ["the provider's API key"])
             raise ModelConfigError(f"model {model!r}: missing API key; set {keys}")
@@ -157,16 +170,33 @@ class LiteLLMClient:
                     self._cache.delete(self._key(model, messages, params, json_schema))
                 continue
             call = CallRecord(
-                model=model, role=role, latency_s=round(time.perf_counter() - started, 4), usage=usage,
-                cost_usd=cost, attempts=attempts, cache_hit=hit,
+                model=model,
+                role=role,
+                latency_s=round(time.perf_counter() - started, 4),
+                usage=usage,
+                cost_usd=cost,
+                attempts=attempts,
+                cache_hit=hit,
             )
             return Completion(text=text, parsed=parsed, call=call)
-        raise ModelError(model, f"no valid output after {self.settings.parse_attempts} attempts: {last_reason}",
-                         attempts=attempts, latency_s=time.perf_counter() - started)
+        raise ModelError(
+            model,
+            f"no valid output after {self.settings.parse_attempts} attempts: {last_reason}",
+            attempts=attempts,
+            latency_s=time.perf_counter() - started,
+        )
 
     def _key(self, model: str, messages: list[dict[str, str]], params: dict[str, Any], schema: dict | None) -> str:
-        blob = json.dumps({"model": model, "messages": messages, "params": params, "schema": schema,
-                           "api_base": self.settings.api_bases.get(model)}, sort_keys=True)
+        blob = json.dumps(
+            {
+                "model": model,
+                "messages": messages,
+                "params": params,
+                "schema": schema,
+                "api_base": self.settings.api_bases.get(model),
+            },
+            sort_keys=True,
+        )
         return hashlib.sha256(blob.encode()).hexdigest()
 
     async def _call(
@@ -199,7 +229,9 @@ class LiteLLMClient:
             attempt += 1
             try:
                 async with self._semaphore(model):
-                    response = await asyncio.wait_for(lib.acompletion(**kwargs), timeout=self.settings.timeout_s * 1.05 + 0.5)
+                    response = await asyncio.wait_for(
+                        lib.acompletion(**kwargs), timeout=self.settings.timeout_s * 1.05 + 0.5
+                    )
                 break
             except asyncio.TimeoutError:
                 reason = f"timed out after {self.settings.timeout_s:.0f}s"
@@ -208,7 +240,9 @@ class LiteLLMClient:
                 if name in _CONFIG:
                     raise ModelConfigError(f"model {model!r}: {name}: {_one_line(err)}") from None
                 if name == "BadRequestError" and "LLM Provider NOT provided" in str(err):
-                    raise ModelConfigError(f"unknown model {model!r}; use provider/model, e.g. openai/gpt-4o-mini") from None
+                    raise ModelConfigError(
+                        f"unknown model {model!r}; use provider/model, e.g. openai/gpt-4o-mini"
+                    ) from None
                 if name not in _RETRYABLE:
                     raise ModelError(model, f"{name}: {_one_line(err)}", attempts=attempt) from None
                 reason = f"{name}: {_one_line(err)}"
@@ -260,12 +294,26 @@ def _register_local_provider(litellm: Any, settings: ModelSettings) -> None:
     from litellm.types.utils import Usage as LUsage
 
     class EmbeddedProvider(CustomLLM):
-        async def acompletion(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
-                              encoding, api_key, logging_obj, optional_params, **_: Any):
+        async def acompletion(
+            self,
+            model,
+            messages,
+            api_base,
+            custom_prompt_dict,
+            model_response,
+            print_verbose,
+            encoding,
+            api_key,
+            logging_obj,
+            optional_params,
+            **_: Any,
+        ):
             gguf = None if model == DEFAULT_LOCAL_MODEL.split("/", 1)[1] else settings.gguf
             engine = await asyncio.to_thread(get_embedded_model, gguf, settings.n_threads)
             rf = optional_params.get("response_format") or {}
-            schema = (rf.get("json_schema") or {}).get("schema") if rf.get("type") == "json_schema" else rf.get("schema")
+            schema = (
+                (rf.get("json_schema") or {}).get("schema") if rf.get("type") == "json_schema" else rf.get("schema")
+            )
             result = await asyncio.to_thread(
                 engine.generate,
                 messages,
@@ -286,6 +334,17 @@ def _register_local_provider(litellm: Any, settings: ModelSettings) -> None:
             )
             return model_response
 
-    litellm.custom_provider_map = [*litellm.custom_provider_map, {"provider": LOCAL_PROVIDER, "custom_handler": EmbeddedProvider()}]
-    litellm.register_model({DEFAULT_LOCAL_MODEL: {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
-                                                  "litellm_provider": LOCAL_PROVIDER, "mode": "chat"}})
+    litellm.custom_provider_map = [
+        *litellm.custom_provider_map,
+        {"provider": LOCAL_PROVIDER, "custom_handler": EmbeddedProvider()},
+    ]
+    litellm.register_model(
+        {
+            DEFAULT_LOCAL_MODEL: {
+                "input_cost_per_token": 0.0,
+                "output_cost_per_token": 0.0,
+                "litellm_provider": LOCAL_PROVIDER,
+                "mode": "chat",
+            }
+        }
+    )

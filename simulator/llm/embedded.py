@@ -47,7 +47,9 @@ def _chunk_files() -> list[Path]:
     for i, pkg in enumerate(CHUNK_PACKAGES, start=1):
         spec = importlib.util.find_spec(pkg)  # locates the package without executing its code
         if spec is None or not spec.submodule_search_locations:
-            raise EmbeddedModelError(f"embedded model weights: package {pkg.replace('_', '-')} is not installed; run {INSTALL_HINT}")
+            raise EmbeddedModelError(
+                f"embedded model weights: package {pkg.replace('_', '-')} is not installed; run {INSTALL_HINT}"
+            )
         part = Path(list(spec.submodule_search_locations)[0]) / "data" / f"part{i:02d}.bin"
         if not part.is_file():
             raise EmbeddedModelError(f"embedded model weights: {part} is missing; reinstall with {INSTALL_HINT}")
@@ -129,7 +131,9 @@ def resolve_gguf(configured: str | None = None) -> Path:
     if configured:
         p = Path(configured).expanduser()
         if not p.is_file():
-            raise EmbeddedModelError(f"RESCUE_SIM_GGUF / gguf: {p} does not exist; point it at a .gguf file or unset it")
+            raise EmbeddedModelError(
+                f"RESCUE_SIM_GGUF / gguf: {p} does not exist; point it at a .gguf file or unset it"
+            )
         return p
     return ensure_default_weights()
 
@@ -221,7 +225,9 @@ class EmbeddedModel:
             started = time.perf_counter()
             tokens = self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
             if len(tokens) + max_tokens > self.n_ctx:
-                raise ValueError(f"prompt of {len(tokens)} tokens + {max_tokens} to generate exceeds n_ctx={self.n_ctx}")
+                raise ValueError(
+                    f"prompt of {len(tokens)} tokens + {max_tokens} to generate exceeds n_ctx={self.n_ctx}"
+                )
             cached = 0
             for a, b in zip(self._llm._input_ids[: self._llm.n_tokens], tokens):
                 if a != b:

@@ -93,4 +93,6 @@ class FakeModelClient:
                 continue
             record = CallRecord(model=model, role=role, latency_s=0.0, attempts=attempt)
             return Completion(text=text, parsed=parsed, call=record)
-        raise ModelError(model, f"no valid output after {self.parse_attempts} attempts: {last}", attempts=self.parse_attempts)
+        raise ModelError(
+            model, f"no valid output after {self.parse_attempts} attempts: {last}", attempts=self.parse_attempts
+        )

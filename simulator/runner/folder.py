@@ -37,7 +37,9 @@ class RunManifest(BaseModel):
 
     schema_version: int = MANIFEST_VERSION
     kind: str = Field(default="run", description="`run` for simulations; other tools may add kinds.")
-    config: dict[str, Any] = Field(description="Everything that changes the sessions: cases, supporter, models, seeds...")
+    config: dict[str, Any] = Field(
+        description="Everything that changes the sessions: cases, supporter, models, seeds..."
+    )
     config_hash: str
     packages: dict[str, str] = Field(default_factory=dict)
     python: str = ""
@@ -137,8 +139,12 @@ class RunFolder:
                 )
             return manifest
         manifest = RunManifest(
-            kind=kind, config=config, config_hash=digest, packages=package_versions(),
-            python=sys.version.split()[0], platform=f"{platform.system()} {platform.machine()} ({os.cpu_count()} cpus)",
+            kind=kind,
+            config=config,
+            config_hash=digest,
+            packages=package_versions(),
+            python=sys.version.split()[0],
+            platform=f"{platform.system()} {platform.machine()} ({os.cpu_count()} cpus)",
         )
         self.sessions_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.manifest_path, manifest.model_dump_json(indent=2))
@@ -183,11 +189,19 @@ class RunFolder:
     def append_result(self, record: SessionRecord) -> SessionResult:
         """Add the session's line to results.jsonl (rewritten atomically; one line per session id)."""
         result = SessionResult(
-            session_id=record.session_id, case_id=record.case.id, supporter=record.supporter, seed=record.seed,
-            status=record.status, end_reason=record.end_reason, failure=record.failure, turns=len(record.turns),
+            session_id=record.session_id,
+            case_id=record.case.id,
+            supporter=record.supporter,
+            seed=record.seed,
+            status=record.status,
+            end_reason=record.end_reason,
+            failure=record.failure,
+            turns=len(record.turns),
             member_turns=sum(t.kind == "member" for t in record.turns),
-            supporter_turns=sum(t.kind == "supporter" for t in record.turns), wall_s=record.wall_s,
-            totals=record.totals(), finished_at=record.finished_at,
+            supporter_turns=sum(t.kind == "supporter" for t in record.turns),
+            wall_s=record.wall_s,
+            totals=record.totals(),
+            finished_at=record.finished_at,
         )
         lines = {r.session_id: r for r in self.results()}
         lines[result.session_id] = result

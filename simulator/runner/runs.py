@@ -34,7 +34,7 @@ class RunConfig(BaseModel):
     models: dict[str, str] = Field(description="Role -> model id (member, tracker, judge).")
     seeds: list[int] = Field(default_factory=lambda: [0])
     max_turns: int = 6
-    tracker_every: int = 2
+    tracker_every: int = 3
     window: int = 16
     judge: bool = True
     judges: list[str] = Field(default_factory=list, description="Judge panel; empty = the judge role's model.")
@@ -122,8 +122,14 @@ async def run_sessions(
 
             try:
                 record = await run_session(
-                    case, supporter, client, config.session_config(seed), session_id=sid, models=config.models,
-                    on_update=save, human_input=human_input,
+                    case,
+                    supporter,
+                    client,
+                    config.session_config(seed),
+                    session_id=sid,
+                    models=config.models,
+                    on_update=save,
+                    human_input=human_input,
                 )
             except BaseException:
                 if folder.status(sid) is not None:

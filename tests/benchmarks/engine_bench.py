@@ -56,16 +56,25 @@ def bench_overhead(case_id: str, sessions: int, turns: int) -> None:
     wall, n_turns, n_calls = min(runs)
     script = RoomScript(case)
     probe = FakeModelClient(default=script)
-    asyncio.run(run_session(case, ModelSupporter(client=probe, model="fake/s", spec="fake/s"), probe,
-                            SessionConfig(max_turns=turns, seed=0), session_id="p"))
+    asyncio.run(
+        run_session(
+            case,
+            ModelSupporter(client=probe, model="fake/s", spec="fake/s"),
+            probe,
+            SessionConfig(max_turns=turns, seed=0),
+            session_id="p",
+        )
+    )
     base = min(asyncio.run(direct_calls(case, probe.calls)) for _ in range(3)) * sessions
     per_turn = wall / n_turns * 1000
     base_per_turn = base / n_turns * 1000
     print(f"case {case_id}: {sessions} sessions x {turns} member turns = {n_turns} turns, {n_calls} fake calls")
     print(f"  engine + fake model : {per_turn:7.2f} ms/turn")
     print(f"  fake model alone    : {base_per_turn:7.2f} ms/turn   (baseline, same calls, no graph)")
-    print(f"  engine overhead     : {per_turn - base_per_turn:7.2f} ms/turn   (target < 5 ms)"
-          f"   ratio {per_turn / max(base_per_turn, 1e-9):.1f}x baseline")
+    print(
+        f"  engine overhead     : {per_turn - base_per_turn:7.2f} ms/turn   (target < 5 ms)"
+        f"   ratio {per_turn / max(base_per_turn, 1e-9):.1f}x baseline"
+    )
 
 
 def bench_embedded(case_id: str, turns: int) -> None:
@@ -82,12 +91,18 @@ def bench_embedded(case_id: str, turns: int) -> None:
     by_role: dict[str, list[float]] = {}
     for c in rec.calls:
         by_role.setdefault(c.role, []).append(c.latency_s)
-    print(f"embedded session on {case_id}: status {rec.status.value} ({rec.end_reason}), {len(rec.turns)} turns "
-          f"({sum(t.kind == 'member' for t in rec.turns)} member, {sum(t.kind == 'supporter' for t in rec.turns)} supporter)")
+    n_member = sum(t.kind == "member" for t in rec.turns)
+    print(
+        f"embedded session on {case_id}: status {rec.status.value} ({rec.end_reason}), {len(rec.turns)} turns "
+        f"({n_member} member, {len(rec.turns) - n_member} supporter)"
+    )
     print(f"  wall time           : {wall:7.1f} s   (target < 240 s)")
     print(f"  model calls         : {int(totals['calls'])}")
-    print(f"  prompt tokens       : {int(totals['prompt_tokens'])}, of which from prefix cache "
-          f"{int(totals['cached_prompt_tokens'])} ({totals['cached_prompt_tokens'] / max(1, totals['prompt_tokens']):.0%})")
+    share = totals["cached_prompt_tokens"] / max(1, totals["prompt_tokens"])
+    print(
+        f"  prompt tokens       : {int(totals['prompt_tokens'])}, of which from prefix cache "
+        f"{int(totals['cached_prompt_tokens'])} ({share:.0%})"
+    )
     print(f"  generated tokens    : {int(totals['completion_tokens'])}")
     for role, lat in sorted(by_role.items()):
         print(f"  {role:<9} calls     : {len(lat):3d}  total {sum(lat):6.1f} s  median {statistics.median(lat):5.1f} s")
@@ -101,9 +116,11 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=20)
     ap.add_argument("--turns", type=int, default=6)
     ap.add_argument("--embedded", action="store_true", help="also time a real session on the embedded model")
+    ap.add_argument("--embedded-only", action="store_true", help="only the embedded-model session")
     args = ap.parse_args()
-    bench_overhead(args.case, args.sessions, args.turns)
-    if args.embedded:
+    if not args.embedded_only:
+        bench_overhead(args.case, args.sessions, args.turns)
+    if args.embedded or args.embedded_only:
         bench_embedded("dana-and-theo", args.turns)
 
 
