@@ -251,6 +251,21 @@ class ModelSupporter:
         )
 
 
+def targets_from_text(text: str, case: Case) -> list[str]:
+    """Whom a free-text turn addresses: names used as a vocative ("Theo, ..." / "..., Theo?"), else every
+    member it names, else the whole group."""
+    names = case.member_names
+    vocative = [
+        n
+        for n in names
+        if re.search(rf"(?:^|[.!?]\s+){re.escape(n)}\s*,", text) or re.search(rf",\s*{re.escape(n)}\s*[.!?]", text)
+    ]
+    if vocative:
+        return vocative
+    named = [n for n in names if re.search(rf"\b{re.escape(n)}\b", text)]
+    return named or [case.group_label]
+
+
 @dataclass
 class FreeTextSupporter:
     """A deployed bot that only answers in text (an OpenAI-compatible endpoint). It is asked to reply every
@@ -288,9 +303,13 @@ class FreeTextSupporter:
             seed=self.seed + len(view.turns) * 31,
         )
         text = clean_supporter_text(completion.text)
-        named = [n for n in case.member_names if re.search(rf"\b{re.escape(n)}\b", text)]
         return _finish(
-            view, speak=bool(text), targets=named or [case.group_label], strategy=None, text=text, call=completion.call
+            view,
+            speak=bool(text),
+            targets=targets_from_text(text, case),
+            strategy=None,
+            text=text,
+            call=completion.call,
         )
 
 

@@ -252,3 +252,27 @@ class _FakeSchemaCall:
         from simulator.members import state_schema
 
         self.schema = state_schema(case, speaker)
+
+
+def test_endpoint_supporter_is_free_text_with_targets_from_names(couple):
+    from simulator.supporters import FreeTextSupporter, parse_supporter_spec
+
+    script = RoomScript(couple)
+    replies = iter(['Therapist: "Theo, what happens for you when Dana says that?"', "Can you both slow down?"])
+
+    def reply(call):
+        return next(replies) if call.role == "supporter" else script(call)
+
+    client = FakeModelClient(default=reply)
+    bases: dict[str, str] = {}
+    sup = parse_supporter_spec("http://localhost:8000/v1#my-bot", client, api_bases=bases)
+    assert isinstance(sup, FreeTextSupporter) and not sup.structured
+    assert bases == {"hosted_vllm/my-bot": "http://localhost:8000/v1"}
+    rec = run(couple, sup, client, max_turns=4)
+    spoken = [t.decision for t in rec.turns if t.kind == "supporter"]
+    assert [(d.text, d.targets, d.strategy) for d in spoken] == [
+        ("Theo, what happens for you when Dana says that?", ["Theo"], None),
+        ("Can you both slow down?", ["Couple"], None),
+    ]
+    assert [d.speak for d in rec.decisions] == [False, True, False, True]  # asked every 2nd member turn
+    assert all(c.model == "hosted_vllm/my-bot" for c in client.calls if c.role == "supporter")

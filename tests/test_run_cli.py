@@ -203,3 +203,13 @@ def test_models_lists_roles(invoke, fake):
     res = invoke("models", "--model", "openai/gpt-4o-mini")
     assert res.exit_code == 0
     assert "openai/gpt-4o-mini" in res.output and "member, supporter, tracker, judge" in res.output
+
+
+def test_models_check_calls_each_model_once(invoke, fake):
+    fake["client"] = FakeModelClient(default=lambda call: "ready")
+    res = invoke("models", "--model", "openai/gpt-4o-mini", "--check")
+    assert res.exit_code == 0 and "ok" in res.output and "'ready'" in res.output
+    assert [c.role for c in fake["client"].calls] == ["check"]
+    fake["client"] = FakeModelClient(default=lambda call: ConnectionError("connection refused"))
+    res = invoke("models", "--model", "openai/gpt-4o-mini", "--check")
+    assert res.exit_code == 1 and "failed" in res.output and "connection refused" in res.output
