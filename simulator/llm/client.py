@@ -15,6 +15,7 @@ import logging
 import os
 import random
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,16 @@ from simulator.llm.structured import ParseError, check_reply
 from simulator.llm.types import CallRecord, Completion, ModelConfigError, ModelError, Prompt, Role, Usage
 
 LOCAL_PROVIDER = "local"
+
+
+@dataclass
+class _Attempt:
+    text: str
+    usage: Usage
+    cost: float | None
+    attempts: int
+    seconds: float
+    cache_hit: bool
 
 
 class ModelSettings(BaseModel):
@@ -148,8 +159,8 @@ class LiteLLMClient:
         profile = profile_for(model)
         json_schema = schema.model_json_schema() if schema is not None else None
         messages = profile.render(prompt, json_schema)
-        started = time.perf_counter()
-        attempts = 0
+        attempts, seconds, cost = 0, 0.0, 0.0
+        usage = Usage()
         last_reason = ""
         for parse_try in range(self.settings.parse_attempts):
             params = {
@@ -160,10 +171,17 @@ class LiteLLMClient:
                 "stop": (list(prompt.stop) or None) if (profile.supports_prefill or not prompt.prefill) else None,
                 "trial": trial * 100 + parse_try,
             }
-            text, usage, cost, n, hit = await self._call(model, messages, params, json_schema, role)
-            attempts += n
+            out = await self._call(model, messages, params, json_schema, role)
+            attempts += out.attempts
+            seconds += out.seconds
+            cost = None if cost is None or out.cost is None else cost + out.cost
+            usage = Usage(  # re-asked attempts cost tokens too: account for all of them
+                prompt_tokens=usage.prompt_tokens + out.usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens + out.usage.completion_tokens,
+                cached_prompt_tokens=usage.cached_prompt_tokens + out.usage.cached_prompt_tokens,
+            )
             try:
-                parsed = check_reply(text, schema)
+                parsed = check_reply(out.text, schema)
             except ParseError as err:
                 last_reason = str(err)
                 if self._cache is not None:
@@ -172,18 +190,18 @@ class LiteLLMClient:
             call = CallRecord(
                 model=model,
                 role=role,
-                latency_s=round(time.perf_counter() - started, 4),
+                latency_s=round(seconds, 4),
                 usage=usage,
                 cost_usd=cost,
                 attempts=attempts,
-                cache_hit=hit,
+                cache_hit=out.cache_hit,
             )
-            return Completion(text=text, parsed=parsed, call=call)
+            return Completion(text=out.text, parsed=parsed, call=call)
         raise ModelError(
             model,
             f"no valid output after {self.settings.parse_attempts} attempts: {last_reason}",
             attempts=attempts,
-            latency_s=time.perf_counter() - started,
+            latency_s=seconds,
         )
 
     def _key(self, model: str, messages: list[dict[str, str]], params: dict[str, Any], schema: dict | None) -> str:
@@ -201,11 +219,11 @@ class LiteLLMClient:
 
     async def _call(
         self, model: str, messages: list[dict[str, str]], params: dict[str, Any], schema: dict | None, role: str
-    ) -> tuple[str, Usage, float | None, int, bool]:
-        """One logical call with retries: (text, usage, cost, attempts, cache hit)."""
+    ) -> _Attempt:
+        """One logical call with retries for provider errors and timeouts."""
         key = self._key(model, messages, params, schema)
         if self._cache is not None and (hit := self._cache.get(key)) is not None:
-            return hit["text"], Usage(**hit["usage"]), hit.get("cost"), 0, True
+            return _Attempt(hit["text"], Usage(**hit["usage"]), hit.get("cost"), 0, 0.0, True)
         lib = self._lib()
         kwargs: dict[str, Any] = {
             "model": model,
@@ -224,14 +242,18 @@ class LiteLLMClient:
         if model in self.settings.api_bases:
             kwargs["api_base"] = self.settings.api_bases[model]
             kwargs.setdefault("api_key", os.environ.get("RESCUE_SIM_ENDPOINT_KEY", "none"))
-        attempt = 0
+        attempt, seconds = 0, 0.0
         while True:
             attempt += 1
             try:
                 async with self._semaphore(model):
-                    response = await asyncio.wait_for(
-                        lib.acompletion(**kwargs), timeout=self.settings.timeout_s * 1.05 + 0.5
-                    )
+                    began = time.perf_counter()  # model time only: waiting for a concurrency slot is not latency
+                    try:
+                        response = await asyncio.wait_for(
+                            lib.acompletion(**kwargs), timeout=self.settings.timeout_s * 1.05 + 0.5
+                        )
+                    finally:
+                        seconds += time.perf_counter() - began
                 break
             except asyncio.TimeoutError:
                 reason = f"timed out after {self.settings.timeout_s:.0f}s"
@@ -260,7 +282,7 @@ class LiteLLMClient:
         cost = 0.0 if provider_of(model) == LOCAL_PROVIDER else (response._hidden_params or {}).get("response_cost")
         if self._cache is not None:
             self._cache.put(key, {"text": text, "usage": usage.model_dump(), "cost": cost})
-        return text, usage, cost, attempt, False
+        return _Attempt(text, usage, cost, attempt, seconds, False)
 
     def embedded_stats(self) -> dict[str, Any] | None:
         """Prefix-cache and token totals of the embedded model, if it was loaded in this process."""

@@ -37,7 +37,7 @@ class CallRecord(BaseModel):
 
     model: str
     role: str
-    latency_s: float = Field(description="Wall time of the call including retries; ~0 on a disk-cache hit.")
+    latency_s: float = Field(description="Model time of all attempts (no queueing, no backoff); 0 on a cache hit.")
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float | None = Field(default=None, description="Provider cost; None when unknown, 0 for local models.")
     attempts: int = 1
