@@ -72,11 +72,11 @@ def render(board: Leaderboard) -> list[Table]:
     )
     sessions.add_column("supporter", overflow="fold", min_width=12)
     for col in ("n", "failed", "judg.", "sim."):
-        sessions.add_column(col, justify="right", no_wrap=True)
+        sessions.add_column(col, justify="right")
     for d in session_dims:
-        sessions.add_column(header(d), justify="right", no_wrap=True)
+        sessions.add_column(header(d), justify="right")
     for col in ("alpha", "Δtension", "objective"):
-        sessions.add_column(col, justify="right", no_wrap=True)
+        sessions.add_column(col, justify="right")
     turns = Table(
         title="— supporter turns (each session's mean over its turns)",
         title_justify="left",
@@ -89,7 +89,7 @@ def render(board: Leaderboard) -> list[Table]:
     )
     turns.add_column("supporter", overflow="fold", min_width=12)
     for d in turn_dims:
-        turns.add_column(header(d), justify="right", no_wrap=True)
+        turns.add_column(header(d), justify="right")
 
     def cells(row: SupporterRow, dims: list[str]) -> list[str]:
         return [_cell(s.value) if (s := row.dimension(d)) is not None else "-" for d in dims]
