@@ -24,6 +24,7 @@ from personas.taxonomy import RiskKind
 from simulator.floor import choose_next, rng_for
 from simulator.llm.types import ModelClient, ModelError
 from simulator.members import member_turn
+from simulator.redact import redact
 from simulator.records import (
     SUPPORTER,
     EndReason,
@@ -128,7 +129,7 @@ def _carry(latest: RelationSnapshot, turn: int) -> RelationSnapshot:
 
 def _failed(where: str, err: Exception) -> dict[str, Any]:
     reason = err.reason if isinstance(err, ModelError) else f"{type(err).__name__}: {err}"
-    return {"failure": f"{where}: {reason}", "end_reason": EndReason.FAILED}
+    return {"failure": redact(f"{where}: {reason}"), "end_reason": EndReason.FAILED}
 
 
 # -- nodes -------------------------------------------------------------------------------------------------------
@@ -423,7 +424,7 @@ def to_record(
     return SessionRecord(
         session_id=session_id,
         case=case,
-        supporter=supporter.spec,
+        supporter=redact(supporter.spec),
         models=models,
         seed=config.seed,
         max_turns=config.max_turns,

@@ -213,3 +213,12 @@ def test_models_check_calls_each_model_once(invoke, fake):
     fake["client"] = FakeModelClient(default=lambda call: ConnectionError("connection refused"))
     res = invoke("models", "--model", "openai/gpt-4o-mini", "--check")
     assert res.exit_code == 1 and "failed" in res.output and "connection refused" in res.output
+
+
+def test_credentials_in_a_supporter_url_never_reach_the_run_folder(invoke, fake, tmp_path):
+    out = tmp_path / "r"
+    res = invoke("run", "--case", "dana-and-theo", "--supporter", "http://bob:hunter22@localhost:9/v1#bot",
+                 "--turns", "2", "--no-judge", "--out", out)
+    assert res.exit_code == 0, res.output
+    written = "".join(p.read_text() for p in out.rglob("*") if p.is_file())
+    assert "hunter22" not in written and "[redacted]" in written

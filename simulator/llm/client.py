@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from simulator.llm.cache import CallCache
+from simulator.redact import redact
 from simulator.llm.embedded import DEFAULT_LOCAL_MODEL, cache_dir, get_embedded_model, resolve_gguf
 from simulator.llm.profiles import profile_for
 from simulator.llm.structured import ParseError, check_reply
@@ -304,8 +305,8 @@ def _wants_response_format(lib: Any, model: str) -> bool:
 
 
 def _one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split())
-    return text[:300]
+    """An exception as one short line, with secrets removed (provider errors sometimes echo keys)."""
+    return redact(" ".join(str(err).split()))[:300]
 
 
 def _register_local_provider(litellm: Any, settings: ModelSettings) -> None:

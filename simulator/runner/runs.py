@@ -6,6 +6,7 @@ judges together. The CLI's `run` and `play` are thin over `run_sessions`.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from personas.case import Case
 from simulator.engine import HumanInput, SessionConfig, run_session
 from simulator.llm.types import ModelClient
 from simulator.records import SessionRecord, SessionStatus
+from simulator.redact import redact
 from simulator.runner.folder import RunFolder, config_hash
 from simulator.supporters import Supporter
 
@@ -49,7 +51,7 @@ def session_id_for(case: Case, seed: int) -> str:
 
 def default_run_dir(config: RunConfig, root: str | Path = "runs") -> Path:
     """`runs/<first case>-<supporter>-<config hash>`: the same command finds the same folder (resume)."""
-    slug = re.sub(r"[^a-z0-9]+", "-", f"{config.cases[0]}-{config.supporter}".lower()).strip("-")[:60]
+    slug = re.sub(r"[^a-z0-9]+", "-", f"{config.cases[0]}-{redact(config.supporter)}".lower()).strip("-")[:60]
     return Path(root) / f"{slug}-{config_hash(config.model_dump())[:8]}"
 
 
@@ -96,7 +98,7 @@ async def run_sessions(
     """
     events = events or RunEvents()
     folder = RunFolder(out_dir)
-    folder.open(config.model_dump())
+    folder.open(json.loads(redact(config.model_dump_json())))
     summary = RunSummary(folder=folder)
     for case in cases:
         for seed in config.seeds:
