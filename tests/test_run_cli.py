@@ -222,3 +222,11 @@ def test_credentials_in_a_supporter_url_never_reach_the_run_folder(invoke, fake,
     assert res.exit_code == 0, res.output
     written = "".join(p.read_text() for p in out.rglob("*") if p.is_file())
     assert "hunter22" not in written and "[redacted]" in written
+
+
+def test_missing_api_key_is_caught_before_simulating(app, tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    res = CliRunner().invoke(app, ["run", "--case", "dana-and-theo", "--supporter", "scripted", "--judge-model",
+                                   "anthropic/claude-sonnet-4-5", "--out", str(tmp_path / "r")], env=WIDE)
+    assert res.exit_code == 2 and "ANTHROPIC_API_KEY" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "r").exists()  # nothing started, nothing written

@@ -64,7 +64,7 @@ def run(
     """Run simulated sessions with a supporter under test; re-running the same command resumes."""
     from simulator.cli._render import LiveSession
     from simulator.runner.runs import RunConfig, RunEvents, default_run_dir, run_sessions
-    from simulator.supporters import HumanSupporter, parse_supporter_spec
+    from simulator.supporters import FreeTextSupporter, HumanSupporter, ModelSupporter, parse_supporter_spec
 
     cases = load_library() if case == ["all"] else [resolve_case(c) for c in case]
     api_bases: dict[str, str] = {}
@@ -91,6 +91,13 @@ def run(
         judges=panel or [settings.model_for("judge")],
     )
     out_dir = out or default_run_dir(config)
+    preflight = getattr(client, "check_environment", None)
+    if preflight is not None:  # a missing key is one line now, not an error after minutes of simulation
+        used = {*config.models.values(), *(config.judges if config.judge else [])}
+        if isinstance(sup, ModelSupporter | FreeTextSupporter):
+            used.add(sup.model)
+        for m in sorted(used - set(settings.api_bases)):
+            preflight(m)
     live = None
 
     def started(sid: str, c, resumed: bool) -> None:
