@@ -29,6 +29,9 @@ from simulator.llm.structured import ParseError, check_reply
 from simulator.llm.types import CallRecord, Completion, ModelConfigError, ModelError, Prompt, Role, Usage
 
 LOCAL_PROVIDER = "local"
+# Bumped whenever something outside the key changes answers (e.g. how a schema becomes a grammar), so stale
+# cached answers are never replayed.
+CACHE_VERSION = 2
 
 
 @dataclass
@@ -208,6 +211,7 @@ class LiteLLMClient:
     def _key(self, model: str, messages: list[dict[str, str]], params: dict[str, Any], schema: dict | None) -> str:
         blob = json.dumps(
             {
+                "v": CACHE_VERSION,
                 "model": model,
                 "messages": messages,
                 "params": params,

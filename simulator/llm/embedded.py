@@ -207,7 +207,9 @@ class EmbeddedModel:
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+            # property order is the order the model writes fields in (reasoning before scores, how a line landed
+            # before the feelings it caused), so the grammar is built from the schema as given, never key-sorted
+            self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
         return self._grammars[key]
 
     def generate(
