@@ -257,3 +257,17 @@ def test_weights_join_is_verified_and_atomic(tmp_path, monkeypatch):
     assert path.read_bytes() == b"abcdef"
     path.write_bytes(b"tampered")  # a changed file is re-hashed, found wrong and rebuilt from the chunks
     assert embedded.ensure_default_weights(out_dir).read_bytes() == b"abcdef"
+
+
+def test_grammar_keeps_the_schema_property_order():
+    """Models write fields in grammar order: reasoning must come before the score it justifies."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is part of the `local` extra")
+    from simulator.llm.embedded import schema_gbnf
+
+    class Verdict(BaseModel):
+        reasoning: str
+        evidence: list[int]
+        score: int
+
+    root = next(line for line in schema_gbnf(Verdict.model_json_schema()).splitlines() if line.startswith("root"))
+    assert root.index("reasoning") < root.index("evidence") < root.index("score")

@@ -156,6 +156,15 @@ def render_chatml(messages: list[dict[str, str]]) -> str:
     return "".join(out)
 
 
+def schema_gbnf(schema: dict[str, Any]) -> str:
+    """The llama.cpp grammar for a JSON schema. Property order is the order the model writes fields in
+    (reasoning before scores, how a line landed before the feelings it caused), so the schema is used as
+    given, never key-sorted."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    return json_schema_to_gbnf(json.dumps(schema))
+
+
 @dataclass
 class EmbeddedStats:
     """Totals since load: how much work llama.cpp did and how much of it its prefix cache saved."""
@@ -207,9 +216,7 @@ class EmbeddedModel:
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            # property order is the order the model writes fields in (reasoning before scores, how a line landed
-            # before the feelings it caused), so the grammar is built from the schema as given, never key-sorted
-            self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+            self._grammars[key] = LlamaGrammar.from_string(schema_gbnf(schema), verbose=False)
         return self._grammars[key]
 
     def generate(
