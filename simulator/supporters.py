@@ -68,7 +68,8 @@ class Supporter(Protocol):
     async def decide(self, view: SessionView) -> SupporterDecision: ...
 
 
-_SPEAKER_PREFIX = re.compile(rf"^\s*(?:{SUPPORTER_NAME}|Counsell?or|Supporter)\s*(?:\([^)]*\))?\s*:\s*", re.IGNORECASE)
+# a speaker tag (`Therapist:`) or the supporter addressing itself (`Therapist, ...`), which small models produce
+_SPEAKER_PREFIX = re.compile(rf"^\s*(?:{SUPPORTER_NAME}|Counsell?or|Supporter)\s*(?:\([^)]*\))?\s*[:,]\s*", re.IGNORECASE)
 
 
 def clean_supporter_text(text: str) -> str:
@@ -190,7 +191,7 @@ def _decision_schema(targets: tuple[str, ...], group: str) -> type[BaseModel]:
         speak=(bool, ...),
         targets=(list[Literal[targets]], Field(max_length=len(targets))),  # type: ignore[valid-type]
         strategy=(Literal[tuple(strategies_for(group))], ...),  # type: ignore[valid-type]
-        text=(str, _soft_max(200)),
+        text=(str, _soft_max(300)),
         close_session=(bool, False),
     )
 

@@ -276,3 +276,12 @@ def test_endpoint_supporter_is_free_text_with_targets_from_names(couple):
     ]
     assert [d.speak for d in rec.decisions] == [False, True, False, True]  # asked every 2nd member turn
     assert all(c.model == "hosted_vllm/my-bot" for c in client.calls if c.role == "supporter")
+
+
+def test_supporter_text_loses_speaker_tags_and_self_address():
+    from simulator.supporters import clean_supporter_text
+
+    assert clean_supporter_text("Therapist: 'Hey, Dana! It's ok.'") == "Hey, Dana! It's ok."
+    assert clean_supporter_text('Counsellor (to Dana): "Go on."') == "Go on."
+    assert clean_supporter_text("Therapist, I hear you both.") == "I hear you both."
+    assert clean_supporter_text("Theo, what do you need?") == "Theo, what do you need?"
