@@ -141,8 +141,8 @@ async def run_sessions(
             path = folder.write_session(record)
             folder.append_result(record)
             summary.finished.append(record)
-            if judge_hook is not None and record.status == SessionStatus.COMPLETED:
-                await judge_hook(record, folder)
             if events.session_finished:
                 events.session_finished(record, path)
+            if judge_hook is not None and record.status == SessionStatus.COMPLETED:
+                await judge_hook(record, folder)
     return summary
