@@ -230,3 +230,23 @@ def test_missing_api_key_is_caught_before_simulating(app, tmp_path, monkeypatch)
                                    "anthropic/claude-sonnet-4-5", "--out", str(tmp_path / "r")], env=WIDE)
     assert res.exit_code == 2 and "ANTHROPIC_API_KEY" in res.output and "Traceback" not in res.output
     assert not (tmp_path / "r").exists()  # nothing started, nothing written
+
+
+def test_run_judges_each_session_at_the_end(invoke, fake, tmp_path, bench_reply):
+    """The default path of `run` (no --no-judge): simulate, show the outcome, then judge and write it."""
+    from judges import read_judgment
+
+    case = resolve_case("dana-and-theo")
+    script = RoomScript(case)
+    sim_schemas = {"MemberStateReply", "TrackerReply", "SupporterReply"}
+    fake["client"] = FakeModelClient(
+        default=lambda call: script(call) if call.schema is None or call.schema.__name__ in sim_schemas
+        else bench_reply(call)
+    )
+    out = tmp_path / "r"
+    res = invoke("run", "--case", "dana-and-theo", "--supporter", "scripted", "--turns", "2", "--out", out)
+    assert res.exit_code == 0, res.output
+    assert res.output.index("completed (turn_limit)") < res.output.index("judging with")
+    judgment = read_judgment(RunFolder(out), "dana-and-theo__s0")
+    assert judgment is not None and judgment.judges == ["local/qwen2.5-1.5b"]  # the default judge role
+    assert "judge" in {c.role for c in fake["client"].calls}

@@ -155,7 +155,7 @@ def _judge_hook(client, judges: list[str]):
         write_judgment(folder, judgment)
         console.print(render([judgment]))
         for verdict in judgment.verdicts:
-            if verdict.failure is not None:
-                err_console.print(f"[red]judge {verdict.judge} failed[/]: {verdict.failure.reason}")
+            for failure in verdict.failures:
+                err_console.print(f"[red]judge {verdict.judge} failed[/] ({failure.unit}): {failure.reason}")
 
     return hook
