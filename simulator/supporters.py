@@ -69,7 +69,9 @@ class Supporter(Protocol):
 
 
 # a speaker tag (`Therapist:`) or the supporter addressing itself (`Therapist, ...`), which small models produce
-_SPEAKER_PREFIX = re.compile(rf"^\s*(?:{SUPPORTER_NAME}|Counsell?or|Supporter)\s*(?:\([^)]*\))?\s*[:,]\s*", re.IGNORECASE)
+_SPEAKER_PREFIX = re.compile(
+    rf"^\s*(?:{SUPPORTER_NAME}|Counsell?or|Supporter)\s*(?:\([^)]*\))?\s*[:,]\s*", re.IGNORECASE
+)
 
 
 def clean_supporter_text(text: str) -> str:

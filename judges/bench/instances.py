@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from enum import StrEnum
 from typing import Literal
 
@@ -412,27 +412,48 @@ def _sample_instances(
         ]
         if triples:
             vp_gold[pos] = triples
+    add_checkpoints(out, wanted, er_gold, vp_gold, [r.speaker for r in rows], make, members, group, seed, sid, stats)
+    return out
+
+
+def add_checkpoints(
+    out: dict[Task, list[Instance]],
+    wanted: set[Task],
+    er_gold: dict[int, tuple[str, int]],
+    vp_gold: dict[int, list[ViewpointTriple]],
+    speakers: Sequence[str],
+    make: Callable[..., Instance],
+    members: Sequence[str],
+    group: str,
+    seed: int,
+    sid: str,
+    stats: BuildStats,
+) -> None:
+    """ER and VP instances at up to MAX_CHECKPOINTS reproducibly chosen rows, from RESCUE data or sessions alike.
+
+    `speakers[pos - 1]` is who speaks at 1-based position `pos`; `make(task, row, end, **fields)` builds one.
+    """
     stats.er_candidates += len(er_gold)
     stats.vp_candidates += len(vp_gold)
     if Task.ER in wanted:
         for pos in pick_checkpoints(sorted(er_gold), sample_rng(seed, Task.ER, sid)):
             emotion, intensity = er_gold[pos]
             out[Task.ER].append(
-                make(Task.ER, pos, pos, speaker=rows[pos - 1].speaker, gold_emotion=emotion, gold_intensity=intensity)
+                make(Task.ER, pos, pos, speaker=speakers[pos - 1], gold_emotion=emotion, gold_intensity=intensity)
             )
     if Task.VP in wanted:
         for pos in pick_checkpoints(sorted(vp_gold), sample_rng(seed, Task.VP, sid)):
+            speaker = speakers[pos - 1]
             out[Task.VP].append(
                 make(
                     Task.VP,
                     pos,
                     pos,
-                    speaker=rows[pos - 1].speaker,
+                    speaker=speaker,
                     gold_viewpoints=vp_gold[pos],
-                    candidates=vp_targets(members, group, rows[pos - 1].speaker),
+                    candidates=vp_targets(members, group, speaker),
                 )
             )
-    return out
 
 
 def count_instances(instances: Iterable[Instance]) -> dict[str, dict[str, int]]:

@@ -22,16 +22,15 @@ from judges.bench.instances import (
     SubgroupMode,
     Task,
     ViewpointTriple,
+    add_checkpoints,
     balance_itp,
     instance_id,
     is_very_short,
     label_kind,
-    pick_checkpoints,
     sample_rng,
     target_candidates,
     target_label,
     valid_intensity,
-    vp_targets,
     window,
 )
 from personas.errors import UserError
@@ -195,24 +194,5 @@ def _session_instances(
             ]
             if triples:
                 vp_gold[pos] = triples
-    stats.er_candidates += len(er_gold)
-    stats.vp_candidates += len(vp_gold)
-    if Task.ER in wanted:
-        for pos in pick_checkpoints(sorted(er_gold), sample_rng(seed, Task.ER, sid)):
-            emotion, intensity = er_gold[pos]
-            out[Task.ER].append(
-                make(Task.ER, pos, pos, speaker=turns[pos - 1].speaker, gold_emotion=emotion, gold_intensity=intensity)
-            )
-    if Task.VP in wanted:
-        for pos in pick_checkpoints(sorted(vp_gold), sample_rng(seed, Task.VP, sid)):
-            out[Task.VP].append(
-                make(
-                    Task.VP,
-                    pos,
-                    pos,
-                    speaker=turns[pos - 1].speaker,
-                    gold_viewpoints=vp_gold[pos],
-                    candidates=vp_targets(members, group, turns[pos - 1].speaker),
-                )
-            )
+    add_checkpoints(out, wanted, er_gold, vp_gold, [t.speaker for t in turns], make, members, group, seed, sid, stats)
     return out
