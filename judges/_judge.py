@@ -34,7 +34,7 @@ from judges._render import (
 from judges._rubric import Rubric, load_rubric
 from judges._schema import SchemaBuilder, entry_count, max_tokens_for, read_entries
 from judges._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
-from personas.prompts import render_prompt
+from personas.common.prompts import render_prompt
 from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt
 from simulator.records import SUPPORTER, SessionRecord, SessionStatus, Turn
 

@@ -21,7 +21,7 @@ from judges._stats import DEFAULT_SEED, MeanCI, mean_ci
 from judges._store import read_judgment
 from judges._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
 from simulator.records import SessionStatus
-from simulator.runner.folder import RunFolder, RunFolderError
+from simulator.runfolder import RunFolder, RunFolderError
 
 LEADERBOARD_SCHEMA_VERSION = 1
 RANK_BY = "overall_quality"

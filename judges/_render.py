@@ -10,7 +10,7 @@ from pathlib import Path
 
 from judges._rubric import Dimension, Rubric
 from personas.case import Case
-from personas.prompts import render_prompt
+from personas.common.prompts import render_prompt
 from personas.taxonomy import strategies_for
 from simulator.records import SUPPORTER, SessionRecord, Turn
 

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from personas.errors import UserError
+from personas.common.errors import UserError
 
 RUBRICS_DIR = Path(__file__).parent / "rubrics"
 DEFAULT_RUBRIC = RUBRICS_DIR / "default.yaml"

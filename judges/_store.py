@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from judges._records import JUDGMENT_SCHEMA_VERSION, SessionJudgment
-from personas._io import atomic_write_text
-from simulator.runner.folder import RunFolder, RunFolderError
+from personas.common.files import atomic_write_text
+from simulator.runfolder import RunFolder, RunFolderError
 
 
 def _folder(folder: RunFolder | str | Path) -> RunFolder:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from judges._judge import judge
 from judges._render import PROMPTS, as_data, group_kind, group_plural, strategies_text, strategy_rules
 from judges._schema import WHY_MAX
-from personas.prompts import render_prompt
+from personas.common.prompts import render_prompt
 from personas.rescue import RescueSample
 from personas.taxonomy import SUPPORTER_NAME, strategies_for
 from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt

@@ -8,7 +8,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from personas.errors import UserError
+from personas.common.errors import UserError
 from personas.taxonomy import (
     INTENSITY_MAX,
     INTENSITY_MIN,
@@ -265,7 +265,7 @@ def dump_case(case: Case) -> str:
 
 def write_case(case: Case, directory: str | Path) -> Path:
     """Write a card atomically as `<directory>/<case.id>.yaml`."""
-    from personas._io import atomic_write_text
+    from personas.common.files import atomic_write_text
 
     path = Path(directory) / f"{case.id}.yaml"
     atomic_write_text(path, dump_case(case))

@@ -406,7 +406,7 @@ class RelationGraph:
         from matplotlib.patches import FancyArrowPatch
         from matplotlib.patheffects import withStroke
 
-        from personas._io import atomic_write_bytes
+        from personas.common.files import atomic_write_bytes
 
         names = list(self.graph.nodes)
         pos = _layout(names)

@@ -27,7 +27,7 @@ from typing import Any, Literal, get_origin
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from personas.case import Case, parse_case, write_case
-from personas.errors import UserError
+from personas.common.errors import UserError
 from personas.taxonomy import (
     GROUP_TARGET_LABELS,
     INTENSITY_MAX,
@@ -881,7 +881,7 @@ Enricher = Callable[[Case, RescueSample], Case]
 
 def import_rescue(src: str | Path, out_dir: str | Path, *, enrich: Enricher | None = None) -> ImportReport:
     """Write `<out>/<case_id>.yaml` and `<out>/<case_id>.gold.json` for every sample in `src` (atomic writes)."""
-    from personas._io import atomic_write_text
+    from personas.common.files import atomic_write_text
 
     samples = load_rescue(src)
     ids: dict[str, str] = {}

@@ -55,6 +55,17 @@ _SAFETY_WORDS = (
 )
 
 
+class StageDirection(BaseModel):
+    """A private direction injected into one member turn (how perturbations enter a live session)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    at_member_turn: int = Field(ge=1, description="1-based member turn that plays the direction.")
+    member: str | None = Field(default=None, description="Who speaks that turn; None = whoever the floor picks.")
+    text: str = Field(min_length=1, description="What the member is to do, e.g. 'hint at thoughts of self-harm'.")
+    source: str = Field(default="", description="Name of the perturbation it comes from.")
+
+
 class SessionConfig(BaseModel):
     """How one session runs. Stored in the run manifest; everything that changes the transcript is here."""
 
@@ -66,6 +77,12 @@ class SessionConfig(BaseModel):
         default=3, ge=0, description="Run the tracker every N member turns and at the end (0 = only at the end)."
     )
     window: int = Field(default=16, ge=2, description="Transcript turns shown to models.")
+    directions: tuple[StageDirection, ...] = Field(
+        default=(), description="Stage directions for given member turns (perturbations)."
+    )
+
+    def direction_for(self, member_turn: int) -> StageDirection | None:
+        return next((d for d in self.directions if d.at_member_turn == member_turn), None)
 
 
 def add_turns(left: list[Turn], right: list[Turn]) -> list[Turn]:
@@ -138,6 +155,10 @@ def _failed(where: str, err: Exception) -> dict[str, Any]:
 def make_floor_node(case: Case, config: SessionConfig) -> Callable[[SessionState], dict]:
     def floor(state: SessionState) -> dict:
         choice = choose_next(case, state["turns"], state["self_report"][-1], config.seed)
+        direction = config.direction_for(sum(t.kind == "member" for t in state["turns"]) + 1)
+        if direction and direction.member and direction.member != choice.speaker:
+            addressees = [a for a in choice.addressees if a != direction.member] or [SUPPORTER]
+            return {"next_speaker": direction.member, "next_addressees": addressees}
         return {"next_speaker": choice.speaker, "next_addressees": list(choice.addressees)}
 
     return floor
@@ -158,6 +179,7 @@ def make_member_node(
                 state["next_addressees"],
                 seed=derive_seed(config.seed, "member", len(turns)),
                 window=config.window,
+                directive=(d.text if (d := config.direction_for(sum(t.kind == "member" for t in turns) + 1)) else None),
             )
         except (ModelError, ValueError) as err:
             return _failed(f"member turn {len(turns) + 1} ({speaker})", err)

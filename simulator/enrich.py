@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from personas.case import Case, InferredField
-from personas.prompts import render_prompt
+from personas.common.prompts import render_prompt
 from personas.rescue import RescueSample
 from simulator.llm.structured import soft_max_length
 from simulator.llm.types import ModelClient, ModelError, Prompt

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from personas.case import Case, Member
-from personas.prompts import render_prompt
+from personas.common.prompts import render_prompt
 from simulator.llm.structured import soft_max_length as _soft_max
 from simulator.llm.types import ModelClient, ModelError, Prompt
 from simulator.records import Feeling, InnerState, Turn
@@ -136,12 +136,20 @@ async def member_turn(
     *,
     seed: int,
     window: int,
+    directive: str | None = None,
 ) -> Turn:
-    """Play one member turn: (1)+(2) self-report as structured output, (3) the line, continuing a prefill."""
+    """Play one member turn: (1)+(2) self-report as structured output, (3) the line, continuing a prefill.
+
+    `directive` is a private stage direction for this turn (a perturbation: "hint that you have thought about
+    not being here any more"); it reaches only this member's prompts and is recorded on the turn, never shown
+    to the supporter.
+    """
     member = case.member(speaker)
     previous = current_state(case, speaker, turns)
     context = shared_context(case, turns, window)
     sheet = member_sheet(member, previous)
+    if directive:
+        sheet += "\n\n" + render_prompt("member_directive", name=speaker, directive=directive)
     others = ", ".join(n for n in case.member_names if n != speaker)
     schema = state_schema(case, speaker)
     state_call = await client.complete(
@@ -199,5 +207,6 @@ async def member_turn(
         addressees=list(addressees),
         text=text,
         inner=inner,
+        directive=directive,
         calls=[state_call.call, speak_call.call],
     )

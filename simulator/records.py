@@ -90,6 +90,9 @@ class Turn(_Record):
     inner: InnerState | None = Field(default=None, description="Member self-report after speaking.")
     decision: SupporterDecision | None = Field(default=None, description="For supporter turns.")
     tracker: TrackerState | None = Field(default=None, description="Observer state after this turn, if it ran.")
+    directive: str | None = Field(
+        default=None, description="Private stage direction this member turn played (a perturbation); never public."
+    )
     calls: list[CallRecord] = Field(default_factory=list, description="Model calls that produced this turn.")
 
 

@@ -20,9 +20,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from personas.case import Case
-from personas.errors import UserError
+from personas.common.errors import UserError
 from personas.graph import RelationSnapshot
-from personas.prompts import render_prompt
+from personas.common.prompts import render_prompt
 from personas.taxonomy import SUPPORTER_NAME, strategies_for, target_kind
 from simulator.llm.structured import soft_max_length as _soft_max
 from simulator.llm.types import ModelClient, Prompt

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from personas.case import Case
-from personas.prompts import render_prompt
+from personas.common.prompts import render_prompt
 from personas.taxonomy import patterns_for
 from simulator.llm.structured import soft_max_length as _soft_max
 from simulator.llm.types import ModelClient, Prompt

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from personas.case import Case
-from personas.prompts import render_prompt
+from personas.common.prompts import render_prompt
 from personas.taxonomy import patterns_for, strategies_for
 from simulator.records import SUPPORTER, Turn
 

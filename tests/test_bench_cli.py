@@ -16,7 +16,7 @@ from simulator.cli import app as cli_app
 from simulator.cli import bench_cmd
 from simulator.llm.fake import FakeModelClient
 from simulator.records import InnerState, SessionRecord, SessionStatus, SupporterDecision, TrackerState, Turn
-from simulator.runner.folder import RunFolder
+from simulator.runfolder import RunFolder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bench_mini.jsonl"
 WIDE = {"COLUMNS": "250", "RESCUE_SIM_JUDGE_MODEL": "", "RESCUE_SIM_BERTSCORE_MODEL": "", "RESCUE_SIM_MODEL": ""}

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from simulator.cli import app as cli_app
 from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
-from simulator.runner.folder import RunFolder
+from simulator.runfolder import RunFolder
 
 pytestmark = pytest.mark.embedded
 

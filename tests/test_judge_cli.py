@@ -15,7 +15,7 @@ from simulator.cli import app as cli_app
 from simulator.cli import judge_cmd, judge_validate_cmd
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SessionStatus
-from simulator.runner.folder import RunFolder
+from simulator.runfolder import RunFolder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "rescue_mini.jsonl"
 WIDE = {"COLUMNS": "240", "RESCUE_SIM_MODEL": "", "RESCUE_SIM_JUDGES": ""}

@@ -26,7 +26,7 @@ from judges._schema import SchemaBuilder
 from personas.rescue import load_rescue
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SessionStatus, Turn
-from simulator.runner.folder import RunFolder
+from simulator.runfolder import RunFolder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "rescue_mini.jsonl"
 N_ENTRIES = 2 * 7 + 4 + 2  # two interventions x 7 dimensions, 4 session dimensions, persona fidelity x 2 members

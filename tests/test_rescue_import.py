@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from personas.case import load_case
-from personas.errors import UserError
+from personas.common.errors import UserError
 from personas.library import validate_paths
 from personas.rescue import (
     GOLD_SCHEMA_VERSION,

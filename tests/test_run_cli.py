@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from personas.library import resolve_case
 from simulator.cli import app as cli_app
 from simulator.llm.fake import FakeModelClient
-from simulator.runner.folder import RunFolder
+from simulator.runfolder import RunFolder
 from tests._sim_fakes import RoomScript
 
 WIDE = {"COLUMNS": "200"}

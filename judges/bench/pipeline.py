@@ -33,7 +33,7 @@ from judges.bench.runner import CHARS_PER_TOKEN, BenchSettings, ProgressFn, Task
 from judges.bench.runner import run_instances
 from judges.bench.similarity import NOT_CONFIGURED, Similarity
 from judges.bench.store import ResultStore
-from personas._io import atomic_write_text
+from personas.common.files import atomic_write_text
 from personas.rescue import load_rescue
 from simulator.llm.types import ModelClient
 

@@ -33,10 +33,10 @@ from judges.bench.instances import (
     valid_intensity,
     window,
 )
-from personas.errors import UserError
+from personas.common.errors import UserError
 from personas.taxonomy import SUPPORTER_NAME, patterns_for, strategies_for
 from simulator.records import SessionRecord, SessionStatus
-from simulator.runner.folder import RunFolder
+from simulator.runfolder import RunFolder
 
 RESCUE_GOLD_SOURCES: dict[str, str] = {
     "itp": "RESCUE rows: whether the therapist spoke next",

@@ -41,7 +41,7 @@ from judges.bench.schemas import (
 )
 from judges.bench.store import CallUsage, InstanceResult, ResultStore
 from simulator.llm.types import Completion, ModelClient, ModelError, Prompt
-from simulator.runner.folder import config_hash as _hash
+from simulator.runfolder import config_hash as _hash
 
 BENCH_VERSION = 1
 MAX_BATCH = 26

@@ -10,7 +10,7 @@ from typing import ParamSpec, TypeVar
 import typer
 from rich.console import Console
 
-from personas.errors import UserError
+from personas.common.errors import UserError
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -16,7 +16,7 @@ from rich import box
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from personas.errors import UserError
+from personas.common.errors import UserError
 from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings
 from simulator.llm.client import ModelSettings

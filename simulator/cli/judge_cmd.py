@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from judges import Rubric, SessionJudgment
     from simulator.llm.types import ModelClient
     from simulator.records import SessionRecord
-    from simulator.runner.folder import RunFolder
+    from simulator.runfolder import RunFolder
 
 SESSIONS_AT_ONCE = 4  # sessions judged concurrently (the client still limits calls per provider)
 LOCAL_PREFIX = "local/"  # the embedded model: one session at a time keeps its prompt-prefix cache warm
@@ -148,7 +148,7 @@ def judge(
     """
     from judges import JudgmentStatus, load_rubric
     from simulator.records import SessionStatus
-    from simulator.runner.folder import RunFolder, RunFolderError
+    from simulator.runfolder import RunFolder, RunFolderError
 
     folder = RunFolder(run_dir)
     folder.read_manifest()

@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from personas.errors import UserError
+from personas.common.errors import UserError
 from simulator.cli._common import EXIT_FAILED, console, user_errors
 from simulator.cli._models import make_client, model_settings
 

@@ -26,7 +26,7 @@ def parse_seeds(seed: int, seeds: str | None) -> list[int]:
             return list(range(lo, hi + 1))
         return [int(x) for x in seeds.split(",") if x.strip()]
     except ValueError:
-        from personas.errors import UserError
+        from personas.common.errors import UserError
 
         raise UserError(f"--seeds {seeds!r}: use a list like 0,1,2 or a range like 0-9") from None
 
@@ -75,7 +75,7 @@ def run(
     spec = supporter or settings.default
     sup = parse_supporter_spec(spec, client, api_bases=api_bases)
     if isinstance(sup, HumanSupporter):
-        from personas.errors import UserError
+        from personas.common.errors import UserError
 
         raise UserError("--supporter human: use `rescue-sim play --case ID` to be the supporter yourself")
     settings.api_bases.update(api_bases)

@@ -19,7 +19,7 @@ def show(
 ) -> None:
     """Replay a saved session: transcript, inner states, supporter decisions, observer panels, outcome."""
     from simulator.cli._render import print_session
-    from simulator.runner.folder import RunFolder
+    from simulator.runfolder import RunFolder
 
     folder = RunFolder(run_dir)
     folder.read_manifest()

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from personas.errors import UserError
+from personas.common.errors import UserError
 
 DEFAULT_LOCAL_MODEL = "local/qwen2.5-1.5b"
 WEIGHTS_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"

@@ -6,7 +6,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from personas.errors import UserError
+from personas.common.errors import UserError
 
 Role = Literal["member", "supporter", "tracker", "judge", "bench", "enrich", "check"]
 

@@ -20,7 +20,7 @@ from simulator.engine import HumanInput, SessionConfig, run_session
 from simulator.llm.types import ModelClient
 from simulator.records import SessionRecord, SessionStatus
 from simulator.redact import redact
-from simulator.runner.folder import RunFolder, config_hash
+from simulator.runfolder import RunFolder, config_hash
 from simulator.supporters import Supporter
 
 ROLES = ("member", "tracker", "judge")

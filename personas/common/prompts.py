@@ -6,7 +6,7 @@ import functools
 from pathlib import Path
 from string import Template
 
-PROMPTS_DIR = Path(__file__).parent / "prompts"
+PROMPTS_DIR = Path(__file__).parent.parent / "prompts"  # personas/prompts
 
 
 @functools.cache

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from personas._io import atomic_write_text
-from personas.errors import UserError
+from personas.common.files import atomic_write_text
+from personas.common.errors import UserError
 from simulator.records import SessionRecord, SessionStatus
 
 MANIFEST_VERSION = 1
