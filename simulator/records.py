@@ -130,6 +130,12 @@ class SessionRecord(_Record):
     supporter: str = Field(description="The supporter spec as given (model id, URL, module:function, baseline).")
     models: dict[str, str] = Field(description="Role -> model id used.")
     seed: int
+    trial: int = Field(default=0, description="Repeat index of the same case, supporter and seed (stress runs).")
+    perturbation: str | None = Field(default=None, description="Name of the perturbation applied, if any.")
+    supporter_knows: Literal["intake", "oracle"] = Field(
+        default="intake",
+        description="What the supporter was shown: `intake` (what a counsellor in the room knows) or `oracle`.",
+    )
     max_turns: int = Field(description="Member-turn limit.")
     status: SessionStatus = SessionStatus.INCOMPLETE
     end_reason: EndReason | None = None
