@@ -1,11 +1,15 @@
 """Run folders: `manifest.json`, `sessions/<id>.json`, `results.jsonl`, `judgments/<id>.json`.
 
-Every write is atomic (temp file + rename), so a killed process never leaves a half-written file, and a
-rerun of the same command finds finished sessions and skips them.
+Every file is written atomically (temp file + rename), so a killed process never leaves a half-written one;
+`results.jsonl` is append-only (one line per finished session) and `reconcile()` repairs it when a run resumes:
+a half-written last line is dropped, duplicates collapse to the latest line, and a session whose final record
+was written but whose line was not gets its line. A rerun of the same command finds finished sessions and
+skips them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -56,6 +60,8 @@ class SessionResult(BaseModel):
     case_id: str
     supporter: str
     seed: int
+    trial: int = 0
+    perturbation: str | None = None
     status: SessionStatus
     end_reason: str | None
     failure: str | None
@@ -180,19 +186,30 @@ class RunFolder:
         except (ValueError, OSError):
             return None
 
-    def write_session(self, record: SessionRecord) -> Path:
+    def write_session(self, record: SessionRecord, *, durable: bool = True) -> Path:
+        """Write the record atomically. `durable=False` skips the fsync (checkpoints of unfinished sessions:
+        still safe against a killed process, only an OS crash could lose the latest checkpoint)."""
         path = self.session_path(record.session_id)
-        atomic_write_text(path, record.model_dump_json(indent=1))
+        atomic_write_text(path, record.model_dump_json(indent=1), fsync=durable)
         return path
 
+    def has_judgment(self, session_id: str) -> bool:
+        return (self.judgments_dir / self.session_path(session_id).name).is_file()
+
+    def lock(self) -> FolderLock:
+        """Hold the folder for one writer (released when the process ends, however it ends)."""
+        return FolderLock(self.path / ".lock")
+
     # -- results ---------------------------------------------------------------------------------------------
-    def append_result(self, record: SessionRecord) -> SessionResult:
-        """Add the session's line to results.jsonl (rewritten atomically; one line per session id)."""
-        result = SessionResult(
+    @staticmethod
+    def result_of(record: SessionRecord) -> SessionResult:
+        return SessionResult(
             session_id=record.session_id,
             case_id=record.case.id,
             supporter=record.supporter,
             seed=record.seed,
+            trial=record.trial,
+            perturbation=record.perturbation,
             status=record.status,
             end_reason=record.end_reason,
             failure=record.failure,
@@ -203,19 +220,106 @@ class RunFolder:
             totals=record.totals(),
             finished_at=record.finished_at,
         )
-        lines = {r.session_id: r for r in self.results()}
-        lines[result.session_id] = result
-        atomic_write_text(self.results_path, "".join(r.model_dump_json() + "\n" for r in lines.values()))
+
+    def append_result(self, record: SessionRecord) -> SessionResult:
+        """Append the session's line to results.jsonl in one write (a rerun's line supersedes an earlier one)."""
+        result = self.result_of(record)
+        line = (result.model_dump_json() + "\n").encode("utf-8")
+        fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
         return result
 
-    def results(self) -> list[SessionResult]:
+    def _read_results(self) -> tuple[list[SessionResult], bool]:
+        """Lines of results.jsonl, and whether the file ends in a torn (half-written) line."""
         if not self.results_path.is_file():
-            return []
+            return [], False
+        text = self.results_path.read_text(encoding="utf-8", errors="replace")
+        lines = text.split("\n")
+        torn = bool(lines[-1].strip())  # a complete file ends with a newline; a kill mid-append leaves a stub
         out = []
-        for n, line in enumerate(self.results_path.read_text(encoding="utf-8").splitlines(), start=1):
+        for n, line in enumerate(lines[:-1], start=1):
             if line.strip():
                 try:
                     out.append(SessionResult.model_validate_json(line))
                 except ValueError:
                     raise RunFolderError(f"{self.results_path}:{n}: unreadable result line") from None
-        return out
+        return out, torn
+
+    def results(self) -> list[SessionResult]:
+        """One result per session id (the latest line wins), in the order sessions first finished."""
+        lines, _ = self._read_results()
+        latest: dict[str, SessionResult] = {}
+        for r in lines:
+            latest[r.session_id] = r
+        return list(latest.values())
+
+    def reconcile(self) -> dict[str, SessionStatus]:
+        """Make results.jsonl say what the session files say, and return each saved session's status.
+
+        Session files are the truth (each is written whole before its result line is appended). A completed
+        result line is trusted without rereading its session (a completed session is never rewritten); every
+        other session file is read. results.jsonl is rewritten atomically, once, only when it needs repair: a
+        torn last line, duplicate lines, a line for a session that is running again, or a missing line.
+        """
+        lines, torn = self._read_results()
+        by_id: dict[str, SessionResult] = {}
+        for r in lines:
+            by_id[r.session_id] = r
+        statuses: dict[str, SessionStatus] = {}
+        keep: dict[str, SessionResult] = {}
+        for sid in self.session_ids():
+            line = by_id.get(sid)
+            if line is not None and line.status == SessionStatus.COMPLETED:
+                statuses[sid] = SessionStatus.COMPLETED
+                keep[sid] = line
+                continue
+            status = self.status(sid)
+            if status is None:
+                continue
+            statuses[sid] = status
+            if status == SessionStatus.INCOMPLETE:
+                continue  # unfinished: no line until it finishes
+            if line is not None and line.status == status:
+                keep[sid] = line
+            else:
+                try:
+                    keep[sid] = self.result_of(self.load_session(sid))
+                except RunFolderError:
+                    statuses.pop(sid)  # unreadable: it will be rerun
+        order = {sid: i for i, sid in enumerate(by_id)}
+        rows = sorted(keep.values(), key=lambda r: order.get(r.session_id, len(order)))
+        if torn or len(lines) != len(rows) or any(by_id.get(r.session_id) is not r for r in rows):
+            atomic_write_text(self.results_path, "".join(r.model_dump_json() + "\n" for r in rows))
+        return statuses
+
+
+class FolderLock:
+    """An exclusive advisory lock on a file (flock): a second writer on the same run folder is refused."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no lock (one writer per folder is then the user's job)
+            return
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            self._fd = None
+            raise RunFolderError(
+                f"{path.parent}: another rescue-sim process is writing this run folder; wait for it or use another --out"
+            ) from None
+        os.ftruncate(self._fd, 0)
+        os.write(self._fd, str(os.getpid()).encode())
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None

@@ -1,29 +1,51 @@
-"""Running sessions into a run folder: many cases and seeds, resumable, saved after every step.
+"""Running sessions into a run folder: many cases, seeds, trials and perturbations, concurrently, kill-safe.
 
 This is the app layer: it wires cases, the model client, the supporter, the engine and (optionally) the
-judges together. The CLI's `run` and `play` are thin over `run_sessions`.
+judges together. `run_specs` is the one entry point (the stress runner, `run` and `play` all go through it);
+`run_sessions` is the thin form `run` and `play` use.
+
+What a run promises (and the tests check):
+- **Bounded concurrency**: at most `concurrency` sessions in flight, on top of the client's own per-provider
+  limits (the embedded `local` provider stays serialised at 1 whatever `concurrency` says).
+- **Kill-safety**: every file is written atomically; `results.jsonl` is append-only, one line per finished
+  session, and is repaired when a run folder is reopened (a half-written last line is dropped, a session whose
+  final record was written but whose line was not gets its line). SIGKILL at any point, then the same command:
+  completed sessions are skipped, everything else runs again (the call cache replays the calls that had
+  succeeded), and no session is lost or listed twice.
+- **Failures**: a session whose model calls failed after their retries is saved as `failed` with its reason,
+  listed in the summary, never judged, and run again on the next attempt.
+- **Budget caps** (calls, tokens, cost; counted over calls that reached a provider, cache hits are free): when a
+  cap is reached no new session starts and the sessions in flight are cancelled; each is saved as `incomplete`
+  with end reason `interrupted` (it is not in results.jsonl and is rerun next time). The summary names the cap.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from personas.case import Case
-from simulator.engine import HumanInput, SessionConfig, run_session
-from simulator.llm.types import ModelClient
+from simulator.engine import HumanInput, SessionConfig, derive_seed, run_session
+from simulator.llm.types import Completion, ModelClient, ModelError, Prompt, Role
 from simulator.records import SessionRecord, SessionStatus
 from simulator.redact import redact
 from simulator.runfolder import RunFolder, config_hash
 from simulator.supporters import Supporter
 
 ROLES = ("member", "tracker", "judge")
+CHECKPOINT_EVERY_S = 1.0  # unfinished sessions are saved at most this often (and always at their end)
+
+
+# -- what to run -------------------------------------------------------------------------------------------------
 
 
 class RunConfig(BaseModel):
@@ -45,7 +67,54 @@ class RunConfig(BaseModel):
         return SessionConfig(max_turns=self.max_turns, seed=seed, tracker_every=self.tracker_every, window=self.window)
 
 
+class SessionSpec(BaseModel):
+    """One session of a matrix: which card, which supporter, which seed, trial and perturbation, how it runs.
+
+    `session_id` names the session's files and is what a rerun recognises, so it must be stable for the same
+    spec (use `make_session_id`). `config.seed` must equal `seed`; trials above 0 run on a seed derived from
+    (seed, trial), so repeats of one case and seed are distinct sessions that are still reproducible.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session_id: str = Field(description="Stable id, e.g. make_session_id(case.id, supporter, perturbation, seed, trial).")
+    case: Case = Field(description="The (possibly perturbed) card.")
+    supporter: str = Field(description="A --supporter spec string.")
+    seed: int = 0
+    trial: int = Field(default=0, ge=0)
+    perturbation: str | None = Field(default=None, description="Name of the perturbation applied, if any.")
+    config: SessionConfig = Field(description="How the session runs; `.directions` carries mid-session injections.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SessionSpec:
+        if not self.session_id or "/" in self.session_id or "\\" in self.session_id or self.session_id[0] == ".":
+            raise ValueError(f"session_id {self.session_id!r}: use letters, digits, '-', '_' and '.' only")
+        if self.config.seed != self.seed:
+            raise ValueError(f"config.seed ({self.config.seed}) must equal seed ({self.seed})")
+        return self
+
+    @property
+    def engine_seed(self) -> int:
+        """The seed the session engine and supporter run on: `seed` for trial 0, else derived from both."""
+        return self.seed if self.trial == 0 else derive_seed(self.seed, "trial", self.trial)
+
+    def engine_config(self) -> SessionConfig:
+        return self.config if self.trial == 0 else self.config.model_copy(update={"seed": self.engine_seed})
+
+
+def make_session_id(case_id: str, supporter: str, perturbation: str | None, seed: int, trial: int = 0) -> str:
+    """`<case>__<supporter slug>__<perturbation or none>__s<seed>__t<trial>`; long or odd supporter specs get a
+    short hash so two different specs never share a slug."""
+    raw = redact(supporter)
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", raw).strip("-").lower()
+    if len(slug) > 40 or slug != raw.lower():
+        slug = f"{slug[:32]}-{hashlib.sha256(raw.encode()).hexdigest()[:6]}".strip("-")
+    pert = re.sub(r"[^A-Za-z0-9_-]+", "-", perturbation) if perturbation else "none"
+    return f"{case_id}__{slug}__{pert}__s{seed}__t{trial}"
+
+
 def session_id_for(case: Case, seed: int) -> str:
+    """Session ids of `rescue-sim run` (one supporter per folder, no trials or perturbations)."""
     return f"{case.id}__s{seed}"
 
 
@@ -55,14 +124,73 @@ def default_run_dir(config: RunConfig, root: str | Path = "runs") -> Path:
     return Path(root) / f"{slug}-{config_hash(config.model_dump())[:8]}"
 
 
+class Budget(BaseModel):
+    """Caps over the calls that reached a provider (cache hits are free). None = no cap."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_calls: int | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=0, description="Prompt + completion tokens.")
+    max_cost_usd: float | None = Field(default=None, ge=0)
+
+    def exceeded(self, calls: int, tokens: int, cost_usd: float) -> str | None:
+        """Which cap is reached (`calls`, `tokens` or `cost`), or None."""
+        if self.max_calls is not None and calls >= self.max_calls:
+            return f"calls ({calls} >= {self.max_calls})"
+        if self.max_tokens is not None and tokens >= self.max_tokens:
+            return f"tokens ({tokens} >= {self.max_tokens})"
+        if self.max_cost_usd is not None and cost_usd >= self.max_cost_usd:
+            return f"cost (${cost_usd:.4f} >= ${self.max_cost_usd:.4f})"
+        return None
+
+
+# -- what a run reports ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Progress:
+    """Live totals of a run, handed to `RunEvents.progress` whenever they change."""
+
+    total: int
+    skipped: int = 0
+    done: int = 0
+    failed: int = 0
+    running: int = 0
+    interrupted: int = 0
+    calls: int = 0
+    cache_hits: int = 0
+    failed_calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    started: float = field(default_factory=time.perf_counter)
+    stopped_by: str | None = None
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.perf_counter() - self.started
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.total - self.skipped - self.done - self.failed - self.interrupted)
+
+    @property
+    def eta_s(self) -> float | None:
+        """Remaining sessions at this run's finishing rate so far; None before the first one finishes."""
+        finished = self.done + self.failed
+        if not finished:
+            return None
+        return self.remaining * self.elapsed_s / finished
+
+
 @dataclass
 class RunEvents:
-    """Callbacks for a live view; every one is optional."""
+    """Callbacks for a live view; every one is optional. They run in the event loop: keep them cheap."""
 
     session_started: Callable[[str, Case, bool], None] | None = None  # (session id, case, resumed)
     session_skipped: Callable[[str], None] | None = None
     session_update: Callable[[SessionRecord], None] | None = None
     session_finished: Callable[[SessionRecord, Path], None] | None = None
+    progress: Callable[[Progress], None] | None = None
 
 
 @dataclass
@@ -70,14 +198,306 @@ class RunSummary:
     folder: RunFolder
     finished: list[SessionRecord] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-    interrupted: SessionRecord | None = None
+    interrupted: SessionRecord | None = None  # the last session saved as incomplete (Ctrl-C, budget stop)
+    incomplete: list[str] = field(default_factory=list)  # sessions cancelled by a budget stop
+    not_started: list[str] = field(default_factory=list)
+    judge_errors: dict[str, str] = field(default_factory=dict)
+    stopped_by: str | None = None  # the budget cap that stopped the run, if one did
+    progress: Progress | None = None
 
     @property
     def failed(self) -> list[SessionRecord]:
         return [r for r in self.finished if r.status == SessionStatus.FAILED]
 
+    @property
+    def completed(self) -> list[SessionRecord]:
+        return [r for r in self.finished if r.status == SessionStatus.COMPLETED]
+
 
 JudgeHook = Callable[[SessionRecord, RunFolder], Awaitable[Any]]
+SupporterFactory = Callable[[SessionSpec, ModelClient], Supporter]
+
+
+# -- metering --------------------------------------------------------------------------------------------------
+
+
+class MeteredClient:
+    """A ModelClient that counts what passes through it (for progress and budget caps) and otherwise delegates.
+
+    Build judge hooks over the same MeteredClient you pass to `run_specs`, so judge calls count too.
+    """
+
+    def __init__(self, inner: ModelClient):
+        self.inner = inner
+        self.calls = self.cache_hits = self.failed_calls = self.tokens = 0
+        self.cost_usd = 0.0
+        self.on_change: Callable[[], None] | None = None
+
+    def model_for(self, role: Role) -> str:
+        return self.inner.model_for(role)
+
+    def __getattr__(self, name: str) -> Any:  # check_environment, embedded_stats, settings...
+        return getattr(self.inner, name)
+
+    async def complete(self, prompt: Prompt, *, role: Role, **kwargs: Any) -> Completion:
+        try:
+            out = await self.inner.complete(prompt, role=role, **kwargs)
+        except ModelError as err:
+            self.calls += err.attempts
+            self.failed_calls += 1
+            if self.on_change:
+                self.on_change()
+            raise
+        c = out.call
+        if c.cache_hit:
+            self.cache_hits += 1
+        else:
+            self.calls += max(1, c.attempts)
+            self.tokens += c.usage.prompt_tokens + c.usage.completion_tokens
+            self.cost_usd += c.cost_usd or 0.0
+        if self.on_change:
+            self.on_change()
+        return out
+
+    def add(self, calls: int, tokens: int, cost_usd: float, cache_hits: int, failed_calls: int) -> None:
+        """Counts from calls made elsewhere (a Ray worker's own client)."""
+        self.calls += calls
+        self.tokens += tokens
+        self.cost_usd += cost_usd
+        self.cache_hits += cache_hits
+        self.failed_calls += failed_calls
+        if self.on_change:
+            self.on_change()
+
+
+# -- running ---------------------------------------------------------------------------------------------------
+
+
+def default_supporter_factory(spec: SessionSpec, client: ModelClient) -> Supporter:
+    """A supporter from its spec string, seeded by the session (endpoint URLs are registered on the client)."""
+    from simulator.supporters import parse_supporter_spec
+
+    api_bases: dict[str, str] = {}
+    supporter = parse_supporter_spec(spec.supporter, client, seed=spec.engine_seed, api_bases=api_bases)
+    settings = getattr(client, "settings", None)
+    if api_bases and settings is not None:
+        settings.api_bases.update(api_bases)
+    return supporter
+
+
+def specs_manifest(specs: list[SessionSpec]) -> dict[str, Any]:
+    """The manifest config of a bare list of specs: their ids and a hash of everything in them."""
+    digest = hashlib.sha256()
+    for s in specs:
+        digest.update(s.model_dump_json().encode())
+    return {"kind": "specs", "sessions": len(specs), "specs_hash": digest.hexdigest()[:16]}
+
+
+def _finalise(record: SessionRecord, spec: SessionSpec) -> SessionRecord:
+    """The record as the spec names it: its seed (not the trial's derived one), trial and perturbation."""
+    return record.model_copy(update={"seed": spec.seed, "trial": spec.trial, "perturbation": spec.perturbation})
+
+
+async def run_one(
+    spec: SessionSpec,
+    client: ModelClient,
+    supporter: Supporter,
+    *,
+    models: dict[str, str],
+    on_update: Callable[[SessionRecord], None] | None = None,
+    human_input: HumanInput | None = None,
+) -> SessionRecord:
+    """Run one spec to its end (no files): the unit of work of every executor."""
+
+    def update(record: SessionRecord) -> None:
+        if on_update is not None:
+            on_update(_finalise(record, spec))
+
+    record = await run_session(
+        spec.case,
+        supporter,
+        client,
+        spec.engine_config(),
+        session_id=spec.session_id,
+        models=models,
+        on_update=update if on_update is not None else None,
+        human_input=human_input,
+    )
+    return _finalise(record, spec)
+
+
+async def run_specs(
+    specs: list[SessionSpec],
+    client: ModelClient,
+    out_dir: str | Path,
+    *,
+    concurrency: int = 1,
+    executor: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
+    budget: Budget | None = None,
+    manifest: dict | None = None,
+    events: RunEvents | None = None,
+    judge_hook: JudgeHook | None = None,
+    supporter_factory: SupporterFactory | None = None,
+    models: dict[str, str] | None = None,
+    human_input: HumanInput | None = None,
+) -> RunSummary:
+    """Run every spec into `out_dir` with at most `concurrency` sessions in flight; resume what is there.
+
+    `manifest` is the config recorded in manifest.json (a different one in an existing folder is refused);
+    default: a hash of the specs. `models` (role -> model id, recorded on each session) defaults to the
+    client's. `supporter_factory(spec, client)` builds each session's supporter (default: from `spec.supporter`).
+    `judge_hook(record, folder)` runs after each completed session, and for completed sessions of an earlier
+    attempt that have no judgment yet. See the module docstring for what happens on kill, failure and budget.
+    """
+    from simulator.runner.executors import execute_local, execute_ray
+
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    ids = [s.session_id for s in specs]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise ValueError(f"two specs share the session id {dup!r}")
+    if human_input is not None and concurrency != 1:
+        raise ValueError("a human supporter runs one session at a time (concurrency 1)")
+    events = events or RunEvents()
+    metered = client if isinstance(client, MeteredClient) else MeteredClient(client)
+    models = models or {r: metered.model_for(r) for r in ROLES}  # type: ignore[arg-type]
+    factory = supporter_factory or default_supporter_factory
+    folder = RunFolder(out_dir)
+    lock = folder.lock()
+    try:
+        folder.open(json.loads(redact(json.dumps(manifest or specs_manifest(specs), default=str))))
+        statuses = folder.reconcile()
+        summary = RunSummary(folder=folder)
+        progress = Progress(total=len(specs))
+        summary.progress = progress
+        baseline = (metered.calls, metered.tokens, metered.cost_usd, metered.cache_hits, metered.failed_calls)
+        stop = asyncio.Event()
+
+        def changed() -> None:
+            progress.calls = metered.calls - baseline[0]
+            progress.tokens = metered.tokens - baseline[1]
+            progress.cost_usd = metered.cost_usd - baseline[2]
+            progress.cache_hits = metered.cache_hits - baseline[3]
+            progress.failed_calls = metered.failed_calls - baseline[4]
+            if budget is not None and not stop.is_set():
+                cap = budget.exceeded(progress.calls, progress.tokens, progress.cost_usd)
+                if cap is not None:
+                    summary.stopped_by = progress.stopped_by = cap
+                    stop.set()
+            if events.progress:
+                events.progress(progress)
+
+        metered.on_change = changed
+        pending: list[SessionSpec] = []
+        to_judge: list[SessionSpec] = []
+        for spec in specs:
+            if statuses.get(spec.session_id) == SessionStatus.COMPLETED:
+                summary.skipped.append(spec.session_id)
+                progress.skipped += 1
+                if events.session_skipped:
+                    events.session_skipped(spec.session_id)
+                if judge_hook is not None and not folder.has_judgment(spec.session_id):
+                    to_judge.append(spec)
+            else:
+                pending.append(spec)
+        changed()
+        if budget is not None and budget.exceeded(0, 0, 0.0):
+            summary.stopped_by = progress.stopped_by = budget.exceeded(0, 0, 0.0)
+            stop.set()
+
+        async def judge(record: SessionRecord) -> None:
+            try:
+                await judge_hook(record, folder)  # type: ignore[misc]
+            except ModelError as err:
+                summary.judge_errors[record.session_id] = err.reason
+            except Exception as err:  # noqa: BLE001 - a judge crash must not lose the other sessions
+                summary.judge_errors[record.session_id] = redact(f"{type(err).__name__}: {err}")
+
+        for spec in to_judge:
+            if stop.is_set():
+                break
+            await judge(folder.load_session(spec.session_id))
+
+        def started(spec: SessionSpec) -> None:
+            progress.running += 1
+            if events.session_started:
+                events.session_started(spec.session_id, spec.case, statuses.get(spec.session_id) is not None)
+            if events.progress:
+                events.progress(progress)
+
+        def checkpoint(record: SessionRecord, state: dict[str, Any]) -> None:
+            """Save an unfinished session now and then (always when it ends or is interrupted)."""
+            now = time.perf_counter()
+            key = (len(record.turns), record.finished_at is not None)
+            if record.end_reason or (key != state.get("key") and now - state.get("at", 0.0) >= CHECKPOINT_EVERY_S):
+                folder.write_session(record, durable=False)
+                state["key"], state["at"] = key, now
+            if events.session_update:
+                events.session_update(record)
+
+        async def finished(spec: SessionSpec, record: SessionRecord) -> None:
+            progress.running -= 1
+            if record.status == SessionStatus.INCOMPLETE:  # cancelled by a budget stop or Ctrl-C
+                folder.write_session(record, durable=False)
+                progress.interrupted += 1
+                summary.incomplete.append(record.session_id)
+                summary.interrupted = record
+                if events.progress:
+                    events.progress(progress)
+                return
+            path = folder.write_session(record, durable=True)
+            folder.append_result(record)
+            summary.finished.append(record)
+            if record.status == SessionStatus.FAILED:
+                progress.failed += 1
+            else:
+                progress.done += 1
+            if events.session_finished:
+                events.session_finished(record, path)
+            if events.progress:
+                events.progress(progress)
+            if judge_hook is not None and record.status == SessionStatus.COMPLETED and not stop.is_set():
+                await judge(record)
+
+        def abandoned(spec: SessionSpec) -> None:
+            """Cancelled by a budget stop before anything was recorded: it simply runs next time."""
+            progress.running -= 1
+            progress.interrupted += 1
+            summary.incomplete.append(spec.session_id)
+
+        hooks = _Hooks(started=started, checkpoint=checkpoint, finished=finished, abandoned=abandoned, stop=stop)
+        if executor == "local":
+            not_started = await execute_local(
+                pending, metered, factory, models, hooks, concurrency=concurrency, human_input=human_input
+            )
+        elif executor == "ray":
+            if human_input is not None:
+                raise ValueError("a human supporter cannot run on Ray")
+            not_started = await execute_ray(
+                pending, metered, factory, models, hooks, concurrency=concurrency, address=ray_address
+            )
+        else:
+            raise ValueError(f"unknown executor {executor!r}; use local or ray")
+        summary.not_started = not_started
+        if events.progress:
+            events.progress(progress)
+        return summary
+    finally:
+        metered.on_change = None
+        lock.release()
+
+
+@dataclass
+class _Hooks:
+    """What an executor calls back into the runner (all in the driver's event loop)."""
+
+    started: Callable[[SessionSpec], None]
+    checkpoint: Callable[[SessionRecord, dict[str, Any]], None]
+    finished: Callable[[SessionSpec, SessionRecord], Awaitable[None]]
+    abandoned: Callable[[SessionSpec], None]
+    stop: asyncio.Event
 
 
 async def run_sessions(
@@ -90,59 +510,35 @@ async def run_sessions(
     events: RunEvents | None = None,
     human_input: HumanInput | None = None,
     judge_hook: JudgeHook | None = None,
+    concurrency: int = 1,
+    budget: Budget | None = None,
 ) -> RunSummary:
-    """Run every (case, seed) session into `out_dir`, skipping completed ones; save after every step.
+    """Run every (case, seed) session of a `RunConfig` into `out_dir` with one supporter (`run`, `play`).
 
-    Failed and incomplete sessions from an earlier attempt are run again (the call cache replays what
-    already succeeded). On Ctrl-C the current session is saved as incomplete before the interrupt propagates.
+    Completed sessions are skipped; failed and incomplete ones run again (the call cache replays what already
+    succeeded). On Ctrl-C the sessions in flight are saved as incomplete before the interrupt propagates.
     """
-    events = events or RunEvents()
-    folder = RunFolder(out_dir)
-    folder.open(json.loads(redact(config.model_dump_json())))
-    summary = RunSummary(folder=folder)
-    for case in cases:
-        for seed in config.seeds:
-            sid = session_id_for(case, seed)
-            previous = folder.status(sid)
-            if previous == SessionStatus.COMPLETED:
-                summary.skipped.append(sid)
-                if events.session_skipped:
-                    events.session_skipped(sid)
-                continue
-            if events.session_started:
-                events.session_started(sid, case, previous is not None)
-            last_saved = -1
-
-            def save(record: SessionRecord) -> None:
-                nonlocal last_saved
-                key = len(record.turns) * 10 + (1 if record.finished_at else 0)
-                if key != last_saved or record.end_reason:
-                    folder.write_session(record)
-                    last_saved = key
-                if events.session_update:
-                    events.session_update(record)
-
-            try:
-                record = await run_session(
-                    case,
-                    supporter,
-                    client,
-                    config.session_config(seed),
-                    session_id=sid,
-                    models=config.models,
-                    on_update=save,
-                    human_input=human_input,
-                )
-            except BaseException:
-                if folder.status(sid) is not None:
-                    summary.interrupted = folder.load_session(sid)
-                    folder.append_result(summary.interrupted)
-                raise
-            path = folder.write_session(record)
-            folder.append_result(record)
-            summary.finished.append(record)
-            if events.session_finished:
-                events.session_finished(record, path)
-            if judge_hook is not None and record.status == SessionStatus.COMPLETED:
-                await judge_hook(record, folder)
-    return summary
+    specs = [
+        SessionSpec(
+            session_id=session_id_for(case, seed),
+            case=case,
+            supporter=config.supporter,
+            seed=seed,
+            config=config.session_config(seed),
+        )
+        for case in cases
+        for seed in config.seeds
+    ]
+    return await run_specs(
+        specs,
+        client,
+        out_dir,
+        concurrency=concurrency,
+        budget=budget,
+        manifest=config.model_dump(),
+        events=events,
+        judge_hook=judge_hook,
+        supporter_factory=lambda spec, c: supporter,
+        models=config.models,
+        human_input=human_input,
+    )

@@ -1,0 +1,238 @@
+"""Where sessions run: in this process's event loop (`local`) or as Ray tasks on a cluster (`ray`).
+
+Both keep at most `concurrency` sessions in flight, stop starting new ones when the runner's stop event is set
+(a budget cap), and hand every finished record back to the runner in this process, which alone writes the run
+folder. So a cluster needs no shared filesystem for results, and kill-safety is the same for both executors.
+
+- `local`: one asyncio task per session over one shared, metered ModelClient (its per-provider semaphores
+  and its call cache are shared by all sessions). Unfinished sessions are checkpointed as they go.
+- `ray`: one Ray task per session. Each task builds its own client: from the picklable `ModelSettings` when the
+  client is the litellm client (the usual case), else from a pickled copy of the client (e.g. a test fake).
+  A task returns the finished record and its call counts; nothing is checkpointed mid-session, so a killed
+  driver reruns the sessions that were in flight (each node's call cache replays what had succeeded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from personas.common.errors import UserError
+from simulator.engine import HumanInput
+from simulator.llm.types import ModelClient
+from simulator.records import EndReason, SessionRecord, SessionStatus
+from simulator.redact import redact
+
+if TYPE_CHECKING:
+    from simulator.runner.runs import MeteredClient, SessionSpec, SupporterFactory, _Hooks
+
+
+def _crashed(spec: SessionSpec, models: dict[str, str], err: BaseException, last: SessionRecord | None) -> SessionRecord:
+    """A session that raised something the engine does not turn into a failure: recorded as failed, with why."""
+    from datetime import datetime, timezone
+
+    reason = redact(f"crashed: {type(err).__name__}: {' '.join(str(err).split())}"[:400])
+    base = last or SessionRecord(
+        session_id=spec.session_id,
+        case=spec.case,
+        supporter=redact(spec.supporter),
+        models=models,
+        seed=spec.seed,
+        trial=spec.trial,
+        perturbation=spec.perturbation,
+        max_turns=spec.config.max_turns,
+    )
+    return base.model_copy(
+        update={
+            "status": SessionStatus.FAILED,
+            "end_reason": EndReason.FAILED,
+            "failure": reason,
+            "finished_at": datetime.now(timezone.utc),
+        }
+    )
+
+
+async def _supervise(
+    pending: list[SessionSpec],
+    start: Callable[[SessionSpec], asyncio.Future],
+    hooks: _Hooks,
+    concurrency: int,
+    on_stop: Callable[[dict[asyncio.Future, SessionSpec]], Any],
+) -> list[str]:
+    """Keep up to `concurrency` sessions in flight until all ran or the stop event is set; returns the ids of
+    sessions never started."""
+    queue = list(reversed(pending))
+    running: dict[asyncio.Future, SessionSpec] = {}
+    stop_wait = asyncio.ensure_future(hooks.stop.wait())
+    try:
+        while True:
+            while queue and len(running) < concurrency and not hooks.stop.is_set():
+                spec = queue.pop()
+                running[start(spec)] = spec
+            if not running:
+                break
+            done, _ = await asyncio.wait([*running, stop_wait], return_when=asyncio.FIRST_COMPLETED)
+            for fut in done:
+                if fut is not stop_wait:
+                    running.pop(fut)
+                    fut.result()  # a UserError (bad config) ends the run; everything else was recorded
+            if hooks.stop.is_set() and running:
+                await on_stop(running)
+                running.clear()
+    finally:
+        stop_wait.cancel()
+    return [s.session_id for s in reversed(queue)]
+
+
+async def execute_local(
+    pending: list[SessionSpec],
+    client: MeteredClient,
+    factory: SupporterFactory,
+    models: dict[str, str],
+    hooks: _Hooks,
+    *,
+    concurrency: int,
+    human_input: HumanInput | None = None,
+) -> list[str]:
+    from simulator.runner.runs import run_one
+
+    budget_cancelled: set[asyncio.Future] = set()
+
+    async def session(spec: SessionSpec) -> None:
+        state: dict[str, Any] = {}
+
+        def update(record: SessionRecord) -> None:
+            state["last"] = record
+            hooks.checkpoint(record, state)
+
+        hooks.started(spec)
+        try:
+            supporter = factory(spec, client)
+            record = await run_one(spec, client, supporter, models=models, on_update=update, human_input=human_input)
+        except asyncio.CancelledError:
+            if asyncio.current_task() in budget_cancelled:
+                if state.get("last") is not None:
+                    await hooks.finished(spec, state["last"])  # saved as incomplete / interrupted
+                else:
+                    hooks.abandoned(spec)
+                return
+            raise
+        except UserError:
+            raise
+        except Exception as err:  # noqa: BLE001 - one broken session must not take the others down
+            record = _crashed(spec, models, err, state.get("last"))
+        except BaseException:  # KeyboardInterrupt and friends: keep the latest state, then stop
+            if state.get("last") is not None:
+                hooks.checkpoint(state["last"].model_copy(update={"end_reason": EndReason.INTERRUPTED}), state)
+            raise
+        await hooks.finished(spec, record)
+
+    def start(spec: SessionSpec) -> asyncio.Future:
+        return asyncio.ensure_future(session(spec))
+
+    async def stop(running: dict[asyncio.Future, SessionSpec]) -> None:
+        for fut in running:
+            budget_cancelled.add(fut)
+            fut.cancel()
+        results = await asyncio.gather(*running, return_exceptions=True)
+        for fut, res in zip(running, results):
+            if isinstance(res, BaseException) and not isinstance(res, asyncio.CancelledError):
+                raise res
+
+    return await _supervise(pending, start, hooks, concurrency, stop)
+
+
+# -- Ray -----------------------------------------------------------------------------------------------------
+
+
+def _client_payload(client: ModelClient) -> tuple[str, Any]:
+    from simulator.llm.client import LiteLLMClient
+
+    if type(client) is LiteLLMClient:
+        return "settings", client.settings.model_dump(mode="json")
+    return "client", client
+
+
+def _build_client(payload: tuple[str, Any]) -> ModelClient:
+    kind, value = payload
+    if kind == "settings":
+        from simulator.llm.client import LiteLLMClient, ModelSettings
+
+        return LiteLLMClient(ModelSettings.model_validate(value))
+    return value
+
+
+def ray_session(payload: tuple[str, Any], spec_json: str, factory: Any, models: dict[str, str]) -> tuple[str, tuple]:
+    """The body of one Ray task: build a client, run the session, return the record and the call counts."""
+    from simulator.runner.runs import MeteredClient, SessionSpec, run_one
+
+    spec = SessionSpec.model_validate_json(spec_json)
+    client = MeteredClient(_build_client(payload))
+    state: dict[str, Any] = {}
+
+    def update(record: SessionRecord) -> None:
+        state["last"] = record
+
+    try:
+        record = asyncio.run(run_one(spec, client, factory(spec, client), models=models, on_update=update))
+    except UserError:
+        raise
+    except Exception as err:  # noqa: BLE001 - recorded as a failed session, as locally
+        record = _crashed(spec, models, err, state.get("last"))
+    counts = (client.calls, client.tokens, client.cost_usd, client.cache_hits, client.failed_calls)
+    return record.model_dump_json(), counts
+
+
+async def execute_ray(
+    pending: list[SessionSpec],
+    client: MeteredClient,
+    factory: SupporterFactory,
+    models: dict[str, str],
+    hooks: _Hooks,
+    *,
+    concurrency: int,
+    address: str | None = None,
+) -> list[str]:
+    try:
+        import ray
+    except ImportError:
+        raise UserError("--executor ray needs Ray: pip install 'rescue-sim[ray]'") from None
+    if not ray.is_initialized():
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(include_dashboard=False, log_to_driver=False)
+    remote = ray.remote(max_retries=0)(ray_session)
+    payload = ray.put(_client_payload(client.inner))
+    refs: dict[asyncio.Future, Any] = {}
+
+    def start(spec: SessionSpec) -> asyncio.Future:
+        hooks.started(spec)
+        ref = remote.remote(payload, spec.model_dump_json(), factory, models)
+        fut = asyncio.ensure_future(_collect(spec, ref))
+        refs[fut] = ref
+        return fut
+
+    async def _collect(spec: SessionSpec, ref: Any) -> None:
+        try:
+            record_json, counts = await ref
+        except UserError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a worker that died: the session failed, with why
+            cause = getattr(err, "cause", None) or err
+            if isinstance(cause, UserError):
+                raise cause from None
+            await hooks.finished(spec, _crashed(spec, models, cause, None))
+            return
+        client.add(*counts)
+        await hooks.finished(spec, SessionRecord.model_validate_json(record_json))
+
+    async def stop(running: dict[asyncio.Future, SessionSpec]) -> None:
+        for fut, spec in running.items():
+            ray.cancel(refs[fut], force=True)
+            fut.cancel()
+            hooks.abandoned(spec)
+        await asyncio.gather(*running, return_exceptions=True)
+
+    return await _supervise(pending, start, hooks, concurrency, stop)
