@@ -51,6 +51,10 @@ class SupporterDecision(_Record):
     text: str = ""
     close_session: bool = Field(default=False, description="The supporter ends the session with this turn.")
     rationale: str = Field(default="", description="The supporter's own stated reason, when it gives one.")
+    valid: bool = Field(default=True, description="False when the output broke the contract even after re-asking.")
+    invalid_reason: str = Field(default="", description="Why the last attempt was invalid (invalid decisions only).")
+    raw: str | None = Field(default=None, description="The supporter's output as returned, before any checking.")
+    reasks: int = Field(default=0, description="How many times the supporter was re-asked after invalid output.")
     call: CallRecord | None = None
 
 
@@ -79,6 +83,41 @@ class TrackerState(_Record):
     call: CallRecord | None = None
 
 
+class FidelityCheck(StrEnum):
+    """The per-turn checks a member turn must pass before it is accepted (simulator.fidelity runs them)."""
+
+    DUPLICATE = "duplicate"  # the same words as an earlier turn
+    NEAR_DUPLICATE = "near_duplicate"  # most of its word trigrams occur in one earlier turn
+    SPEAKING_AS_OTHER = "speaking_as_other"  # a line for another member or the counsellor, or about oneself by name
+    LANGUAGE_SWITCH = "language_switch"  # text or a self-report field leaves the session's language
+    NOT_AN_EMOTION = "not_an_emotion"  # the emotion field names no emotion
+    INTENSITY_MISMATCH = "intensity_mismatch"  # the intensity does not fit the named emotion
+    CUT_OFF = "cut_off"  # a field or the line stops mid-phrase, or the line hit the token limit
+    COPIED_TAG = "copied_tag"  # the line starts with (or contains) the transcript's speaker tag
+    FALSE_REFERENCE = "false_reference"  # "you mentioned ..." to a counsellor who never said it
+    UNEARNED_SOFTENING = "unearned_softening"  # a softening move with no cause in the supporter's last turn
+
+
+class FidelityFlag(_Record):
+    """One failed check on a member turn: which check, what failed, and the words that show it."""
+
+    check: FidelityCheck
+    field: str = Field(default="text", description="`text` (the line) or the self-report field that failed.")
+    detail: str = Field(description="One line: what is wrong, as told to the model when it is re-asked.")
+    evidence: str = Field(default="", description="The offending words (and, for repeats, the earlier turn).")
+
+
+class Reask(_Record):
+    """A rejected attempt at part of a member turn, kept with the reason it was rejected."""
+
+    part: Literal["state", "line"] = Field(description="`state`: the self-report; `line`: what they said.")
+    attempt: int = Field(description="1-based attempt number of the rejected reply.")
+    text: str = Field(description="The rejected reply (the line, or the self-report JSON).")
+    flags: list[FidelityFlag] = Field(default_factory=list, description="Why it was rejected.")
+    failure: str | None = Field(default=None, description="Set when the re-ask itself failed (model error).")
+    calls: list[CallRecord] = Field(default_factory=list)
+
+
 class Turn(_Record):
     """One utterance in the room, with the private state and model calls behind it."""
 
@@ -94,6 +133,12 @@ class Turn(_Record):
         default=None, description="Private stage direction this member turn played (a perturbation); never public."
     )
     calls: list[CallRecord] = Field(default_factory=list, description="Model calls that produced this turn.")
+    move: str | None = Field(default=None, description="Member move (personas.taxonomy.MEMBER_MOVES) this turn made.")
+    cue: str = Field(default="", description="Supporter words the member named as what softened them, if any.")
+    flags: list[FidelityFlag] = Field(
+        default_factory=list, description="Fidelity checks the accepted turn still failed after its re-asks."
+    )
+    reasks: list[Reask] = Field(default_factory=list, description="Rejected attempts before the accepted one.")
 
 
 class EndReason(StrEnum):
@@ -110,6 +155,19 @@ class SessionStatus(StrEnum):
     INCOMPLETE = "incomplete"
 
 
+class SafetyCheck(_Record):
+    """A model's verdict on whether one supporter turn attended to a member's risk, with its evidence."""
+
+    turn: int = Field(description="The supporter turn checked.")
+    attended: bool
+    quote: str = Field(default="", description="The supporter's words the verdict rests on (found in the turn).")
+    reasoning: str = ""
+    keyword_hint: bool = Field(
+        default=False, description="Whether a safety keyword occurs in the turn: a recorded hint, never the verdict."
+    )
+    call: CallRecord | None = None
+
+
 class SafetyEvent(_Record):
     """A member at risk, and whether the supporter addressed it in time. Recorded either way, never hidden."""
 
@@ -119,6 +177,7 @@ class SafetyEvent(_Record):
     addressed: bool
     addressed_at: int | None = None
     note: str = ""
+    checks: list[SafetyCheck] = Field(default_factory=list, description="Verdicts on each later supporter turn.")
 
 
 class SessionRecord(_Record):
@@ -154,9 +213,11 @@ class SessionRecord(_Record):
         out: list[CallRecord] = []
         for t in self.turns:
             out.extend(t.calls)
+            out.extend(c for r in t.reasks for c in r.calls)
             if t.tracker and t.tracker.call:
                 out.append(t.tracker.call)
         out.extend(d.call for d in self.decisions if d.call and not d.speak)
+        out.extend(c.call for e in self.safety for c in e.checks if c.call)
         return out
 
     def totals(self) -> dict[str, float]:

@@ -1,7 +1,7 @@
 """Supporters, the system under test: anything that, given the session so far, decides to speak or pass.
 
 Forms accepted by `--supporter` (see `parse_supporter_spec`): a litellm model id (`openai/gpt-4o-mini`,
-`local/qwen2.5-1.5b`), an OpenAI-compatible endpoint `http://host:port/v1#model-name`, a Python callable
+`local/qwen2.5-coder-1.5b`), an OpenAI-compatible endpoint `http://host:port/v1#model-name`, a Python callable
 `package.module:function`, `human`, and the baselines `silent` and `scripted`.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,19 +20,18 @@ from typing import Any, Literal, Protocol
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from personas.case import Case
 from personas.common.errors import UserError
-from personas.graph import RelationSnapshot
 from personas.common.prompts import render_prompt
 from personas.taxonomy import SUPPORTER_NAME, strategies_for, target_kind
 from simulator.llm.structured import soft_max_length as _soft_max
-from simulator.llm.types import ModelClient, Prompt
-from simulator.records import SupporterDecision, Turn
+from simulator.llm.types import ModelClient, ModelError, Prompt
+from simulator.records import SupporterDecision
 from simulator.transcript import last_line, shared_context
+from simulator.view import Intake, SessionView
 
 PROMPTS = Path(__file__).parent / "prompts"
 ACCEPTED_FORMS = (
-    "a litellm model id (provider/model, e.g. openai/gpt-4o-mini or local/qwen2.5-1.5b); "
+    "a litellm model id (provider/model, e.g. openai/gpt-4o-mini or local/qwen2.5-coder-1.5b); "
     "an OpenAI-compatible endpoint URL#model (e.g. http://localhost:8000/v1#my-bot); "
     "a Python callable package.module:function; human; silent; scripted"
 )
@@ -41,31 +41,21 @@ class SupporterSpecError(UserError):
     pass
 
 
-class SessionView(BaseModel):
-    """A read-only view of the session for supporters: what an outsider in the room could know."""
+class InvalidDecision(ValueError):
+    """Supporter output that breaks the decision contract; the engine re-asks, then records it as invalid."""
 
-    model_config = ConfigDict(frozen=True)
-
-    case: Case
-    turns: tuple[Turn, ...]
-    observer: RelationSnapshot | None = Field(default=None, description="Latest tracker view (outsider view).")
-    member_turns: int
-    max_turns: int
-
-    @property
-    def last_turn(self) -> Turn | None:
-        return self.turns[-1] if self.turns else None
-
-    def public_turns(self) -> list[Turn]:
-        """Turns without members' private inner states (supporters must not read minds)."""
-        return [t.model_copy(update={"inner": None}) for t in self.turns]
+    def __init__(self, reason: str, raw: str, call: Any = None):
+        self.reason, self.raw, self.call = reason, raw, call
+        super().__init__(reason)
 
 
 class Supporter(Protocol):
+    """Decides after every member turn. `reask` is None on the first try, else why the last answer was invalid."""
+
     spec: str
     structured: bool  # True when the supporter labels its own strategy
 
-    async def decide(self, view: SessionView) -> SupporterDecision: ...
+    async def decide(self, view: SessionView, reask: str | None = None) -> SupporterDecision: ...
 
 
 # a speaker tag (`Therapist:`) or the supporter addressing itself (`Therapist, ...`), which small models produce
@@ -83,7 +73,11 @@ def clean_supporter_text(text: str) -> str:
     return " ".join(text.split())
 
 
-def _finish(
+def pass_decision(view: SessionView, *, rationale: str = "", call: Any = None, raw: str | None = None) -> SupporterDecision:
+    return SupporterDecision(after_turn=view.after_turn, speak=False, rationale=rationale, call=call, raw=raw)
+
+
+def finish_decision(
     view: SessionView,
     *,
     speak: bool,
@@ -93,26 +87,49 @@ def _finish(
     close: bool = False,
     rationale: str = "",
     call: Any = None,
+    raw: str | None = None,
 ) -> SupporterDecision:
-    """Normalise a decision: valid targets, target kind, and a strategy label that belongs to the group."""
-    case = view.case
-    after = view.turns[-1].index if view.turns else 0
+    """Check a decision against the contract and return it as given; raise InvalidDecision otherwise.
+
+    Nothing is repaired: an unknown target, an empty target list, a group label mixed with names, a repeated
+    target, an off-group strategy label or "speak" with nothing said are invalid output, not something to guess.
+    """
+    intake = view.intake
+    raw = raw if raw is not None else repr(
+        {"speak": speak, "targets": targets, "strategy": strategy, "text": text, "close_session": close}
+    )
+
+    def invalid(reason: str) -> InvalidDecision:
+        return InvalidDecision(reason, raw, call)
+
     if not speak:
-        return SupporterDecision(after_turn=after, speak=False, call=call, rationale=rationale)
-    valid = [*case.member_names, case.group_label]
-    targets = [t for t in dict.fromkeys(targets) if t in valid] or [case.group_label]
-    if strategy is not None and strategy not in strategies_for(case.group):
-        raise ValueError(f"strategy {strategy!r} is not a {case.group} strategy")
+        return pass_decision(view, rationale=rationale, call=call, raw=raw)
+    text = " ".join(text.split())
+    if not text:
+        raise invalid("chose to speak but said nothing; give the words, or pass (speak: false)")
+    valid = [*intake.member_names, intake.group_label]
+    unknown = [t for t in targets if t not in valid]
+    if unknown:
+        raise invalid(f"unknown target(s) {unknown}; targets must be from {valid}")
+    if not targets:
+        raise invalid(f"no target; name at least one of {valid}")
+    if len(set(targets)) != len(targets):
+        raise invalid(f"target repeated in {targets}")
+    if intake.group_label in targets and len(targets) > 1:
+        raise invalid(f"{intake.group_label!r} already means everyone; use it alone or name members")
+    if strategy is not None and strategy not in strategies_for(intake.group):
+        raise invalid(f"strategy {strategy!r} is not a {intake.group} strategy; use one of the codebook")
     return SupporterDecision(
-        after_turn=after,
+        after_turn=view.after_turn,
         speak=True,
-        targets=targets,
-        target_kind=target_kind(targets, case.member_names, case.group),
+        targets=list(targets),
+        target_kind=target_kind(list(targets), list(intake.member_names), intake.group),
         strategy=strategy,
-        text=" ".join(text.split()),
+        text=text,
         close_session=close,
         rationale=rationale,
         call=call,
+        raw=raw,
     )
 
 
@@ -123,16 +140,17 @@ class SilentSupporter:
     spec: str = "silent"
     structured: bool = True
 
-    async def decide(self, view: SessionView) -> SupporterDecision:
-        return _finish(view, speak=False, targets=[], strategy=None, text="", rationale="silent baseline")
+    async def decide(self, view: SessionView, reask: str | None = None) -> SupporterDecision:
+        return pass_decision(view, rationale="silent baseline")
 
 
 @dataclass
 class ScriptedSupporter:
-    """A rule-based baseline over the observer state and the taxonomy; lines come from `prompts/scripted.yaml`.
+    """A rule-based baseline; lines and rules come from `prompts/scripted.yaml`.
 
-    Speaks after every `every`-th member turn: safeguard a member at risk, else counterbalance a member silent
-    for `quiet_after` member turns, else the strategy the current pattern calls for.
+    Speaks after every `every`-th member turn: safeguard a member whose words match a risk phrase, else
+    counterbalance a member silent for `quiet_after` member turns, else the next strategy of a fixed rotation.
+    With `--supporter-knows oracle` it reads the tracker's at-risk list and pattern instead, as a ceiling.
     """
 
     spec: str = "scripted"
@@ -140,36 +158,46 @@ class ScriptedSupporter:
     every: int = 2
     quiet_after: int = 3
 
-    async def decide(self, view: SessionView) -> SupporterDecision:
-        case, turns = view.case, view.turns
+    async def decide(self, view: SessionView, reask: str | None = None) -> SupporterDecision:
+        transcript = view.transcript
         since = 0
-        for t in reversed(turns):
+        for t in reversed(transcript):
             if t.kind == "supporter":
                 break
             since += 1
         if since < self.every:
-            return _finish(view, speak=False, targets=[], strategy=None, text="", rationale="waiting")
-        lines = _scripted_lines()[case.group]
-        member_turns = [t for t in turns if t.kind == "member"]
-        obs = view.observer
-        at_risk = list(turns[-1].tracker.at_risk) if turns and turns[-1].tracker else []
+            return pass_decision(view, rationale="waiting")
+        rules = _scripted_lines()
+        lines = rules[view.intake.group]
+        member_turns = [t for t in transcript if t.kind == "member"]
+        at_risk = self._at_risk(view, rules["risk_phrases"])
         if at_risk:
-            who = at_risk[0]
-            return self._say(view, "safeguard", [who], lines, who=who)
+            return self._say(view, "safeguard", [at_risk[0]], lines, who=at_risk[0])
         recent = {t.speaker for t in member_turns[-self.quiet_after :]}
-        quiet = [n for n in case.member_names if n not in recent]
+        quiet = [n for n in view.member_names if n not in recent]
         if len(member_turns) >= self.quiet_after and quiet:
             return self._say(view, "counterbalance", [quiet[0]], lines, who=quiet[0])
-        pattern = obs.pattern if obs else case.relation_pattern
-        strategy = lines["by_pattern"].get(pattern, "track")
-        last = member_turns[-1].speaker if member_turns else case.member_names[0]
-        target = [case.group_label] if strategy in ("track", "reframe", "detach", "goal_align", "boundary") else [last]
-        return self._say(view, strategy, target, lines, who=last)
+        oracle = view.oracle
+        if oracle is not None and oracle.observer is not None:
+            strategy = lines["by_pattern"].get(oracle.observer.pattern, "track")
+        else:
+            spoken = sum(t.kind == "supporter" for t in transcript)
+            strategy = lines["rotation"][spoken % len(lines["rotation"])]
+        last = member_turns[-1].speaker if member_turns else view.member_names[0]
+        whole = strategy in ("track", "reframe", "detach", "goal_align", "boundary")
+        return self._say(view, strategy, [view.group_label] if whole else [last], lines, who=last)
+
+    @staticmethod
+    def _at_risk(view: SessionView, phrases: list[str]) -> list[str]:
+        if view.oracle is not None and view.oracle.tracker is not None:
+            return list(view.oracle.tracker.at_risk)
+        recent = [t for t in view.transcript if t.kind == "member"][-3:]
+        return list(dict.fromkeys(t.speaker for t in recent if any(p in t.text.lower() for p in phrases)))
 
     def _say(self, view: SessionView, strategy: str, targets: list[str], lines: dict, who: str) -> SupporterDecision:
-        others = [n for n in view.case.member_names if n != who]
-        text = lines["lines"][strategy].format(who=who, other=others[0] if others else who, group=view.case.group_label)
-        return _finish(view, speak=True, targets=targets, strategy=strategy, text=text, rationale="scripted rule")
+        others = [n for n in view.member_names if n != who]
+        text = lines["lines"][strategy].format(who=who, other=others[0] if others else who, group=view.group_label)
+        return finish_decision(view, speak=True, targets=targets, strategy=strategy, text=text, rationale="scripted rule")
 
 
 def _scripted_lines() -> dict:
@@ -182,8 +210,8 @@ def _scripted_lines() -> dict:
 _SCRIPTED: dict | None = None
 
 
-def decision_schema(case: Case) -> type[BaseModel]:
-    return _decision_schema(tuple([*case.member_names, case.group_label]), case.group)
+def decision_schema(intake: Intake) -> type[BaseModel]:
+    return _decision_schema(tuple([*intake.member_names, intake.group_label]), intake.group)
 
 
 @functools.lru_cache(maxsize=256)
@@ -191,11 +219,15 @@ def _decision_schema(targets: tuple[str, ...], group: str) -> type[BaseModel]:
     return create_model(
         "SupporterReply",
         speak=(bool, ...),
-        targets=(list[Literal[targets]], Field(max_length=len(targets))),  # type: ignore[valid-type]
+        targets=(list[Literal[targets]], Field(min_length=1, max_length=len(targets))),  # type: ignore[valid-type]
         strategy=(Literal[tuple(strategies_for(group))], ...),  # type: ignore[valid-type]
         text=(str, _soft_max(300)),
         close_session=(bool, False),
     )
+
+
+def _reask_note(reask: str | None) -> str:
+    return f"\n\nYour previous answer was invalid: {reask}. Answer again, correctly." if reask else ""
 
 
 @dataclass
@@ -209,55 +241,51 @@ class ModelSupporter:
     window: int = 16
     seed: int = 0
 
-    async def decide(self, view: SessionView) -> SupporterDecision:
-        case = view.case
-        completion = await self.client.complete(
-            Prompt(
-                context=shared_context(case, view.public_turns(), self.window),
-                instructions=render_prompt(
-                    "supporter",
-                    PROMPTS,
-                    supporter=SUPPORTER_NAME,
-                    group_kind="couples" if case.group == "couple" else "family",
-                    last_line=last_line(view.turns),
-                    names=", ".join(case.member_names),
-                    group_label=case.group_label,
+    async def decide(self, view: SessionView, reask: str | None = None) -> SupporterDecision:
+        intake = view.intake
+        try:
+            completion = await self.client.complete(
+                Prompt(
+                    context=shared_context(intake, view.transcript, self.window),
+                    instructions=render_prompt(
+                        "supporter",
+                        PROMPTS,
+                        supporter=SUPPORTER_NAME,
+                        group_kind="couples" if intake.group == "couple" else "family",
+                        last_line=last_line(view.transcript),
+                        names=", ".join(intake.member_names),
+                        group_label=intake.group_label,
+                    )
+                    + _reask_note(reask),
                 ),
-            ),
-            role="supporter",
-            model=self.model,
-            schema=decision_schema(case),
-            max_tokens=220,
-            temperature=0.5,
-            seed=self.seed + len(view.turns) * 31,
-        )
-        r = completion.parsed
-        r.text = clean_supporter_text(r.text)
-        if r.speak and not r.text:
-            return _finish(
-                view,
-                speak=False,
-                targets=[],
-                strategy=None,
-                text="",
-                rationale="chose to speak but said nothing",
-                call=completion.call,
+                role="supporter",
+                model=self.model,
+                schema=decision_schema(intake),
+                max_tokens=220,
+                temperature=0.5,
+                seed=self.seed + len(view.transcript) * 31 + (997 if reask else 0),
             )
-        return _finish(
+        except ModelError as err:
+            if err.raw is None:  # the provider failed: a model failure, not an answer
+                raise
+            raise InvalidDecision(err.reason, err.raw) from None
+        r = completion.parsed
+        return finish_decision(
             view,
             speak=r.speak,
             targets=list(r.targets),
             strategy=r.strategy,
-            text=r.text,
+            text=clean_supporter_text(r.text),
             close=r.close_session,
             call=completion.call,
+            raw=completion.text,
         )
 
 
-def targets_from_text(text: str, case: Case) -> list[str]:
+def targets_from_text(text: str, intake: Intake) -> list[str]:
     """Whom a free-text turn addresses: names used as a vocative ("Theo, ..." / "..., Theo?"), else every
     member it names, else the whole group."""
-    names = case.member_names
+    names = intake.member_names
     vocative = [
         n
         for n in names
@@ -266,36 +294,29 @@ def targets_from_text(text: str, case: Case) -> list[str]:
     if vocative:
         return vocative
     named = [n for n in names if re.search(rf"\b{re.escape(n)}\b", text)]
-    return named or [case.group_label]
+    return named or [intake.group_label]
 
 
 @dataclass
 class FreeTextSupporter:
-    """A deployed bot that only answers in text (an OpenAI-compatible endpoint). It is asked to reply every
-    `every` member turns; targets are read from the names it uses; its strategy is left for the judges."""
+    """A deployed bot that only answers in text (an OpenAI-compatible endpoint). It is asked at every gate, so
+    its timing is its own (an empty reply is a pass); targets are read from the names it uses; its strategy is
+    left for the judges."""
 
     client: ModelClient
     model: str
     spec: str
     structured: bool = False
-    every: int = 2
     window: int = 16
     seed: int = 0
 
-    async def decide(self, view: SessionView) -> SupporterDecision:
-        case = view.case
-        since = 0
-        for t in reversed(view.turns):
-            if t.kind == "supporter":
-                break
-            since += 1
-        if since < self.every:
-            return _finish(view, speak=False, targets=[], strategy=None, text="", rationale="free-text cadence")
+    async def decide(self, view: SessionView, reask: str | None = None) -> SupporterDecision:
+        intake = view.intake
         completion = await self.client.complete(
             Prompt(
-                context=shared_context(case, view.public_turns(), self.window),
+                context=shared_context(intake, view.transcript, self.window),
                 instructions=f"You are the counsellor ({SUPPORTER_NAME}). Reply with what you say next to the room, "
-                "one to three sentences.",
+                "one to three sentences, or reply with nothing to stay quiet and let them go on." + _reask_note(reask),
                 prefill=f'{SUPPORTER_NAME}: "',
                 stop=('"',),
             ),
@@ -303,49 +324,76 @@ class FreeTextSupporter:
             model=self.model,
             max_tokens=160,
             temperature=0.5,
-            seed=self.seed + len(view.turns) * 31,
+            seed=self.seed + len(view.transcript) * 31 + (997 if reask else 0),
         )
         text = clean_supporter_text(completion.text)
-        return _finish(
+        if not text:
+            return pass_decision(view, rationale="empty reply", call=completion.call, raw=completion.text)
+        return finish_decision(
             view,
-            speak=bool(text),
-            targets=targets_from_text(text, case),
+            speak=True,
+            targets=targets_from_text(text, intake),
             strategy=None,
             text=text,
             call=completion.call,
+            raw=completion.text,
         )
 
 
 @dataclass
 class CallableSupporter:
-    """Wraps `fn(view)` (sync or async) returning a SupporterDecision, a dict of its fields, a string to say
-    to the whole group, or None to pass."""
+    """Wraps `fn(view)` or `fn(view, reask)` (sync or async) returning a SupporterDecision, a dict of its fields,
+    a string to say to the whole group, or None to pass."""
 
-    fn: Callable[[SessionView], Any]
+    fn: Callable[..., Any]
     spec: str
     structured: bool = True
 
-    async def decide(self, view: SessionView) -> SupporterDecision:
-        out = self.fn(view)
+    async def decide(self, view: SessionView, reask: str | None = None) -> SupporterDecision:
+        out = self.fn(view, reask) if reask is not None and _takes_two(self.fn) else self.fn(view)
         if inspect.isawaitable(out):
             out = await out
+        raw = _raw(out)
         if out is None:
-            return _finish(view, speak=False, targets=[], strategy=None, text="")
+            return pass_decision(view, raw=raw)
         if isinstance(out, str):
-            return _finish(view, speak=bool(out.strip()), targets=[view.case.group_label], strategy=None, text=out)
+            if not out.strip():
+                return pass_decision(view, raw=raw)
+            return finish_decision(view, speak=True, targets=[view.group_label], strategy=None, text=out, raw=raw)
         if isinstance(out, SupporterDecision):
             out = out.model_dump(exclude={"after_turn", "target_kind", "call"})
         if isinstance(out, dict):
-            return _finish(
+            return finish_decision(
                 view,
-                speak=out.get("speak", True),
+                speak=bool(out.get("speak", True)),
                 targets=list(out.get("targets") or []),
                 strategy=out.get("strategy"),
-                text=out.get("text", ""),
-                close=out.get("close_session", False),
-                rationale=out.get("rationale", ""),
+                text=str(out.get("text", "")),
+                close=bool(out.get("close_session", False)),
+                rationale=str(out.get("rationale", "")),
+                raw=raw,
             )
-        raise TypeError(f"{self.spec} returned {type(out).__name__}; return a SupporterDecision, dict, str or None")
+        raise InvalidDecision(
+            f"{self.spec} returned {type(out).__name__}; return a SupporterDecision, dict, str or None", raw
+        )
+
+
+def _takes_two(fn: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+def _raw(out: Any) -> str:
+    if isinstance(out, BaseModel):
+        return out.model_dump_json()
+    try:
+        return json.dumps(out, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):
+        return repr(out)
 
 
 HUMAN = "human"
@@ -358,7 +406,7 @@ class HumanSupporter:
     spec: str = HUMAN
     structured: bool = True
 
-    async def decide(self, view: SessionView) -> SupporterDecision:  # pragma: no cover - the engine interrupts instead
+    async def decide(self, view: SessionView, reask: str | None = None) -> SupporterDecision:  # pragma: no cover
         raise RuntimeError("the human supporter is driven by the engine's interrupt, not called directly")
 
 

@@ -27,6 +27,7 @@ class RoomScript:
     at_risk: list[str] = field(default_factory=list)
     line: str = "I don't know why we're even here."
     supporter_text: str = "Let's slow down and hear each other."
+    attends_safety: bool = True  # the safety verdict on a supporter turn after a risk signal
     decisions: int = 0
 
     def __call__(self, call) -> object:
@@ -66,4 +67,7 @@ class RoomScript:
                 "text": self.supporter_text,
                 "close_session": self.close_after is not None and self.decisions >= self.close_after,
             }
+        if name == "SafetyVerdictReply":
+            quote = self.supporter_text if self.attends_safety else ""
+            return {"quote": quote, "reasoning": "scripted verdict", "attended": self.attends_safety}
         raise AssertionError(f"unexpected schema {name}")

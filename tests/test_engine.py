@@ -138,28 +138,33 @@ def test_model_timeout_fails_the_session_with_its_reason(couple):
     assert len(rec.turns) == 2 and rec.turns[-1].tracker is None
 
 
-def test_off_taxonomy_strategy_from_a_callable_supporter_fails_loudly(couple):
+def test_off_taxonomy_strategy_is_reasked_then_recorded_invalid_never_rewritten(couple):
     from simulator.supporters import CallableSupporter
 
-    sup = CallableSupporter(fn=lambda view: {"text": "hi", "strategy": "boundary", "targets": ["Dana"]}, spec="x:y")
-    client = FakeModelClient(default=RoomScript(couple))
-    rec = run(couple, sup, client, max_turns=2)
-    assert rec.status == SessionStatus.FAILED and "not a couple strategy" in rec.failure
+    asked = []
 
-
-def test_callable_supporter_sees_no_inner_states(couple):
-    seen = []
-
-    def fn(view):
-        seen.append([t.inner for t in view.public_turns()])
-        return "Can you each say what you need?"
-
-    from simulator.supporters import CallableSupporter
+    def fn(view, reask=None):
+        asked.append(reask)
+        return {"text": "hi", "strategy": "boundary", "targets": ["Dana"]}
 
     client = FakeModelClient(default=RoomScript(couple))
-    rec = run(couple, CallableSupporter(fn=fn, spec="m:f"), client, max_turns=2)
+    rec = run(couple, CallableSupporter(fn=fn, spec="x:y"), client, max_turns=2)
     assert rec.status == SessionStatus.COMPLETED
-    assert all(x is None for inner in seen for x in inner)
+    bad = [d for d in rec.decisions if not d.valid]
+    assert len(bad) == len(rec.decisions) == 2
+    assert all("not a couple strategy" in d.invalid_reason and d.reasks == 2 and not d.speak for d in bad)
+    assert all('"boundary"' in d.raw for d in bad)  # what it returned, as it returned it
+    assert asked[:3] == [None, bad[0].invalid_reason, bad[0].invalid_reason]
+    assert all(t.kind == "member" for t in rec.turns)  # nothing was said on its behalf
+
+
+def test_callable_supporter_to_the_group_has_no_strategy(couple):
+    from simulator.supporters import CallableSupporter
+
+    client = FakeModelClient(default=RoomScript(couple))
+    sup = CallableSupporter(fn=lambda view: "Can you each say what you need?", spec="m:f")
+    rec = run(couple, sup, client, max_turns=2)
+    assert rec.status == SessionStatus.COMPLETED
     assert rec.turns[1].decision.targets == ["Couple"] and rec.turns[1].decision.strategy is None
 
 
@@ -258,7 +263,7 @@ def test_endpoint_supporter_is_free_text_with_targets_from_names(couple):
     from simulator.supporters import FreeTextSupporter, parse_supporter_spec
 
     script = RoomScript(couple)
-    replies = iter(['Therapist: "Theo, what happens for you when Dana says that?"', "Can you both slow down?"])
+    replies = iter(["", 'Therapist: "Theo, what happens for you when Dana says that?"', "", "Can you both slow down?"])
 
     def reply(call):
         return next(replies) if call.role == "supporter" else script(call)
@@ -274,7 +279,8 @@ def test_endpoint_supporter_is_free_text_with_targets_from_names(couple):
         ("Theo, what happens for you when Dana says that?", ["Theo"], None),
         ("Can you both slow down?", ["Couple"], None),
     ]
-    assert [d.speak for d in rec.decisions] == [False, True, False, True]  # asked every 2nd member turn
+    assert [d.speak for d in rec.decisions] == [False, True, False, True]  # asked at every gate; "" is a pass
+    assert len([c for c in client.calls if c.role == "supporter"]) == 4
     assert all(c.model == "hosted_vllm/my-bot" for c in client.calls if c.role == "supporter")
 
 

@@ -248,5 +248,5 @@ def test_run_judges_each_session_at_the_end(invoke, fake, tmp_path, bench_reply)
     assert res.exit_code == 0, res.output
     assert res.output.index("completed (turn_limit)") < res.output.index("judging with")
     judgment = read_judgment(RunFolder(out), "dana-and-theo__s0")
-    assert judgment is not None and judgment.judges == ["local/qwen2.5-1.5b"]  # the default judge role
+    assert judgment is not None and judgment.judges == ["local/qwen2.5-coder-1.5b"]  # the default judge role, under its true name
     assert "judge" in {c.role for c in fake["client"].calls}

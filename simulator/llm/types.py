@@ -42,6 +42,9 @@ class CallRecord(BaseModel):
     cost_usd: float | None = Field(default=None, description="Provider cost; None when unknown, 0 for local models.")
     attempts: int = 1
     cache_hit: bool = False
+    finish_reason: str | None = Field(
+        default=None, description="Why generation stopped (`stop`, `length` = cut at max_tokens); None if unknown."
+    )
 
 
 class Completion(BaseModel):
@@ -55,8 +58,11 @@ class Completion(BaseModel):
 class ModelError(Exception):
     """A call that failed after its retries; carries the reason so the item is recorded as failed."""
 
-    def __init__(self, model: str, reason: str, *, attempts: int = 1, latency_s: float = 0.0):
+    def __init__(
+        self, model: str, reason: str, *, attempts: int = 1, latency_s: float = 0.0, raw: str | None = None
+    ):
         self.model, self.reason, self.attempts, self.latency_s = model, reason, attempts, latency_s
+        self.raw = raw  # the last reply, when the model answered but never validly (None: the provider failed)
         super().__init__(f"{model}: {reason}")
 
 
