@@ -47,6 +47,10 @@ class SupporterRow(_Record):
     """Everything the leaderboard says about one supporter."""
 
     supporter: str = Field(description="Supporter spec as recorded in the sessions.")
+    knows: str = Field(
+        default="intake",
+        description="What the supporter was shown (`intake` or `oracle`); rows of the two are never merged.",
+    )
     runs: list[str] = Field(description="Run folders holding this supporter's sessions.")
     sessions: int = Field(description="Session files found.")
     completed: int = Field(description="Sessions that ran to their end.")
@@ -56,6 +60,10 @@ class SupporterRow(_Record):
     failed_judgments: int = Field(description="Judge verdicts (session x judge) that failed or were partial.")
     simulator_failures: int = Field(description="Sessions flagged simulator_failure: excluded from every aggregate.")
     scored: int = Field(description="Judged sessions entering the dimension aggregates.")
+    decisions: int = Field(default=0, description="Supporter decisions (speak or pass) in completed sessions.")
+    invalid_decisions: int = Field(
+        default=0, description="Decisions whose output broke the contract even after re-asking: counted against it."
+    )
     dimensions: list[DimensionSummary] = Field(default_factory=list, description="In the leaderboard's column order.")
     alpha: float | None = Field(
         default=None,
@@ -107,8 +115,9 @@ def session_values(judgment: SessionJudgment) -> dict[str, tuple[Dimension, floa
 
 
 class _Acc:
-    def __init__(self, supporter: str):
+    def __init__(self, supporter: str, knows: str = "intake"):
         self.supporter = supporter
+        self.knows = knows
         self.runs: list[str] = []
         self.counts = {
             "sessions": 0,
@@ -119,6 +128,8 @@ class _Acc:
             "failed_judgments": 0,
             "simulator": 0,
             "scored": 0,
+            "decisions": 0,
+            "invalid": 0,
         }
         self.values: dict[str, list[float]] = {}
         self.dims: dict[str, Dimension] = {}
@@ -156,7 +167,9 @@ def build_leaderboard(
                 acc.counts["sessions"] += 1
                 acc.counts["failed"] += 1
                 continue
-            acc = accs.setdefault(record.supporter, _Acc(record.supporter))
+            # an oracle supporter saw the answers: it is its own row, never pooled with the same spec at intake
+            label = record.supporter if record.supporter_knows == "intake" else f"{record.supporter} [oracle]"
+            acc = accs.setdefault(label, _Acc(label, record.supporter_knows))
             if str(run_dir) not in acc.runs:
                 acc.runs.append(str(run_dir))
             acc.counts["sessions"] += 1
@@ -167,6 +180,8 @@ def build_leaderboard(
                 acc.counts["incomplete"] += 1
                 continue
             acc.counts["completed"] += 1
+            acc.counts["decisions"] += len(record.decisions)
+            acc.counts["invalid"] += sum(not d.valid for d in record.decisions)
             judgment = read_judgment(folder, sid)
             if judgment is not None:
                 acc.counts["failed_judgments"] += sum(v.status != JudgmentStatus.OK for v in judgment.verdicts)
@@ -247,6 +262,7 @@ def _row(acc: _Acc, order: list[str], confidence: float, seed: int) -> Supporter
     several = len(acc.judges) >= 2
     return SupporterRow(
         supporter=acc.supporter,
+        knows=acc.knows,
         runs=acc.runs,
         sessions=c["sessions"],
         completed=c["completed"],
@@ -256,6 +272,8 @@ def _row(acc: _Acc, order: list[str], confidence: float, seed: int) -> Supporter
         failed_judgments=c["failed_judgments"],
         simulator_failures=c["simulator"],
         scored=c["scored"],
+        decisions=c["decisions"],
+        invalid_decisions=c["invalid"],
         dimensions=dims,
         alpha=_alpha(pooled, acc.judges) if several else None,
         alpha_by_dimension={d: _alpha(r, acc.judges) for d, r in acc.ratings.items()} if several else {},

@@ -252,3 +252,36 @@ def test_an_attending_verdict_must_quote_the_turn(risky):
     assert rec.status == SessionStatus.FAILED and "safety check" in rec.failure and "not in the counsellor" in rec.failure
     assert len(checks) == 3  # re-asked with the reason, then recorded as a failure
     assert "not usable" in checks[-1].prompt.instructions
+
+
+# -- the leaderboard counts invalid output and never pools oracle with intake --------------------------------
+
+
+def test_leaderboard_counts_invalid_decisions_and_keeps_oracle_apart(tmp_path):
+    from judges import build_leaderboard
+    from simulator.records import SupporterDecision
+    from simulator.runfolder import RunFolder
+    from tests._session_fixtures import couple_session
+
+    folder = RunFolder(tmp_path / "run")
+    folder.open({"kind": "test"})
+    good = couple_session("a", supporter="m:f")
+    bad = couple_session("b", supporter="m:f")
+    bad = bad.model_copy(
+        update={
+            "decisions": [
+                *bad.decisions,
+                SupporterDecision(after_turn=1, speak=False, valid=False, invalid_reason="no target", raw="{}"),
+            ]
+        }
+    )
+    oracle = couple_session("c", supporter="m:f").model_copy(update={"supporter_knows": "oracle"})
+    for rec in (good, bad, oracle):
+        folder.write_session(rec)
+    board = build_leaderboard([tmp_path / "run"])
+    rows = {r.supporter: r for r in board.rows}
+    assert set(rows) == {"m:f", "m:f [oracle]"}
+    assert rows["m:f"].knows == "intake" and rows["m:f [oracle]"].knows == "oracle"
+    assert rows["m:f"].invalid_decisions == 1
+    assert rows["m:f"].decisions == len(good.decisions) + len(bad.decisions)
+    assert rows["m:f [oracle]"].sessions == 1

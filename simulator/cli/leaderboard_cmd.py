@@ -65,13 +65,14 @@ def render(board: Leaderboard) -> list[Table]:
         caption=(
             f"mean over sessions, {pct}% bootstrap CI below. n: sessions; failed: failed or incomplete "
             "sessions; judg.: failed judge verdicts; sim.: simulator failures (excluded from all scores); "
+            "inv.: supporter decisions still invalid after re-asking (of all its decisions); "
             "alpha: Krippendorff (interval) across judges. Δtension: final - initial tension (self-report); "
             f"objective: discounted group objective, γ={board.gamma:g}, λ={board.lam:g}."
         ),
         caption_justify="left",
     )
     sessions.add_column("supporter", overflow="fold", min_width=12)
-    for col in ("n", "failed", "judg.", "sim."):
+    for col in ("n", "failed", "judg.", "sim.", "inv."):
         sessions.add_column(col, justify="right")
     for d in session_dims:
         sessions.add_column(header(d), justify="right")
@@ -101,6 +102,7 @@ def render(board: Leaderboard) -> list[Table]:
             str(row.failed_sessions + row.incomplete_sessions),
             str(row.failed_judgments),
             str(row.simulator_failures),
+            f"{row.invalid_decisions}/{row.decisions}" if row.invalid_decisions else "0",
             *cells(row, session_dims),
             _alpha(row.alpha),
             _cell(row.delta_tension),
