@@ -285,3 +285,24 @@ def test_leaderboard_counts_invalid_decisions_and_keeps_oracle_apart(tmp_path):
     assert rows["m:f"].invalid_decisions == 1
     assert rows["m:f"].decisions == len(good.decisions) + len(bad.decisions)
     assert rows["m:f [oracle]"].sessions == 1
+
+
+def test_run_records_what_the_supporter_knew_in_manifest_and_sessions(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from simulator.cli import app as cli_app
+    from simulator.runfolder import RunFolder
+
+    case = resolve_case("dana-and-theo")
+    monkeypatch.setattr("simulator.cli.run_cmd.make_client", lambda settings: FakeModelClient(default=RoomScript(case)))
+    cli_app._register()
+    runner = CliRunner()
+    base = ["run", "--case", "dana-and-theo", "--supporter", "scripted", "--turns", "2", "--no-judge", "--no-live"]
+    res = runner.invoke(cli_app.app, [*base, "--supporter-knows", "oracle", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    folder = RunFolder(tmp_path / "o")
+    assert folder.read_manifest().config["supporter_knows"] == "oracle"
+    assert folder.load_session(folder.session_ids()[0]).supporter_knows == "oracle"
+    res = runner.invoke(cli_app.app, [*base, "--supporter-knows", "everything", "--out", str(tmp_path / "x")])
+    assert res.exit_code == 2 and "--supporter-knows 'everything'" in res.output
+    assert not (tmp_path / "x").exists()

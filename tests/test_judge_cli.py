@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _session_fixtures import couple_session, fill_reply, with_path
+from tests._session_fixtures import couple_session, fill_reply, with_path
 from typer.testing import CliRunner
 
 from judges import read_judgment

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _session_fixtures import couple_session, family_case, fill_reply, with_path
+from tests._session_fixtures import couple_session, family_case, fill_reply, with_path
 
 import judges
 from judges import (

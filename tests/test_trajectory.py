@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from _session_fixtures import couple_session, family_case, snap
+from tests._session_fixtures import couple_session, family_case, snap
 
 from judges import (
     attention_shares,

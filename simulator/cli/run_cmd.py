@@ -60,6 +60,15 @@ def run(
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip judging at the end.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model call cache.")] = False,
     hide_inner: Annotated[bool, typer.Option("--hide-inner", help="Do not show members' private states live.")] = False,
+    supporter_knows: Annotated[
+        str,
+        typer.Option(
+            "--supporter-knows",
+            metavar="intake|oracle",
+            help="What the supporter sees: the intake and public transcript (default), or, for ablations, also "
+            "the case card and the tracker's view (`oracle`; never ranked beside `intake`).",
+        ),
+    ] = "intake",
 ) -> None:
     """Run simulated sessions with a supporter under test; re-running the same command resumes."""
     from simulator.cli._render import LiveSession
@@ -89,6 +98,7 @@ def run(
         tracker_every=tracker_every,
         judge=not no_judge,
         judges=panel or [settings.model_for("judge")],
+        supporter_knows=_knows(supporter_knows),
     )
     out_dir = out or default_run_dir(config)
     preflight = getattr(client, "check_environment", None)
@@ -159,3 +169,12 @@ def _judge_hook(client, judges: list[str]):
                 err_console.print(f"[red]judge {verdict.judge} failed[/] ({failure.unit}): {failure.reason}")
 
     return hook
+
+
+def _knows(value: str) -> str:
+    from personas.common.errors import UserError
+    from simulator.view import KNOWS_CHOICES
+
+    if value not in KNOWS_CHOICES:
+        raise UserError(f"--supporter-knows {value!r}: use one of {', '.join(KNOWS_CHOICES)}")
+    return value

@@ -40,6 +40,7 @@ from simulator.records import SessionRecord, SessionStatus
 from simulator.redact import redact
 from simulator.runfolder import RunFolder, config_hash
 from simulator.supporters import Supporter
+from simulator.view import SupporterKnows
 
 ROLES = ("member", "tracker", "judge")
 CHECKPOINT_EVERY_S = 1.0  # unfinished sessions are saved at most this often (and always at their end)
@@ -62,9 +63,18 @@ class RunConfig(BaseModel):
     window: int = 16
     judge: bool = True
     judges: list[str] = Field(default_factory=list, description="Judge panel; empty = the judge role's model.")
+    supporter_knows: SupporterKnows = Field(
+        default="intake", description="What the supporter is shown: `intake` (default) or `oracle` (ablations)."
+    )
 
     def session_config(self, seed: int) -> SessionConfig:
-        return SessionConfig(max_turns=self.max_turns, seed=seed, tracker_every=self.tracker_every, window=self.window)
+        return SessionConfig(
+            max_turns=self.max_turns,
+            seed=seed,
+            tracker_every=self.tracker_every,
+            window=self.window,
+            supporter_knows=self.supporter_knows,
+        )
 
 
 class SessionSpec(BaseModel):
