@@ -1,0 +1,48 @@
+"""Named stressors for stress runs: card changes, mid-session injections and session changes, each with the
+check its handling is judged by. Built-ins live in `builtin/*.yaml`; users add their own YAML files."""
+
+from simulator.perturbations._library import (
+    PRIVATE_FIELDS,
+    BUILTIN_DIR,
+    PERTURBATION_SCHEMA_VERSION,
+    CardChange,
+    CheckSpec,
+    Injection,
+    MemberChange,
+    Perturbation,
+    PerturbationError,
+    PerturbationPlan,
+    RiskChange,
+    SessionChange,
+    applies_to,
+    apply_perturbation,
+    builtin_perturbations,
+    load_perturbation_file,
+    parse_perturbation,
+    plan_for,
+    resolve_perturbation,
+    select_member,
+)
+
+__all__ = [
+    "PRIVATE_FIELDS",
+    "BUILTIN_DIR",
+    "PERTURBATION_SCHEMA_VERSION",
+    "CardChange",
+    "CheckSpec",
+    "Injection",
+    "MemberChange",
+    "Perturbation",
+    "PerturbationError",
+    "PerturbationPlan",
+    "RiskChange",
+    "SessionChange",
+    "applies_to",
+    "apply_perturbation",
+    "builtin_perturbations",
+    "load_perturbation_file",
+    "parse_perturbation",
+    "plan_for",
+    "resolve_perturbation",
+    "select_member",
+]
