@@ -5,7 +5,29 @@ Imports only `personas` and simulator's records, model client types, transcript 
 """
 
 from judges._agreement import cohen_kappa, krippendorff_alpha, majority, median
-from judges._judge import SessionJudge, interventions_of, judge, judge_session, registered_judges, rubric_judge
+from judges._checks import (
+    CHECK_SCHEMA_VERSION,
+    CheckFact,
+    CheckResult,
+    CheckStatus,
+    CheckVerdict,
+    JudgeProbe,
+    Quote,
+    check_path,
+    check_session,
+    pass_hat_k,
+    read_check,
+    write_check,
+)
+from judges._judge import (
+    SessionJudge,
+    interventions_of,
+    judge,
+    judge_calls,
+    judge_session,
+    registered_judges,
+    rubric_judge,
+)
 from judges._leaderboard import DimensionSummary, Leaderboard, SupporterRow, build_leaderboard, session_values
 from judges._panel import DISAGREEMENT_POINTS, aggregate_scores, dimension_agreement, panel_agreement, simulator_check
 from judges._records import (
@@ -72,6 +94,7 @@ __all__ = [
     "judge",
     "registered_judges",
     "rubric_judge",
+    "judge_calls",
     "judge_session",
     "interventions_of",
     "write_judgment",
@@ -133,6 +156,19 @@ __all__ = [
     "DimensionSummary",
     "build_leaderboard",
     "session_values",
+    # perturbation checks
+    "CHECK_SCHEMA_VERSION",
+    "CheckResult",
+    "CheckStatus",
+    "CheckFact",
+    "CheckVerdict",
+    "JudgeProbe",
+    "Quote",
+    "check_session",
+    "check_path",
+    "read_check",
+    "write_check",
+    "pass_hat_k",
     # judge validation
     "JudgeValidation",
     "ValidationItem",
