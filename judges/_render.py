@@ -6,6 +6,8 @@ session, so per-intervention calls and panel judges share a cached prefix; the r
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from pathlib import Path
 
 from judges._rubric import Dimension, Rubric
@@ -20,6 +22,21 @@ EVIDENCE_RULE = (
     'then "why": one short sentence, then the score or label. Use only turn numbers from the transcript and only '
     "the listed labels."
 )
+
+
+@functools.cache
+def prompt_digest(rubric_digest: str) -> str:
+    """Short hash of what shapes a judge's output: every judge prompt file (`judges/prompts/*.md`), the evidence
+    rule and the rubric (by its digest, which also fixes the reply schema built from it).
+
+    Judgments record it (`SessionJudgment.prompt_digest`) and validity cards are keyed by it with the default
+    rubric's digest, so a judge validated with other prompts or another rubric is shown as not validated.
+    """
+    h = hashlib.sha256()
+    for path in sorted(PROMPTS.glob("*.md")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    h.update(EVIDENCE_RULE.encode() + b"\0" + rubric_digest.encode())
+    return h.hexdigest()[:12]
 
 
 def group_kind(group: str) -> str:

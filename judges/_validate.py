@@ -1,9 +1,15 @@
-"""Judge validity on real data: can the judge model label the support strategy of an annotated therapist turn?
+"""Judge validity on real data: two checks of the judge model against RESCUE's human annotations.
 
-Each item is a therapist row of RESCUE-format data whose first `support_strategy` item has an in-taxonomy
-`strategy_type`; the judge sees the prior rows plus the row itself and labels that given utterance. This is NOT
-RESCUE's SSP task, which predicts the *next* therapist strategy from the rows before it: here the utterance is
-shown, so the numbers measure the judge as a labeller, and are not comparable with published SSP results.
+Strategy (`validate_judge`): each item is a therapist row of RESCUE-format data whose first `support_strategy`
+item has an in-taxonomy `strategy_type`; the judge sees the prior rows plus the row itself and labels that given
+utterance. This is NOT RESCUE's SSP task, which predicts the *next* therapist strategy from the rows before it:
+here the utterance is shown, so the numbers measure the judge as a labeller, and are not comparable with
+published SSP results.
+
+Target (`validate_targets`): the `target_fit` dimension asks whether a turn went to the right person, pair or
+group, so the judge must hold a view of whom the moment needed. Each item is a therapist row with a resolvable
+support target (RESCUE STP instances, subgroups kept); the judge sees only the rows before it, names the target
+it prefers from the sample's closed target set, and is scored against the therapist's annotated target.
 """
 
 from __future__ import annotations
@@ -17,9 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from judges._judge import judge
 from judges._render import PROMPTS, as_data, group_kind, group_plural, strategies_text, strategy_rules
 from judges._schema import WHY_MAX
+from judges.bench.instances import Task, build_rescue_instances
+from judges.bench.metrics import LabelStats as KindStats
+from judges.bench.metrics import ranking_metrics
+from judges.bench.report import kind_of_label
 from personas.common.prompts import render_prompt
 from personas.rescue import RescueSample
-from personas.taxonomy import SUPPORTER_NAME, strategies_for
+from personas.taxonomy import GROUP_TARGET_LABELS, SUPPORTER_NAME, TargetKind, strategies_for
 from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt
 
 VALIDATION_SCHEMA_VERSION = 1
@@ -233,3 +243,170 @@ async def validate_judge(
         confusion=confusion,
         results=results,
     )
+
+
+# ---- target fit: does the judge prefer the target the therapist chose? --------------------------------------------
+
+TARGET_TASK = "name the preferred target of the next therapist turn from the rows before it (RESCUE STP gold, top-1)"
+
+
+class TargetItem(_Record):
+    """One therapist row with an annotated support target, and the transcript before it."""
+
+    sample_id: str = Field(description="RESCUE sample id.")
+    group: str = Field(description="`couple` or `family`.")
+    row_index: int = Field(description="1-based row of the therapist turn (not shown to the judge).")
+    gold: str = Field(description="Target label: a member, members joined by ' & ', or the group label.")
+    gold_kind: TargetKind = Field(description="Individual, subgroup or whole group.")
+    candidates: list[str] = Field(description="The sample's closed target set, as offered to the judge.")
+    context: str = Field(description="Rows before the therapist turn, rendered for the judge.")
+
+
+class TargetResult(_Record):
+    """One target item's outcome; failed items are excluded from the metrics."""
+
+    sample_id: str
+    row_index: int
+    group: str
+    gold: str
+    gold_kind: TargetKind
+    predicted: str | None = Field(default=None, description="The judge's preferred target; None when it failed.")
+    reasoning: str = ""
+    failure: str | None = None
+
+
+class TargetValidation(_Record):
+    """How often the judge's preferred target equals the therapist's annotated one."""
+
+    schema_version: int = Field(default=VALIDATION_SCHEMA_VERSION, description="Version of this record's layout.")
+    task: str = Field(default=TARGET_TASK, description="What was measured.")
+    model: str = Field(description="Judge model id.")
+    items: int = Field(description="Items attempted.")
+    scored: int = Field(description="Items with a valid answer (failed ones excluded and counted).")
+    failed: int = Field(description="Items without a valid answer after the client's attempts.")
+    unresolved: int = Field(default=0, description="Strategy rows whose target is outside the closed set (skipped).")
+    correct: int = Field(description="Scored items whose preferred target equals gold exactly.")
+    accuracy: float | None = Field(description="correct / scored; None when nothing was scored.")
+    by_kind: dict[str, KindStats] = Field(description="Per gold target kind: support, predicted, precision, recall.")
+    confusion: dict[str, dict[str, int]] = Field(description="Gold kind -> preferred kind -> count.")
+    results: list[TargetResult] = Field(description="Every item, failed ones included.")
+
+
+def target_items(samples: Sequence[RescueSample]) -> tuple[list[TargetItem], int]:
+    """(items, unresolved): RESCUE STP rows (subgroups kept), each with every row before it as context."""
+    built = build_rescue_instances(samples, tasks=[Task.STP], context_size=0, subgroups="keep")
+    by_id = {s.sample_id: s for s in samples}
+    items = []
+    for inst in built.instances:
+        sample = by_id[inst.sample_id]
+        lines = [
+            _row_line(r.row_index or i, r.speaker or "?", r.targets, r.text)
+            for i, r in enumerate(sample.rows[: inst.row - 1], start=1)
+        ]
+        context = render_prompt(
+            "label_strategy_context",
+            PROMPTS,
+            group_kind=group_kind(sample.group),
+            people=", ".join(sample.members) or "the clients",
+            supporter=SUPPORTER_NAME,
+            transcript="\n".join(lines) or "(no rows yet)",
+        )
+        items.append(
+            TargetItem(
+                sample_id=inst.sample_id,
+                group=inst.group,
+                row_index=sample.rows[inst.row - 1].row_index or inst.row,
+                gold=inst.gold_label,
+                gold_kind=inst.gold_target_kind or TargetKind.INDIVIDUAL,
+                candidates=list(inst.candidates),
+                context=context,
+            )
+        )
+    return items, built.stats.stp_unresolved
+
+
+def target_schema(candidates: Sequence[str]) -> type[BaseModel]:
+    return create_model(
+        "PreferredTarget",
+        why=(str, Field(min_length=1, max_length=WHY_MAX)),
+        target=(Literal[tuple(candidates)], ...),  # type: ignore[valid-type]
+    )
+
+
+@judge()
+def target_preference(*, max_tokens: int = 80, temperature: float = 0.0) -> Any:
+    """Name the target the next therapist turn should address; raises ModelError when the model fails."""
+
+    async def prefer(item: TargetItem, client: ModelClient, model: str) -> tuple[str, str]:
+        group_label = GROUP_TARGET_LABELS[item.group]  # type: ignore[index]
+        instructions = render_prompt(
+            "prefer_target",
+            PROMPTS,
+            row=item.row_index,
+            targets=", ".join(item.candidates),
+            group_label=group_label,
+            group_noun="couple" if item.group == "couple" else "family",
+        )
+        completion = await client.complete(
+            Prompt(context=item.context, instructions=instructions),
+            role="judge",
+            model=model,
+            schema=target_schema(item.candidates),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=0,
+        )
+        return completion.parsed.target, completion.parsed.why
+
+    return prefer
+
+
+def target_report(model: str, results: Sequence[TargetResult], unresolved: int = 0) -> TargetValidation:
+    """Score target results (pure): exact-label accuracy, per-kind stats and a kind confusion (bench STP metrics)."""
+    scored = [r for r in results if r.predicted is not None]
+    kinds = [k.value for k in TargetKind]
+    metrics = (
+        ranking_metrics([r.gold for r in scored], [[r.predicted] for r in scored], kinds, key=kind_of_label)
+        if scored
+        else None
+    )
+    correct = sum(r.predicted == r.gold for r in scored)
+    return TargetValidation(
+        model=model,
+        items=len(results),
+        scored=len(scored),
+        failed=len(results) - len(scored),
+        unresolved=unresolved,
+        correct=correct,
+        accuracy=correct / len(scored) if scored else None,
+        by_kind=metrics.per_label if metrics else {},
+        confusion=metrics.confusion if metrics else {},
+        results=list(results),
+    )
+
+
+async def validate_targets(
+    samples: Sequence[RescueSample], client: ModelClient, model: str, *, limit: int | None = None
+) -> TargetValidation:
+    """Ask `model` for its preferred target at every annotated therapist row (first `limit`) and score it."""
+    items, unresolved = target_items(samples)
+    if limit is not None:
+        items = items[:limit]
+    prefer = target_preference()
+
+    async def one(item: TargetItem) -> TargetResult:
+        base = {
+            "sample_id": item.sample_id,
+            "row_index": item.row_index,
+            "group": item.group,
+            "gold": item.gold,
+            "gold_kind": item.gold_kind,
+        }
+        try:
+            target, why = await prefer(item, client, model)
+        except ModelError as err:
+            return TargetResult(**base, failure=err.reason)
+        return TargetResult(**base, predicted=target, reasoning=why)
+
+    results = list(await asyncio.gather(*(one(i) for i in items)))
+    return target_report(model, results, unresolved)

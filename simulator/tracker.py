@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -10,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from personas.case import Case
+from personas.common.prompts import PROMPTS_DIR as SHARED_PROMPTS
 from personas.common.prompts import render_prompt
 from personas.taxonomy import patterns_for
 from simulator.llm.structured import soft_max_length as _soft_max
@@ -19,6 +22,8 @@ from simulator.transcript import shared_context
 
 PROMPTS = Path(__file__).parent / "prompts"
 MAX_VIEWPOINTS = 2
+MAX_TOKENS = 300
+TEMPERATURE = 0.2
 
 
 def tracker_schema(case: Case) -> type[BaseModel]:
@@ -49,6 +54,24 @@ def _tracker_schema(names: tuple[str, ...], group: str) -> type[BaseModel]:
     )
 
 
+@functools.cache
+def prompt_digest() -> str:
+    """Short hash of everything that shapes the tracker's output: its prompt files (the shared case context and
+    `tracker.md`), its reply schema (for a couple and a family) and its call settings.
+
+    Sessions record it (`SessionRecord.prompt_digests["tracker"]`) and validity cards are keyed by it, so a card
+    measured with other prompts never vouches for this tracker.
+    """
+    h = hashlib.sha256()
+    for path in (SHARED_PROMPTS / "case_context.md", PROMPTS / "tracker.md"):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for names, group in ((("A", "B"), "couple"), (("A", "B", "C"), "family")):
+        h.update(json.dumps(_tracker_schema(names, group).model_json_schema(), sort_keys=True).encode())
+    settings = {"max_viewpoints": MAX_VIEWPOINTS, "max_tokens": MAX_TOKENS, "temperature": TEMPERATURE}
+    h.update(json.dumps(settings).encode())
+    return h.hexdigest()[:12]
+
+
 async def observe(client: ModelClient, case: Case, turns: Sequence[Turn], *, seed: int, window: int) -> TrackerState:
     """One tracker call over the transcript so far."""
     completion = await client.complete(
@@ -60,8 +83,8 @@ async def observe(client: ModelClient, case: Case, turns: Sequence[Turn], *, see
         ),
         role="tracker",
         schema=tracker_schema(case),
-        max_tokens=300,
-        temperature=0.2,
+        max_tokens=MAX_TOKENS,
+        temperature=TEMPERATURE,
         seed=seed,
     )
     r = completion.parsed

@@ -35,6 +35,9 @@ def _register() -> None:
     app.command("judge")(judge_cmd.judge)
     app.command("leaderboard")(leaderboard_cmd.leaderboard)
     app.command("judge-validate")(judge_validate_cmd.judge_validate)
+    from simulator.cli import validate_cmd
+
+    app.command("validate")(validate_cmd.validate)
     from simulator.cli import models_cmd, play_cmd, run_cmd, show_cmd
 
     app.command("run")(run_cmd.run)

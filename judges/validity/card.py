@@ -1,0 +1,295 @@
+"""Validity cards: what `rescue-sim validate` measured about one instrument, keyed by model id and prompt digest.
+
+An instrument is the `tracker` (simulator/tracker.py: `simulator.tracker.prompt_digest()`) or the `judge`
+(judges/prompts + rubric: `judges._render.prompt_digest(rubric_digest)`, measured with the default rubric).
+Cards are stored as `<validity dir>/<instrument>-<model slug>-<digest>.json`, where the validity dir is
+`simulator.llm.embedded.cache_dir()/validity/` (`RESCUE_SIM_HOME` moves it). A later run of `validate` for the
+same key replaces the card. `validity_for(instrument, model, digest)` is the one lookup that leaderboards, bench
+reports and the HTML report use: it returns a `ValidityNote` that says "not validated" when no card matches.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from judges._validate import JudgeValidation, TargetValidation
+from judges.validity.replay import Checkpoint, ReplaySettings
+from judges.validity.scores import (
+    EmotionScores,
+    JitterScores,
+    PatternScores,
+    RiskScores,
+    ViewpointItem,
+    ViewpointScores,
+)
+from personas.common.errors import UserError
+from personas.common.files import atomic_write_text
+from simulator.llm.embedded import cache_dir
+
+CARD_SCHEMA_VERSION = 1
+Instrument = Literal["tracker", "judge"]
+INSTRUMENTS: tuple[Instrument, ...] = ("tracker", "judge")
+NOT_VALIDATED = "not validated"
+
+# Which measure of which instrument vouches for a leaderboard or bench number. Anything else is "not validated".
+DIMENSION_MEASURES: dict[str, tuple[Instrument, str]] = {
+    "strategy": ("judge", "strategy"),
+    "target_fit": ("judge", "target"),
+    "delta_tension_observer": ("tracker", "jitter"),
+    "observer_pattern": ("tracker", "pattern"),
+    "observer_emotion": ("tracker", "emotions"),
+    "observer_viewpoints": ("tracker", "viewpoints"),
+    "safety_signals": ("tracker", "risk"),
+}
+
+
+class CardError(UserError):
+    """A card file that cannot be read (one line: file and problem)."""
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DataSource(_Record):
+    path: str = Field(description="The RESCUE-format file or folder, as given.")
+    samples: list[str] = Field(description="Sample ids measured.")
+    skipped: dict[str, str] = Field(default_factory=dict, description="Sample id -> why it was not replayed.")
+
+
+class TrackerValidity(_Record):
+    """The tracker replayed over RESCUE transcripts as in a session, scored against the gold rows."""
+
+    settings: ReplaySettings = Field(description="Cadence, window and seed of the replay (session defaults).")
+    checkpoints: int = Field(description="Tracker calls made.")
+    failed: int = Field(description="Calls that failed after the client's attempts (excluded everywhere).")
+    failures: list[str] = Field(default_factory=list, description="Up to 5 distinct failure reasons.")
+    pattern: PatternScores
+    emotions: EmotionScores
+    viewpoints: ViewpointScores
+    risk: RiskScores
+    jitter: JitterScores
+    items: list[Checkpoint] = Field(default_factory=list, description="Every tracker call, for audit.")
+    viewpoint_items: list[ViewpointItem] = Field(default_factory=list, description="VP-scored checkpoints.")
+
+
+class JudgeValidity(_Record):
+    strategy: JudgeValidation | None = Field(default=None, description="Strategy labels of given therapist turns.")
+    target: TargetValidation | None = Field(default=None, description="Preferred target of the next therapist turn.")
+
+
+class ValidityCard(_Record):
+    """One instrument's validity against RESCUE gold, for one model id and prompt digest."""
+
+    schema_version: int = Field(default=CARD_SCHEMA_VERSION, description="Version of this record's layout.")
+    kind: Literal["validity"] = "validity"
+    instrument: Instrument = Field(description="`tracker` or `judge`.")
+    model: str = Field(description="Model id the instrument ran on.")
+    digest: str = Field(description="Prompt digest of the instrument (prompt files + schema + settings).")
+    data: DataSource
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    wall_s: float = Field(default=0.0, description="Wall time spent on this instrument in the run.")
+    calls: int = Field(default=0, description="Model calls made for this instrument (cache hits included).")
+    cached_calls: int = Field(default=0, description="Of `calls`, answered from the disk cache.")
+    tracker: TrackerValidity | None = None
+    judge: JudgeValidity | None = None
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.instrument, self.model, self.digest)
+
+    def headlines(self) -> dict[str, str]:
+        """measure -> one short line with its counts (what a leaderboard or report shows next to a number)."""
+        return headlines(self)
+
+
+class ValidityNote(_Record):
+    """What a report shows next to a number: the instrument's validity, or "not validated" and why."""
+
+    instrument: Instrument
+    model: str | None = Field(description="Model id that produced the number; None when not recorded.")
+    digest: str | None = Field(description="Prompt digest that produced it; None when not recorded.")
+    measure: str | None = Field(default=None, description="Which measured ability vouches for the number.")
+    validated: bool
+    text: str = Field(description="One line: the validity figure with its n, or 'not validated (why)'.")
+    card: str | None = Field(default=None, description="Card file it comes from.")
+
+
+# ---- text -----------------------------------------------------------------------------------------------------
+
+
+def _pct(k: int, n: int) -> str:
+    return f"{k}/{n}" + (f" ({k / n:.0%})" if n >= 10 else "")
+
+
+def _f(v: float | None, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def headlines(card: ValidityCard) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if card.tracker is not None:
+        t = card.tracker
+        p, e, v, r, j = t.pattern, t.emotions, t.viewpoints, t.risk, t.jitter
+        out["pattern"] = (
+            f"pattern = gold {_pct(p.correct, p.n)}, macro-F1 {_f(p.macro_f1)}"
+            if p.n
+            else "pattern: no gold checkpoint"
+        )
+        out["emotions"] = (
+            f"intensity MAE {_f(e.mae)}, Spearman {_f(e.spearman)} (n={e.n})" if e.n else "intensity: no gold pair"
+        )
+        vp = f", VP judge viewpoint {_f(v.viewpoint)}/4 (n={v.judged})" if v.viewpoint is not None else ""
+        out["viewpoints"] = (
+            f"gold pairs named {_pct(v.gold_pairs.k, v.gold_pairs.n)}{vp}" if v.items else "viewpoints: no gold"
+        )
+        if r.gold_marked:
+            out["risk"] = (
+                f"risk flags: {r.tp} hits, {r.fp} false alarms, {r.fn} missed ({r.scored_pairs} member checks)"
+            )
+        else:
+            out["risk"] = (
+                f"gold marks no risk; tracker flagged someone at {r.flagged_checkpoints}/{r.checkpoints} calls"
+            )
+        out["jitter"] = (
+            f"warmth change/turn {_f(j.tracker_warmth.per_turn)} vs gold {_f(j.gold_warmth.per_turn)}, "
+            f"tension {_f(j.tracker_tension.per_turn)} vs {_f(j.gold_tension.per_turn)} "
+            f"(steps {j.tracker_warmth.steps} / {j.gold_warmth.steps})"
+        )
+    if card.judge is not None:
+        s, g = card.judge.strategy, card.judge.target
+        if s is not None:
+            correct = round((s.accuracy or 0) * s.scored)
+            out["strategy"] = f"strategy labels = gold {_pct(correct, s.scored)}, macro-F1 {_f(s.macro_f1)}" + (
+                f", {s.failed} failed" if s.failed else ""
+            )
+        if g is not None:
+            out["target"] = f"preferred target = gold {_pct(g.correct, g.scored)}" + (
+                f", {g.failed} failed" if g.failed else ""
+            )
+    return out
+
+
+# ---- store ----------------------------------------------------------------------------------------------------
+
+
+def validity_dir() -> Path:
+    """Where cards are kept: `cache_dir()/validity` (RESCUE_SIM_HOME, else ~/.cache/rescue-sim)."""
+    return cache_dir() / "validity"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
+
+
+def card_path(instrument: str, model: str, digest: str, folder: Path | None = None) -> Path:
+    return (folder or validity_dir()) / f"{instrument}-{_slug(model)}-{_slug(digest)}.json"
+
+
+def write_card(card: ValidityCard, folder: Path | None = None) -> Path:
+    """Store a card under its key (atomic; replaces an older card for the same key)."""
+    path = card_path(card.instrument, card.model, card.digest, folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, card.model_dump_json(indent=2) + "\n")
+    return path
+
+
+def read_card(path: str | Path) -> ValidityCard:
+    path = Path(path)
+    try:
+        card = ValidityCard.model_validate_json(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise CardError(f"{path}: cannot read validity card: {err.strerror}") from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(k) for k in first["loc"]) or "file"
+        raise CardError(f"{path}: not a validity card ({loc}: {first['msg']})") from None
+    if card.schema_version != CARD_SCHEMA_VERSION:
+        raise CardError(f"{path}: schema_version {card.schema_version} is not {CARD_SCHEMA_VERSION}; rerun validate")
+    return card
+
+
+def read_cards(paths: Iterable[str | Path]) -> list[ValidityCard]:
+    """Cards from files; a folder contributes every `*.json` in it."""
+    out: list[ValidityCard] = []
+    for p in paths:
+        p = Path(p)
+        files = sorted(p.glob("*.json")) if p.is_dir() else [p]
+        out.extend(read_card(f) for f in files)
+    return out
+
+
+def find_card(
+    instrument: str, model: str, digest: str, *, cards: Sequence[ValidityCard] = (), folder: Path | None = None
+) -> tuple[ValidityCard | None, str | None]:
+    """(card, where): a matching card among `cards` (later ones win), else the stored one; (None, None) if none."""
+    for card in reversed(list(cards)):
+        if card.key == (instrument, model, digest):
+            return card, "given card"
+    path = card_path(instrument, model, digest, folder)
+    if path.is_file():
+        try:
+            card = read_card(path)
+        except CardError:
+            return None, None
+        if card.key == (instrument, model, digest):
+            return card, str(path)
+    return None, None
+
+
+def validity_for(
+    instrument: Instrument,
+    model: str | None,
+    digest: str | None,
+    *,
+    measure: str | None = None,
+    cards: Sequence[ValidityCard] = (),
+    folder: Path | None = None,
+) -> ValidityNote:
+    """The validity of `instrument` on `model` with prompt `digest`, for `measure` (None: every measure).
+
+    "not validated" when model or digest is unknown (older records), when no card has that key, or when the card
+    does not measure `measure`.
+    """
+    base = {"instrument": instrument, "model": model, "digest": digest, "measure": measure}
+    if not model or not digest:
+        return ValidityNote(**base, validated=False, text=f"{NOT_VALIDATED} (no prompt digest recorded)")
+    card, where = find_card(instrument, model, digest, cards=cards, folder=folder)
+    if card is None:
+        return ValidityNote(**base, validated=False, text=f"{NOT_VALIDATED} (no card for {model} @ {digest})")
+    lines = card.headlines()
+    if measure is not None:
+        if measure not in lines:
+            return ValidityNote(**base, validated=False, text=f"{NOT_VALIDATED} ({measure} not measured)", card=where)
+        return ValidityNote(**base, validated=True, text=lines[measure], card=where)
+    return ValidityNote(**base, validated=True, text="; ".join(lines.values()), card=where)
+
+
+def dimension_validity(
+    dimension: str,
+    model: str | None,
+    digest: str | None,
+    *,
+    instrument: Instrument = "judge",
+    cards: Sequence[ValidityCard] = (),
+    folder: Path | None = None,
+) -> ValidityNote:
+    """Validity next to one leaderboard/bench dimension; dimensions no RESCUE gold measures are not validated."""
+    if dimension not in DIMENSION_MEASURES:
+        return ValidityNote(
+            instrument=instrument,
+            model=model,
+            digest=digest,
+            measure=None,
+            validated=False,
+            text=f"{NOT_VALIDATED} (no RESCUE gold measures {dimension})",
+        )
+    inst, measure = DIMENSION_MEASURES[dimension]
+    return validity_for(inst, model, digest, measure=measure, cards=cards, folder=folder)
