@@ -38,6 +38,8 @@ from personas.common.prompts import render_prompt
 from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt
 from simulator.records import SUPPORTER, SessionRecord, SessionStatus, Turn
 
+EVIDENCE_ATTEMPTS = 2  # a reply whose quotes are not in their turns is re-asked once, then those items fail
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _REGISTRY: dict[str, Callable[..., Any]] = {}
@@ -197,6 +199,11 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool) -> list
     return calls
 
 
+def judge_calls(record: SessionRecord, rubric: Rubric, per_intervention: bool = False) -> list[str]:
+    """The units one judge model is asked about for this session (one call each): for progress displays."""
+    return [c.unit for c in _plan(record, rubric.model_copy(update={"dimensions": rubric.active}), per_intervention)]
+
+
 @judge()
 def rubric_judge(rubric: Rubric, *, per_intervention: bool = False, temperature: float = 0.0) -> SessionJudge:
     """Score a session on every active rubric dimension: one call per session, or one per intervention."""
@@ -205,35 +212,61 @@ def rubric_judge(rubric: Rubric, *, per_intervention: bool = False, temperature:
         context = judge_context(record)
         plan = _plan(record, rubric, per_intervention)
 
-        async def run(call: _Call) -> tuple[list[DimensionScore], CallRecord | None, JudgeFailure | None]:
-            try:
-                completion = await client.complete(
-                    Prompt(context=context, instructions=call.instructions),
-                    role="judge",
-                    model=model,
-                    schema=call.schema,
-                    max_tokens=call.max_tokens,
-                    temperature=temperature,
-                    seed=record.seed,
+        async def run(call: _Call) -> tuple[list[DimensionScore], list[CallRecord], list[JudgeFailure]]:
+            calls: list[CallRecord] = []
+            note = ""
+            for attempt in range(EVIDENCE_ATTEMPTS):
+                try:
+                    completion = await client.complete(
+                        Prompt(context=context, instructions=call.instructions + note),
+                        role="judge",
+                        model=model,
+                        schema=call.schema,
+                        max_tokens=call.max_tokens,
+                        temperature=temperature,
+                        seed=record.seed + 1009 * attempt,
+                    )
+                except ModelError as err:
+                    return [], calls, [JudgeFailure(unit=call.unit, reason=err.reason)]
+                calls.append(completion.call)
+                scores = call.read(completion.parsed.model_dump(by_alias=True))
+                unsupported = [sc for sc in scores if not all(e.quote_found for e in sc.evidence)]
+                if not unsupported:
+                    return scores, calls, []
+                note = "\n\nYour previous answer cited words that are not in the turns it named: " + "; ".join(
+                    f"{sc.item}/{sc.dimension}: turn {e.turn} {e.quote!r}"
+                    for sc in unsupported[:6]
+                    for e in sc.evidence
+                    if not e.quote_found
+                ) + ". Quote each turn's own words exactly, without the speaker name or quote marks."
+            failures = [
+                JudgeFailure(
+                    unit=f"{sc.item}/{sc.dimension}",
+                    reason="unsupported: evidence not found in the transcript after "
+                    f"{EVIDENCE_ATTEMPTS} asks ("
+                    + "; ".join(f"turn {e.turn} {e.quote!r}" for e in sc.evidence if not e.quote_found)
+                    + ")",
+                    unsupported=True,
                 )
-            except ModelError as err:
-                return [], None, JudgeFailure(unit=call.unit, reason=err.reason)
-            return call.read(completion.parsed.model_dump(by_alias=True)), completion.call, None
+                for sc in unsupported
+            ]
+            return [sc for sc in scores if sc not in unsupported], calls, failures
 
         results = await asyncio.gather(*(run(c) for c in plan))
-        failures = [f for _, _, f in results if f is not None]
+        failures = [f for _, _, fs in results for f in fs]
+        scores = [sc for got, _, _ in results for sc in got]
         if not plan:
             status = JudgmentStatus.OK
-        elif len(failures) == len(plan):
+        elif not scores and failures:
             status = JudgmentStatus.FAILED
         else:
             status = JudgmentStatus.PARTIAL if failures else JudgmentStatus.OK
         return JudgeVerdict(
             judge=model,
             status=status,
-            scores=[s for scores, _, _ in results for s in scores],
+            scores=scores,
             failures=failures,
-            calls=[c for _, c, _ in results if c is not None],
+            calls=[c for _, cs, _ in results for c in cs],
         )
 
     return score

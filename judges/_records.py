@@ -62,8 +62,15 @@ class DimensionScore(_Record):
 class JudgeFailure(_Record):
     """A judge call that gave no valid output after its attempts; nothing was scored for its items."""
 
-    unit: str = Field(description="`session` (one call for everything), `t<turn>` or `session+members`.")
+    unit: str = Field(
+        description="`session` (one call for everything), `t<turn>` or `session+members`; for unsupported "
+        "scores `<item>/<dimension>`."
+    )
     reason: str = Field(description="Why, as the model client reported it (parse error, provider error...).")
+    unsupported: bool = Field(
+        default=False,
+        description="The judge answered, but its evidence for this item was not in the transcript: not scored.",
+    )
 
 
 class JudgeVerdict(_Record):

@@ -9,12 +9,14 @@ missing dimension or intervention is a missing required key: invalid, never fill
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from judges._records import DimensionScore, Evidence
+from judges._render import as_data
 from judges._rubric import Dimension, Level, Rubric
 from personas.taxonomy import strategies_for
 from simulator.records import SessionRecord, Turn
@@ -131,13 +133,43 @@ def max_tokens_for(entries: int) -> int:
     return REPLY_OVERHEAD_TOKENS + entries * ENTRY_TOKENS
 
 
+_QUOTES = "\"'“”‘’«»"
+# How judge_transcript renders a line, `[3] Therapist (to Theo): "...`: models often quote the rendering itself.
+_RENDERED_PREFIX = re.compile(r"^\s*(?:\[\d+\]\s*)?[^\W\d][\w .'-]{0,40}?(?:\s*\((?:to|To)\b[^)]*\))?\s*:\s*")
+_EDGE = " .,;:!?…" + _QUOTES
+
+
 def _norm(text: str) -> str:
+    text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')
     return " ".join(text.lower().split())
 
 
-def _quote_found(quote: str, text: str) -> bool:
-    q = _norm(quote).strip(" .,;:!?\"'…")
-    return bool(q) and q in _norm(text)
+def quote_found(quote: str, text: str) -> bool:
+    """Whether a judge's quote is really in the turn it cites, as the judge was shown that turn.
+
+    Accepted: the words themselves (case, spacing and curly quotes ignored), the words with the rendering's
+    turn number, speaker tag and quote marks around them, and a quote cut off at the schema's length limit
+    (its last, partial word dropped). Anything else is unsupported evidence.
+    """
+    shown = _norm(as_data(text))
+    candidates = [quote]
+    stripped = _RENDERED_PREFIX.sub("", quote, count=1)
+    if stripped != quote:
+        candidates.append(stripped)
+    for cand in candidates:
+        q = _norm(cand).strip(_EDGE)
+        if not q:
+            continue
+        if q in shown:
+            return True
+        if len(cand) >= QUOTE_MAX - 2 and " " in q:  # cut at the limit: the last word may be partial
+            head = q.rsplit(" ", 1)[0].strip(_EDGE)
+            if len(head) >= 12 and head in shown:
+                return True
+    return False
+
+
+_quote_found = quote_found  # older name, kept for callers inside judges/
 
 
 def read_entries(
@@ -164,7 +196,7 @@ def read_entries(
                 turn=turn.index if turn is not None else None,
                 member=member,
                 evidence=[
-                    Evidence(turn=ev["t"], quote=ev["q"], quote_found=_quote_found(ev["q"], texts.get(ev["t"], "")))
+                    Evidence(turn=ev["t"], quote=ev["q"], quote_found=quote_found(ev["q"], texts.get(ev["t"], "")))
                     for ev in e["ev"]
                 ],
                 reasoning=e["why"],

@@ -247,6 +247,9 @@ def couple_session(session_id: str = "s1", supporter: str = "fake/supporter", se
 # ---- canned judge replies ----------------------------------------------------------------------------------------
 
 
+DEFAULT_QUOTE = "You never listen"  # words of turn 1 of couple_session(), the turn fill_reply cites by default
+
+
 def fill_reply(
     schema: type, *, score_index: int = 3, label_index: int = 0, quote: str | None = None, turn_index: int = 0
 ) -> dict[str, Any]:
@@ -282,7 +285,9 @@ def fill_reply(
         if kind == "array":
             return [build(node["items"], key)]
         if kind == "string":
-            return quote if (key == "q" and quote) else "because of what was said"
+            if key == "q":  # judges must quote the turn they cite: turn 1 of couple_session() by default
+                return quote or DEFAULT_QUOTE
+            return "because of what was said"
         if kind == "boolean":
             return True
         if kind == "integer":

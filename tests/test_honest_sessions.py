@@ -306,3 +306,59 @@ def test_run_records_what_the_supporter_knew_in_manifest_and_sessions(tmp_path, 
     res = runner.invoke(cli_app.app, [*base, "--supporter-knows", "everything", "--out", str(tmp_path / "x")])
     assert res.exit_code == 2 and "--supporter-knows 'everything'" in res.output
     assert not (tmp_path / "x").exists()
+
+
+# -- judge evidence must be in the transcript -----------------------------------------------------------------
+
+
+def test_quotes_match_what_the_judge_was_shown():
+    from judges._schema import QUOTE_MAX, quote_found
+
+    text = "Theo, what happens for you when Dana says that?"
+    assert quote_found("what happens for you", text)
+    assert quote_found("Therapist (to Theo): 'Theo, what happens for you", text)  # the rendered line
+    assert quote_found('[5] Therapist (to Theo): "Theo, what happens', text)
+    assert quote_found("“what happens for you when Dana says that?”", text)
+    cut = text[: QUOTE_MAX - 1]
+    long_text = text + " I wonder whether it feels like pressure to you."
+    assert quote_found(long_text[: QUOTE_MAX - 1] + "x", long_text)  # cut mid-word at the length limit
+    assert cut
+    assert not quote_found("what happens for you when Theo says that", text)
+    assert not quote_found("Therapist (to Theo):", text)
+    assert not quote_found("", text)
+
+
+def test_a_score_whose_evidence_is_not_in_the_transcript_is_reasked_then_failed_and_excluded(tmp_path):
+    from judges import build_leaderboard, judge_session, write_judgment
+    from judges._records import JudgmentStatus
+    from judges._rubric import load_rubric
+    from judges._schema import SchemaBuilder
+    from simulator.runfolder import RunFolder
+    from tests._session_fixtures import couple_session, fill_reply
+
+    record = couple_session("s1")
+    rubric = load_rubric()
+    schema = SchemaBuilder(record, rubric).reply([t for t in record.turns if t.kind == "supporter"], session=True)
+    good = fill_reply(schema)
+    made_up = fill_reply(schema, quote="words nobody said in this room")
+    client = FakeModelClient(replies=[made_up, made_up])
+    judgment = asyncio.run(judge_session(record, client, ["fake/judge"], rubric, False))
+    verdict = judgment.verdicts[0]
+    assert len(client.calls) == 2  # asked, then re-asked with the reason
+    assert "not in the turns it named" in client.calls[1].prompt.instructions
+    assert verdict.status == JudgmentStatus.FAILED and verdict.scores == []
+    assert verdict.failures and all(f.unsupported and "not found" in f.reason for f in verdict.failures)
+
+    # a reply whose quotes are real is kept; the re-ask recovers
+    client = FakeModelClient(replies=[made_up, good])
+    recovered = asyncio.run(judge_session(record, client, ["fake/judge"], rubric, False))
+    assert recovered.verdicts[0].status == JudgmentStatus.OK and recovered.verdicts[0].scores
+
+    # unsupported scores never reach the leaderboard
+    folder = RunFolder(tmp_path / "run")
+    folder.open({"kind": "test"})
+    folder.write_session(record)
+    write_judgment(folder, judgment)
+    row = build_leaderboard([tmp_path / "run"]).rows[0]
+    assert row.scored == 0 and all(d.value.n == 0 for d in row.dimensions)
+    assert row.failed_judgments == 1

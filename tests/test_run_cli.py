@@ -239,14 +239,20 @@ def test_run_judges_each_session_at_the_end(invoke, fake, tmp_path, bench_reply)
     case = resolve_case("dana-and-theo")
     script = RoomScript(case)
     sim_schemas = {"MemberStateReply", "TrackerReply", "SupporterReply"}
-    fake["client"] = FakeModelClient(
-        default=lambda call: script(call) if call.schema is None or call.schema.__name__ in sim_schemas
-        else bench_reply(call)
-    )
+    from tests._session_fixtures import fill_reply
+
+    def reply(call):
+        if call.schema is None or call.schema.__name__ in sim_schemas:
+            return script(call)
+        if call.role == "judge":  # evidence must quote the cited turn (turn 1: the member's line)
+            return fill_reply(call.schema, quote=script.line)
+        return bench_reply(call)
+
+    fake["client"] = FakeModelClient(default=reply)
     out = tmp_path / "r"
     res = invoke("run", "--case", "dana-and-theo", "--supporter", "scripted", "--turns", "2", "--out", out)
     assert res.exit_code == 0, res.output
-    assert res.output.index("completed (turn_limit)") < res.output.index("judging with")
+    assert res.output.index("completed: turn limit reached") < res.output.index("judging with")
     judgment = read_judgment(RunFolder(out), "dana-and-theo__s0")
     assert judgment is not None and judgment.judges == ["local/qwen2.5-coder-1.5b"]  # the default judge role, under its true name
     assert "judge" in {c.role for c in fake["client"].calls}
