@@ -1,0 +1,178 @@
+"""`rescue-sim stress CONFIG.yaml`: run a stress matrix (supporters x cases x perturbations x seeds x trials),
+judge it and run each perturbation's behavioural check. The logic lives in `simulator.runner.stress`."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
+
+if TYPE_CHECKING:
+    from simulator.runner.stress import Estimate
+
+
+def render_estimate(est: Estimate) -> Table:
+    table = Table(title=f"stress matrix: {est.sessions} sessions", title_justify="left", show_header=False)
+    table.add_column("what")
+    table.add_column("how many", justify="right")
+    for sup, n in est.by_supporter.items():
+        table.add_row(f"supporter {escape(sup)}", str(n))
+    for pert, n in est.by_perturbation.items():
+        table.add_row(f"perturbation {escape(pert)}", str(n))
+    for role, n in est.calls.items():
+        table.add_row(f"model calls: {role}", str(n))
+    table.add_row("model calls: total", str(est.total_calls))
+    table.add_row("prompt tokens (no cache)", f"{est.prompt_tokens:,}")
+    table.add_row("completion tokens", f"{est.completion_tokens:,}")
+    if est.local_minutes is not None:
+        table.add_row("embedded model, no cache", f"≈ {est.local_minutes:g} min")
+    return table
+
+
+def render_checks(results: list) -> Table:
+    """Per supporter x perturbation: passed / decided, pass^k over trials, and what was not decided."""
+    from judges import CheckStatus, pass_hat_k
+
+    cells: dict[tuple[str, str], list] = {}
+    for r in results:
+        cells.setdefault((r.supporter, r.perturbation), []).append(r)
+    table = Table(title="behavioural checks", title_justify="left")
+    for col in ("supporter", "perturbation", "passed", "pass^k", "not decided"):
+        table.add_column(col, justify="left" if col in ("supporter", "perturbation") else "right")
+    for (sup, pert), rs in sorted(cells.items()):
+        decided = [r for r in rs if r.decided]
+        passed = sum(r.status == CheckStatus.PASSED for r in decided)
+        groups: dict[tuple, list[bool]] = {}
+        for r in decided:
+            groups.setdefault((r.case_id, r.seed), []).append(r.status == CheckStatus.PASSED)
+        k = max((len(g) for g in groups.values()), default=1)
+        phk = pass_hat_k(list(groups.values()), k)
+        other = {s.value: sum(r.status == s for r in rs) for s in CheckStatus if s.value not in ("passed", "failed")}
+        table.add_row(
+            escape(sup),
+            escape(pert),
+            f"{passed}/{len(decided)}",
+            "-" if phk is None else f"{phk:.2f} (k={k})",
+            ", ".join(f"{n} {s}" for s, n in other.items() if n) or "-",
+        )
+    return table
+
+
+@user_errors
+def stress(
+    config_path: Annotated[Path, typer.Argument(metavar="CONFIG.yaml", help="Stress config (see the README).")],
+    out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/stress-<name>-<hash>).")] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, max=1024, help="Sessions in flight (default: the config's, else 1).")
+    ] = None,
+    executor: Annotated[str, typer.Option(help="local (asyncio) or ray (Ray tasks; needs the `ray` extra).")] = "local",
+    ray_address: Annotated[
+        str | None, typer.Option(help="Ray cluster address (default: start a local Ray instance).")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the matrix size and an estimate of calls and tokens; run nothing.")
+    ] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model call cache.")] = False,
+) -> None:
+    """Run a stress experiment: every supporter on every case, perturbation, seed and trial; then judge each
+    session and run its perturbation's check. Re-running the same command resumes. Exit 1 when sessions,
+    judgments or checks failed; 2 for a bad config."""
+    from personas.common.errors import UserError
+    from simulator.runner.stress import build_matrix, default_out_dir, estimate, load_stress_config
+
+    if executor not in ("local", "ray"):
+        raise UserError(f"--executor {executor!r}: use local or ray")
+    config = load_stress_config(config_path)
+    base = config_path.resolve().parent
+    matrix = build_matrix(config, base, config_path)
+    _check_supporters(config, config_path)
+    est = estimate(config, matrix)
+    out_dir = out or default_out_dir(config, matrix)
+    if dry_run:
+        console.print(render_estimate(est))
+        for line in est.skipped:
+            console.print(f"[dim]skipped (group does not fit): {escape(line)}[/]")
+        console.print(f"run folder would be: {escape(str(out_dir))}")
+        return
+    from simulator.cli._models import make_client, model_settings
+    from simulator.runner.runs import RunEvents
+    from simulator.runner.stress import run_stress
+
+    roles = {r: config.model_for(r) for r in ("member", "tracker", "judge", "check")}
+    settings = model_settings(config.model, roles=roles, no_cache=no_cache)
+    client = make_client(settings)
+    preflight = getattr(client, "check_environment", None)
+    if preflight is not None:
+        used = {settings.model_for(r) for r in ("member", "tracker")}
+        if config.judge:
+            used |= set(config.judges or [settings.model_for("judge")])
+        used |= {s for s in config.supporters if "/" in s and "://" not in s and ":" not in s.split("/")[0]}
+        for m in sorted(used - set(settings.api_bases)):
+            preflight(m)
+    console.print(f"[bold]{est.sessions} sessions[/] → {escape(str(out_dir))}")
+    done = 0
+
+    def finished(record, path) -> None:
+        nonlocal done
+        done += 1
+        why = f": {escape(record.failure)}" if record.failure else ""
+        console.print(f"[dim]{done}/{est.sessions}[/] {escape(record.session_id)} {record.status.value}{why}")
+
+    def checked(result) -> None:
+        console.print(f"[dim]  check {escape(result.perturbation)}: {result.status.value} — {escape(result.reason)}[/]")
+
+    events = RunEvents(session_finished=finished)
+    try:
+        summary = asyncio.run(
+            run_stress(
+                config,
+                matrix,
+                client,
+                out_dir,
+                base=base,
+                concurrency=concurrency,
+                executor=executor,  # type: ignore[arg-type]
+                ray_address=ray_address,
+                events=events,
+                on_checked=checked,
+            )
+        )
+    except KeyboardInterrupt:
+        err_console.print(f"[yellow]interrupted[/]: rerun the same command to resume ({out_dir})")
+        raise typer.Exit(130) from None
+    from simulator.runner.stress import check_table
+
+    results = check_table(summary.run.folder, [s.session_id for s in matrix.specs])
+    if results:
+        console.print(render_checks(results))
+    failed = summary.run.failed
+    for r in failed:
+        err_console.print(f"[red]failed[/] {escape(r.session_id)}: {escape(r.failure or '')}")
+    for sid, reason in summary.errors.items():
+        err_console.print(f"[red]judge/check error[/] {escape(sid)}: {escape(reason)}")
+    if summary.run.stopped_by:
+        err_console.print(f"[yellow]stopped at the budget cap[/]: {escape(summary.run.stopped_by)}; rerun to go on")
+    console.print(f"run folder: [bold]{escape(str(out_dir))}[/]  (rescue-sim leaderboard {escape(str(out_dir))})")
+    if failed or summary.errors:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _check_supporters(config, source: Path) -> None:
+    """Every supporter spec has a known form (no model is called)."""
+    from personas.common.errors import UserError
+    from simulator.llm.fake import FakeModelClient
+    from simulator.supporters import HumanSupporter, SupporterSpecError, parse_supporter_spec
+
+    for i, spec in enumerate(config.supporters):
+        try:
+            sup = parse_supporter_spec(spec, FakeModelClient(), api_bases={})
+        except SupporterSpecError as err:
+            raise UserError(f"{source}: supporters[{i}]: {str(err).removeprefix('--supporter ')}") from None
+        if isinstance(sup, HumanSupporter):
+            raise UserError(f"{source}: supporters[{i}]: human: stress runs need an automatic supporter; remove it")

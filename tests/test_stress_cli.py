@@ -1,0 +1,164 @@
+"""`rescue-sim stress`: config errors are one line with exit 2, --dry-run counts the matrix, a run with a fake
+model writes sessions, judgments and checks, and a rerun resumes without re-simulating."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import simulator.cli._models as cli_models
+from judges import read_check, read_judgment
+from simulator.cli.app import _register, app
+from simulator.llm.fake import FakeModelClient
+from simulator.runfolder import RunFolder
+from simulator.runner.stress import build_matrix, estimate, load_stress_config
+from tests._stress_fixtures import any_schema_reply
+
+runner = CliRunner()
+SMOKE = Path(__file__).resolve().parent.parent / "simulator" / "perturbations" / "examples" / "smoke.yaml"
+
+
+@pytest.fixture(autouse=True)
+def _app():
+    _register()
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "stress.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+GOOD = """
+name: t
+supporters: [scripted, silent]
+cases: [dana-and-theo, "nguyen-*"]
+seeds: 0-1
+trials: 2
+baseline: true
+perturbations: [crisis_disclosure, mine.yaml]
+turns: 3
+tracker_every: 0
+judge: false
+"""
+MINE = """
+name: walkout_now
+title: Walkout now
+description: Threat to leave.
+groups: [family]
+inject: {at_member_turn: 1, speaker: first, text: Say you are leaving.}
+check: {within: 2}
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("supporters: [silent]\ncases: [dana-and-theo]\nperturbation: [escalation]\n", "perturbation: unknown key"),
+        ("cases: [dana-and-theo]\nperturbations: [escalation]\n", "supporters: required key is missing; add it"),
+        ("supporters: [silent]\ncases: [nope]\nperturbations: [escalation]\n", "cases[0]: no case matches 'nope'"),
+        ("supporters: [silent]\ncases: ['zz*']\nperturbations: [escalation]\n", "cases[0]: no case matches 'zz*'"),
+        ("supporters: [silent]\ncases: [tag:nope]\nperturbations: [escalation]\n", "no case matches 'tag:nope'; tags:"),
+        ("supporters: [silent]\ncases: [dana-and-theo]\nperturbations: [boom]\n", "perturbations[0]: perturbation 'boom'"),
+        ("supporters: [silent]\ncases: [dana-and-theo]\nperturbations: [escalation]\nseeds: a-b\n", "seeds: use a list"),
+        ("supporters: [silent]\ncases: [dana-and-theo]\nperturbations: [escalation]\nturns: 0\n", "turns: must be"),
+        ("supporters: [silent]\ncases: [dana-and-theo]\n", "perturbations: empty and baseline is false"),
+        ("supporters: [what is this]\ncases: [dana-and-theo]\nbaseline: true\n", "supporters[0]: 'what is this'"),
+        ("supporters: [silent]\ncases: [dana-and-theo]\nperturbations: [missing.yaml]\n", "no such perturbation file"),
+        ("- just\n- a list\n", "a stress config is a mapping of keys"),
+    ],
+)
+def test_config_errors_exit_2_with_one_line(tmp_path, body, expected):
+    path = write(tmp_path, body)
+    result = runner.invoke(app, ["stress", str(path), "--dry-run"])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert expected in " ".join(result.output.split()), result.output
+    assert "Traceback" not in result.output
+
+
+def test_dry_run_counts_the_matrix(tmp_path):
+    (tmp_path / "mine.yaml").write_text(MINE, encoding="utf-8")
+    path = write(tmp_path, GOOD)
+    config = load_stress_config(path)
+    matrix = build_matrix(config, tmp_path, path)
+    # dana-and-theo (couple) and nguyen-family: baseline + crisis for both, walkout_now only for the family
+    # = (2 + 2 + 1) variants x 2 seeds x 2 trials x 2 supporters
+    assert len(matrix.specs) == 5 * 2 * 2 * 2 == 40
+    assert matrix.skipped == ["dana-and-theo x walkout_now (only for family)"]
+    assert len({s.session_id for s in matrix.specs}) == 40
+    est = estimate(config, matrix)
+    assert est.calls["member"] == 40 * 3 * 2 and est.calls["tracker"] == 40 and est.calls["judge"] == 0
+    assert est.calls["check"] == 2 * 2 * 2  # cases x seeds x trials, scripted only (silent fails on facts)
+    assert est.local_minutes is not None  # no model configured: the embedded one
+    result = runner.invoke(app, ["stress", str(path), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "stress matrix: 40 sessions" in result.output
+    assert "model calls: member" in result.output and "240" in result.output
+    assert "skipped (group does not fit): dana-and-theo x walkout_now" in result.output
+    assert not (tmp_path / "runs").exists()
+
+
+def test_shipped_smoke_config_is_the_done_when_matrix():
+    config = load_stress_config(SMOKE)
+    matrix = build_matrix(config, SMOKE.parent, SMOKE)
+    assert len(matrix.cases) == 4 and set(config.supporters) == {"scripted", "silent"}
+    assert len(matrix.perturbations) == 3 and len(config.seeds) == 2
+    assert len(matrix.specs) == 4 * 2 * 3 * 2
+
+
+def test_run_writes_sessions_checks_and_resumes(tmp_path, monkeypatch):
+    (tmp_path / "mine.yaml").write_text(MINE, encoding="utf-8")
+    path = write(tmp_path, GOOD.replace("trials: 2", "trials: 1").replace("seeds: 0-1", "seeds: [0]"))
+    fake = FakeModelClient(default=any_schema_reply())
+    monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["stress", str(path), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    folder = RunFolder(out)
+    manifest = folder.read_manifest()
+    assert manifest.config["kind"] == "stress" and set(manifest.config["perturbations"]) == {
+        "crisis_disclosure",
+        "walkout_now",
+    }
+    ids = folder.session_ids()
+    assert len(ids) == 10
+    perturbed = [s for s in ids if "__none__" not in s]
+    checks = {sid: read_check(folder, sid) for sid in perturbed}
+    assert all(c is not None for c in checks.values())
+    assert all(read_check(folder, s) is None for s in ids if "__none__" in s)
+    silent = checks["nguyen-family__silent__walkout_now__s0__t0"]
+    assert silent.status.value == "failed" and silent.reason.startswith("responded: ")
+    record = folder.load_session("nguyen-family__silent__walkout_now__s0__t0")
+    assert record.perturbation == "walkout_now" and record.turns[0].directive == "Say you are leaving."
+    assert "behavioural checks" in result.output
+    assert read_judgment(folder, ids[0]) is None  # judge: false
+    calls = len(fake.calls)
+    again = runner.invoke(app, ["stress", str(path), "--out", str(out)])
+    assert again.exit_code == 0, again.output
+    assert len(fake.calls) == calls  # nothing re-simulated or re-checked
+    json.loads(folder.manifest_path.read_text())
+
+
+def test_judged_stress_run(tmp_path, monkeypatch, bench_reply):
+    path = write(
+        tmp_path,
+        "supporters: [scripted]\ncases: [dana-and-theo]\nperturbations: [escalation]\nturns: 2\ntracker_every: 0\n",
+    )
+    sim = any_schema_reply()
+
+    def reply(call):
+        return bench_reply(call) if call.role == "judge" else sim(call)
+
+    monkeypatch.setattr(cli_models, "make_client", lambda settings: FakeModelClient(default=reply))
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["stress", str(path), "--out", str(out)])
+    folder = RunFolder(out)
+    (sid,) = folder.session_ids()
+    assert read_judgment(folder, sid) is not None
+    assert read_check(folder, sid) is not None
+    assert result.exit_code in (0, 1)  # the fake judge's quotes may be unsupported; the check is recorded anyway
