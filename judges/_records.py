@@ -141,6 +141,11 @@ class SessionJudgment(_Record):
     supporter: str = Field(description="Supporter spec of the judged session.")
     rubric: Rubric = Field(description="The rubric used (active dimensions only).")
     rubric_digest: str = Field(description="Short hash of the rubric's dimensions.")
+    prompt_digest: str | None = Field(
+        default=None,
+        description="Digest of the judge prompts and rubric (`judges._render.prompt_digest`); validity cards are "
+        "matched by it. None in judgments written before it was recorded.",
+    )
     mode: Literal["session", "per_intervention"] = Field(description="One call per session, or one per intervention.")
     judges: list[str] = Field(description="Judge model ids, in panel order.")
     status: JudgmentStatus = Field(description="`ok` (every judge ok), `failed` (every judge failed) or `partial`.")
@@ -159,6 +164,13 @@ class SessionJudgment(_Record):
     simulator_failure_reason: str | None = Field(default=None, description="Which check failed, and its score.")
     trajectory: TrajectoryMetrics = Field(description="Model-free metrics of the session's relation trajectory.")
     judged_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc), description="UTC time of judging.")
+    trial: int = Field(
+        default=0,
+        ge=0,
+        description="Repeat index: 0 is the ordinary judgment (`judgments/<session_id>.json`); `judge --repeat K` "
+        "writes trials 1..K-1 to `judgments/trials/<session_id>/<trial>.json`, each a full SessionJudgment.",
+    )
+    temperature: float = Field(default=0.0, description="Sampling temperature the judges ran at.")
 
     def aggregate(self, item: str, dimension: str) -> AggregateScore | None:
         return next((a for a in self.aggregates if a.item == item and a.dimension == dimension), None)

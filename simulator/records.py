@@ -188,6 +188,11 @@ class SessionRecord(_Record):
     case: Case
     supporter: str = Field(description="The supporter spec as given (model id, URL, module:function, baseline).")
     models: dict[str, str] = Field(description="Role -> model id used.")
+    prompt_digests: dict[str, str] = Field(
+        default_factory=dict,
+        description="Role -> digest of the prompt files and schema behind that role's output (`tracker`); empty "
+        "in records written before digests were recorded. Validity cards are matched by it.",
+    )
     seed: int
     trial: int = Field(default=0, description="Repeat index of the same case, supporter and seed (stress runs).")
     perturbation: str | None = Field(default=None, description="Name of the perturbation applied, if any.")
