@@ -147,6 +147,18 @@ __all__ = [
     "DimensionSummary",
     "build_leaderboard",
     "session_values",
+    # repeated judgments
+    "STABILITY_SCHEMA_VERSION",
+    "DimensionStability",
+    "JudgeStability",
+    "dimension_stability",
+    "judge_stability",
+    "read_stability",
+    "read_trials",
+    "stability_path",
+    "trial_path",
+    "write_stability",
+    "write_trial",
     # perturbation checks
     "CHECK_SCHEMA_VERSION",
     "CheckResult",

@@ -40,23 +40,69 @@ async def judge_all(
     rubric: Rubric,
     per_intervention: bool,
     folder: RunFolder,
+    *,
+    trials: int = 1,
+    temperature: float = 0.0,
+    all_trials: dict[str, list[SessionJudgment]] | None = None,
 ) -> list[SessionJudgment]:
-    """Judge and write each session as soon as it is done (a killed run keeps what it finished)."""
-    from judges import judge_session, write_judgment
+    """Judge and write each session as soon as it is done (a killed run keeps what it finished).
+
+    With `trials` > 1 each session is judged that many times as distinct trials (see `judges.write_trial`);
+    the trial-0 judgments are returned, and every trial lands in `all_trials` when given.
+    """
+    from judges import judge_session, write_judgment, write_trial
 
     gate = asyncio.Semaphore(1 if any(m.startswith(LOCAL_PREFIX) for m in panel) else SESSIONS_AT_ONCE)
     done = 0
+    total = len(records) * trials
 
-    async def one(record: SessionRecord) -> SessionJudgment:
+    async def one(record: SessionRecord, trial: int) -> SessionJudgment:
         nonlocal done
         async with gate:
-            judgment = await judge_session(record, client, panel, rubric, per_intervention)
-        write_judgment(folder, judgment)
+            judgment = await judge_session(
+                record, client, panel, rubric, per_intervention, trial=trial, temperature=temperature
+            )
+        if trial == 0:
+            write_judgment(folder, judgment)
+        else:
+            write_trial(folder, judgment)
+        if all_trials is not None:
+            all_trials.setdefault(record.session_id, []).append(judgment)
         done += 1
-        err_console.print(f"[dim]judged {escape(record.session_id)} ({judgment.status.value}) {done}/{len(records)}[/]")
+        label = f" trial {trial}" if trials > 1 else ""
+        err_console.print(
+            f"[dim]judged {escape(record.session_id)}{label} ({judgment.status.value}) {done}/{total}[/]"
+        )
         return judgment
 
-    return list(await asyncio.gather(*(one(r) for r in records)))
+    jobs = [one(r, t) for r in records for t in range(trials)]
+    results = list(await asyncio.gather(*jobs))
+    if all_trials is not None:
+        for sid in all_trials:
+            all_trials[sid].sort(key=lambda j: j.trial)
+    return [j for j in results if j.trial == 0]
+
+
+def render_stability(stability) -> Table:
+    table = Table(
+        title=f"judge stability over {stability.trials} trials ({stability.sessions} sessions, "
+        f"temperature {stability.temperature:g})",
+        title_justify="left",
+        caption="flip rate: share of items whose trials do not all agree; pairwise: share of trial pairs that "
+        "differ; spread: mean max - min of scale scores",
+        caption_justify="left",
+    )
+    for col in ("dimension", "items", "flip rate", "pairwise", "spread"):
+        table.add_column(col, justify="left" if col == "dimension" else "right")
+    for d in stability.dimensions:
+        table.add_row(
+            header(d.dimension),
+            str(d.items),
+            f"{d.flip_rate:.0%}" if d.flip_rate is not None else "-",
+            f"{d.pairwise_disagreement:.0%}" if d.pairwise_disagreement is not None else "-",
+            f"{d.mean_spread:.2f}" if d.mean_spread is not None else "-",
+        )
+    return table
 
 
 def _cell(value: float | None, measure: str) -> str:
@@ -140,10 +186,24 @@ def judge(
         str | None,
         typer.Option("--model", "-m", help="Default model (else RESCUE_SIM_MODEL, else the embedded local model)."),
     ] = None,
+    repeat: Annotated[
+        int,
+        typer.Option(
+            "--repeat",
+            min=1,
+            max=50,
+            help="Judge each session K times as distinct trials and report per dimension how often verdicts flip.",
+        ),
+    ] = 1,
+    temperature: Annotated[
+        float,
+        typer.Option(min=0.0, max=2.0, help="Judge sampling temperature (0: deterministic local judges never flip)."),
+    ] = 0.0,
 ) -> None:
     """Judge a run's saved sessions with an LLM judge panel, without re-simulating.
 
-    Writes judgments/<session_id>.json; failed and incomplete sessions are skipped and listed.
+    Writes judgments/<session_id>.json; failed and incomplete sessions are skipped and listed. With --repeat K,
+    trials 1..K-1 go to judgments/trials/<session_id>/<trial>.json and the flip rates to judge_stability.json.
     Exit code 1 when a judgment failed or nothing could be judged, 2 for bad input.
     """
     from judges import JudgmentStatus, load_rubric
@@ -172,8 +232,30 @@ def judge(
     judgments: list[SessionJudgment] = []
     if records:
         client = make_client(settings)
-        judgments = asyncio.run(judge_all(records, client, panel, used, per_intervention, folder))
+        all_trials: dict[str, list[SessionJudgment]] = {}
+        judgments = asyncio.run(
+            judge_all(
+                records,
+                client,
+                panel,
+                used,
+                per_intervention,
+                folder,
+                trials=repeat,
+                temperature=temperature,
+                all_trials=all_trials,
+            )
+        )
         console.print(render(judgments))
+        if repeat > 1:
+            from judges import judge_stability, write_stability
+
+            stability = judge_stability(all_trials, trials=repeat, temperature=temperature)
+            path = write_stability(folder, stability)
+            console.print(render_stability(stability))
+            if temperature == 0:
+                console.print("[dim]note: at temperature 0 flips measure only the provider's nondeterminism[/]")
+            console.print(f"stability written to {escape(str(path))}")
     for line in skipped:
         console.print(f"[yellow]skipped[/] {escape(line)}")
     problems = []
