@@ -27,6 +27,7 @@ from judges._render import (
     group_plural,
     intervention_line,
     judge_context,
+    prompt_digest,
     rubric_text,
     strategies_text,
     strategy_rules,
@@ -317,6 +318,7 @@ async def judge_session(
         supporter=record.supporter,
         rubric=used,
         rubric_digest=used.digest,
+        prompt_digest=prompt_digest(used.digest),
         mode="per_intervention" if per_intervention else "session",
         judges=panel,
         status=_overall(verdicts),
@@ -328,6 +330,4 @@ async def judge_session(
         simulator_failure=reason is not None,
         simulator_failure_reason=reason,
         trajectory=trajectory_metrics(record, gamma=gamma, lam=lam),
-        trial=trial,
-        temperature=temperature,
     )

@@ -37,6 +37,7 @@ from simulator.records import (
 from simulator.supporters import HumanSupporter, InvalidDecision, Supporter, finish_decision
 from simulator.safety import check_attended
 from simulator.tracker import observe
+from simulator.tracker import prompt_digest as tracker_prompt_digest
 from simulator.view import SessionView, SupporterKnows, build_view
 
 SAFETY_GRACE = 2  # supporter decisions allowed to pass over a member at risk before the session is stopped
@@ -488,6 +489,7 @@ def to_record(
         case=case,
         supporter=redact(supporter.spec),
         models=models,
+        prompt_digests={"tracker": tracker_prompt_digest()},
         seed=config.seed,
         supporter_knows=config.supporter_knows,
         max_turns=config.max_turns,
