@@ -330,4 +330,6 @@ async def judge_session(
         simulator_failure=reason is not None,
         simulator_failure_reason=reason,
         trajectory=trajectory_metrics(record, gamma=gamma, lam=lam),
+        trial=trial,
+        temperature=temperature,
     )
