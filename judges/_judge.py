@@ -206,8 +206,14 @@ def judge_calls(record: SessionRecord, rubric: Rubric, per_intervention: bool = 
 
 
 @judge()
-def rubric_judge(rubric: Rubric, *, per_intervention: bool = False, temperature: float = 0.0) -> SessionJudge:
-    """Score a session on every active rubric dimension: one call per session, or one per intervention."""
+def rubric_judge(
+    rubric: Rubric, *, per_intervention: bool = False, temperature: float = 0.0, trial: int = 0
+) -> SessionJudge:
+    """Score a session on every active rubric dimension: one call per session, or one per intervention.
+
+    `trial` > 0 asks again as a distinct, cached trial (its own seed and cache key): repeated judgments.
+    """
+    base_seed = 0 if trial == 0 else 7919 * trial
 
     async def score(record: SessionRecord, client: ModelClient, model: str) -> JudgeVerdict:
         context = judge_context(record)
@@ -225,7 +231,8 @@ def rubric_judge(rubric: Rubric, *, per_intervention: bool = False, temperature:
                         schema=call.schema,
                         max_tokens=call.max_tokens,
                         temperature=temperature,
-                        seed=record.seed + 1009 * attempt,
+                        seed=record.seed + base_seed + 1009 * attempt,
+                        trial=trial,
                     )
                 except ModelError as err:
                     return [], calls, [JudgeFailure(unit=call.unit, reason=err.reason)]
@@ -291,8 +298,13 @@ async def judge_session(
     *,
     gamma: float = DEFAULT_GAMMA,
     lam: float = DEFAULT_LAMBDA,
+    trial: int = 0,
+    temperature: float = 0.0,
 ) -> SessionJudgment:
     """Judge one completed session with a panel of judge models (model ids); the built-in rubric by default.
+
+    `trial` and `temperature` serve repeated judgments (`rescue-sim judge --repeat K`): trial 0 is the ordinary
+    judgment; each further trial is a distinct call with its own seed and cache key.
 
     Each judge scores independently (concurrently; the client limits concurrency per provider). Judges that fail
     are recorded with their reason and left out of the aggregates. A simulator dimension at or below its
@@ -306,7 +318,7 @@ async def judge_session(
         raise ValueError("judge_session needs at least one judge model")
     rubric = rubric or load_rubric()
     used = rubric.model_copy(update={"dimensions": rubric.active})
-    scorer = rubric_judge(used, per_intervention=per_intervention)
+    scorer = rubric_judge(used, per_intervention=per_intervention, temperature=temperature, trial=trial)
     verdicts: list[JudgeVerdict] = list(await asyncio.gather(*(scorer(record, client, m) for m in panel)))
     valid = [v for v in verdicts if v.status != JudgmentStatus.FAILED]
     aggregates = aggregate_scores(valid, used)
