@@ -168,7 +168,9 @@ def test_default_out_and_compare_published(invoke, clients, tmp_path, monkeypatc
     out = result.stdout
     assert "arXiv 2609.09657" in out and "Qwen-Plus" in out and "55.78" in out and "GPT-4o" in out
     ours = [line for line in out.splitlines() if line.strip().startswith("ours")]
-    assert len(ours) == 2 and sum(line.count("n/c") for line in ours) == 8  # STP, SSP, ER and VP were not run
+    # STP, SSP, ER and VP were not run; VP_LLM is never set beside the paper's 1-5 Likert (another scale)
+    assert len(ours) == 2 and sum(line.count("n/c") for line in ours) == 7
+    assert sum(line.count("n/s") for line in ours) == 1 and "n/s = not the same scale" in out
     assert "ours = fake/model" in out
     assert "ER_LLM here is S_ER" in out
 

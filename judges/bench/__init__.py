@@ -45,11 +45,13 @@ from judges.bench.pipeline import BenchPlan, DryRun, dry_run, plan_probe, plan_r
 from judges.bench.probe import PROBE_GOLD_SOURCES, RESCUE_GOLD_SOURCES, build_probe_instances, load_run_sessions
 from judges.bench.report import (
     COMPARISON_NOTES,
+    NOT_SAME_SCALE,
     PUBLISHED_COLUMNS,
     PUBLISHED_SOURCE,
     BenchReport,
     TaskReport,
     load_published,
+    own_scale_row,
     published_row,
     summarize,
 )
@@ -62,6 +64,7 @@ __all__ = [
     "BERTSCORE_ENV",
     "CHECKPOINTS_PER_SAMPLE",
     "COMPARISON_NOTES",
+    "NOT_SAME_SCALE",
     "DEFAULT_CONTEXT_SIZE",
     "DEFAULT_SEED",
     "EARLY_ROWS",
@@ -113,6 +116,7 @@ __all__ = [
     "offline_bertscore",
     "plan_probe",
     "plan_rescue",
+    "own_scale_row",
     "published_row",
     "rank_of",
     "ranking_metrics",

@@ -78,7 +78,10 @@ class VpMetrics(_Metrics):
     missing: int
     source_target: float = Field(description="LLM judge, 0-2: are the right source -> target pairs named.")
     viewpoint: float = Field(description="LLM judge, 0-4: do the views match in meaning.")
-    vp_score: float = Field(description="1 + 4 * mean(source_target / 2, viewpoint / 4): a 1-5 summary.")
+    vp_score: float = Field(
+        description="1 + 4 * mean(source_target / 2, viewpoint / 4): our own 1-5 summary, not defined by the paper "
+        "and never compared with its Likert VP; the headline is source_target (0-2) and viewpoint (0-4)."
+    )
 
 
 def ratio(num: float, den: float) -> float:

@@ -27,6 +27,7 @@ from judges.bench.instances import (
     count_instances,
     limit_instances,
 )
+from judges.bench.released import load_released, looks_released
 from judges.bench.probe import PROBE_GOLD_SOURCES, RESCUE_GOLD_SOURCES, build_probe_instances, load_run_sessions
 from judges.bench.report import BenchReport, summarize
 from judges.bench.runner import CHARS_PER_TOKEN, BenchSettings, ProgressFn, TaskEstimate, config_hash, estimate
@@ -78,12 +79,22 @@ def _select(tasks: Iterable[Task]) -> list[Task]:
 def plan_rescue(
     data: str | Path, settings: BenchSettings, *, tasks: Iterable[Task] = TASKS, limit: int | None = None
 ) -> BenchPlan:
-    """Instances from RESCUE data (a .jsonl/.json file or a folder; bad input raises a one-line UserError)."""
-    samples = load_rescue(data)
-    chosen = _select(tasks)
-    built = build_rescue_instances(
-        samples, tasks=chosen, context_size=settings.context_size, subgroups=settings.subgroups, seed=settings.seed
-    )
+    """Instances from RESCUE data (a .jsonl/.json file or a folder; bad input raises a one-line UserError).
+
+    A released ER/VP instance file (RESCUE-bench's `data/er.jsonl`, `data/vp.jsonl`) is scored exactly as given:
+    its instances, no others, and only the tasks it holds.
+    """
+    if looks_released(data):
+        built = load_released(data, context_size=settings.context_size)
+        present = {i.task for i in built.instances}
+        chosen = [t for t in _select(tasks) if t in present]
+        built = built.model_copy(update={"instances": [i for i in built.instances if i.task in chosen]})
+    else:
+        samples = load_rescue(data)
+        chosen = _select(tasks)
+        built = build_rescue_instances(
+            samples, tasks=chosen, context_size=settings.context_size, subgroups=settings.subgroups, seed=settings.seed
+        )
     return BenchPlan(
         origin="rescue",
         sources=[str(Path(data).resolve())],

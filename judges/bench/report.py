@@ -55,8 +55,9 @@ PUBLISHED_COLUMNS = (
     "VP_BERT",
 )
 COMPARISON_NOTES = (
-    "ER_LLM here is S_ER = (judge score + intensity match) / 2, the paper's definition; VP_LLM is "
-    "1 + 4 * mean(source_target / 2, viewpoint / 4) from our 0-2 / 0-4 judge, not the paper's 1-5 Likert.",
+    "ER_LLM here is S_ER = (judge score + intensity match) / 2, the paper's definition.",
+    "VP_LLM is not compared (n/s): the paper's is a 1-5 Likert judgment; ours is the released script's "
+    "source-target (0-2) and viewpoint (0-4) scores, printed on their own scales below the table.",
     "The paper's judge was GPT-5.4; ours is the --judge-model with the rubrics in judges/bench/prompts/judge_*.md.",
     "The paper scores multi-person targets as the group label (our --subgroups collapse).",
 )
@@ -323,6 +324,20 @@ def published_row(report: BenchReport) -> dict[str, float | None]:
         "SSP_MRR": metric("ssp", "mrr", 100),
         "ER_LLM": metric("er", "er_score"),
         "ER_BERT": bert("er"),
-        "VP_LLM": metric("vp", "vp_score"),
+        "VP_LLM": None,  # not the same scale as the paper's 1-5 Likert: see own_scale_row
         "VP_BERT": bert("vp"),
+    }
+
+
+# Table 5 columns where our measure is on another scale than the paper's: shown as "n/s", never side by side.
+NOT_SAME_SCALE = {"VP_LLM": "paper: 1-5 Likert; ours: source-target 0-2 and viewpoint 0-4 (the released script)"}
+
+
+def own_scale_row(report: BenchReport) -> dict[str, float | None]:
+    """Our numbers whose scale differs from Table 5, each named with its scale."""
+    t = report.tasks.get("vp")
+    m = t.metrics if t is not None else None
+    return {
+        "VP_source_target_0_2": None if m is None else round(m.source_target, 4),
+        "VP_viewpoint_0_4": None if m is None else round(m.viewpoint, 4),
     }

@@ -178,9 +178,13 @@ async def _run(
     if as_json:
         payload = json.loads(report.model_dump_json())
         if compare_published:
-            from judges.bench import load_published, published_row
+            from judges.bench import load_published, own_scale_row, published_row
 
-            payload["published_comparison"] = {"ours": published_row(report), "published": load_published()}
+            payload["published_comparison"] = {
+                "ours": published_row(report),
+                "ours_on_other_scales": own_scale_row(report),
+                "published": load_published(),
+            }
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         _render_report(report, out or plan.default_out())
@@ -222,7 +226,6 @@ METRIC_ROWS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("intensity match (1-5)", "intensity_match", 2),
     ),
     "vp": (
-        ("VP (1-5)", "vp_score", 2),
         ("source-target (0-2)", "source_target", 2),
         ("viewpoint (0-4)", "viewpoint", 2),
     ),
@@ -329,7 +332,15 @@ def _render_report(report, out: Path) -> None:
 
 
 def _render_comparison(report) -> None:
-    from judges.bench import COMPARISON_NOTES, PUBLISHED_COLUMNS, PUBLISHED_SOURCE, load_published, published_row
+    from judges.bench import (
+        COMPARISON_NOTES,
+        NOT_SAME_SCALE,
+        PUBLISHED_COLUMNS,
+        PUBLISHED_SOURCE,
+        load_published,
+        own_scale_row,
+        published_row,
+    )
 
     published, ours = load_published(), published_row(report)
     console.print(f"Compared with {PUBLISHED_SOURCE}; ours = {report.model}", markup=False)
@@ -341,11 +352,25 @@ def _render_comparison(report) -> None:
         for row in published:
             table.add_row(row["Model"], *(row[c] for c in columns))
         cells = [
-            "n/c" if ours[c] is None else f"{ours[c]:.4f}" if c.endswith("BERT") else f"{ours[c]:.2f}" for c in columns
+            "n/s"
+            if c in NOT_SAME_SCALE
+            else "n/c"
+            if ours[c] is None
+            else f"{ours[c]:.4f}"
+            if c.endswith("BERT")
+            else f"{ours[c]:.2f}"
+            for c in columns
         ]
         table.add_row("ours", *cells, style="bold")
         console.print(table)
-    console.print("n/c = not computed in this run.", markup=False)
+    console.print("n/c = not computed in this run; n/s = not the same scale (below).", markup=False)
+    own = own_scale_row(report)
+    if own["VP_source_target_0_2"] is not None:
+        console.print(
+            f"VP, ours on the released script's scales: source-target {own['VP_source_target_0_2']:.2f} / 2, "
+            f"viewpoint {own['VP_viewpoint_0_4']:.2f} / 4 ({NOT_SAME_SCALE['VP_LLM']}).",
+            markup=False,
+        )
     for note in COMPARISON_NOTES:
         console.print(f"- {note}", markup=False)
     if report.origin == "probe":
