@@ -328,20 +328,12 @@ def _sample_instances(
             **fields,
         )
 
-    # ITP: decision after member row p (1-based); yes when row p+1 is the therapist.
-    if Task.ITP in wanted:
-        yes = [p for p in range(1, len(raw)) if not raw[p - 1].is_therapist and raw[p].is_therapist]
-        no = [p for p in range(1, len(raw)) if not raw[p - 1].is_therapist and not raw[p].is_therapist]
-        keep_yes, keep_no = balance_itp(yes, no, sample_rng(seed, Task.ITP, sid))
-        if not keep_yes:
-            stats.itp_samples_dropped += 1
-        labels = {**{p: "yes" for p in keep_yes}, **{p: "no" for p in keep_no}}
-        out[Task.ITP] = [make(Task.ITP, p, p, gold_label=labels[p]) for p in sorted(labels)]
+    add_itp(out, wanted, [r.is_therapist for r in raw], make, seed, sid, stats)
 
     # RPP, STP, SSP: therapist rows; the context is every row before the therapist turn.
     seen_targets: list[str] = []
     strategy_rows: list[tuple[int, str, str]] = []  # (row, target label, strategy)
-    allowed_patterns, allowed_strategies = patterns_for(group), strategies_for(group)
+    allowed_patterns = patterns_for(group)
     for pos, r in enumerate(raw, start=1):
         if not r.is_therapist:
             continue
@@ -371,27 +363,7 @@ def _sample_instances(
                 continue
             strategy_rows.append((pos, label, first.strategy_type.strip()))
 
-    candidates = target_candidates(members, group, seen_targets)
-    for pos, label, strategy in strategy_rows:
-        kind = label_kind(label, group)
-        if Task.STP in wanted:
-            out[Task.STP].append(
-                make(Task.STP, pos, pos - 1, gold_label=label, gold_target_kind=kind, candidates=candidates)
-            )
-        if strategy not in allowed_strategies:
-            stats.ssp_off_taxonomy += 1
-        elif Task.SSP in wanted:
-            out[Task.SSP].append(
-                make(
-                    Task.SSP,
-                    pos,
-                    pos - 1,
-                    gold_label=strategy,
-                    gold_target_kind=kind,
-                    known_target=label,
-                    candidates=list(allowed_strategies),
-                )
-            )
+    add_targets_and_strategies(out, wanted, strategy_rows, seen_targets, make, members, group, stats)
 
     # ER and VP: member rows read at the row itself (context includes it).
     er_gold: dict[int, tuple[str, float]] = {}
@@ -414,6 +386,67 @@ def _sample_instances(
             vp_gold[pos] = triples
     add_checkpoints(out, wanted, er_gold, vp_gold, [r.speaker for r in rows], make, members, group, seed, sid, stats)
     return out
+
+
+def add_itp(
+    out: dict[Task, list[Instance]],
+    wanted: set[Task],
+    is_supporter: Sequence[bool],
+    make: Callable[..., Instance],
+    seed: int,
+    sid: str,
+    stats: BuildStats,
+) -> None:
+    """ITP instances, from RESCUE rows or simulated turns alike: a decision after member row p (1-based) is "yes"
+    when row p+1 is the therapist's, "no" when it is another member's; both classes balanced per sample."""
+    if Task.ITP not in wanted:
+        return
+    n = len(is_supporter)
+    yes = [p for p in range(1, n) if not is_supporter[p - 1] and is_supporter[p]]
+    no = [p for p in range(1, n) if not is_supporter[p - 1] and not is_supporter[p]]
+    keep_yes, keep_no = balance_itp(yes, no, sample_rng(seed, Task.ITP, sid))
+    if not keep_yes:
+        stats.itp_samples_dropped += 1
+    labels = {**{p: "yes" for p in keep_yes}, **{p: "no" for p in keep_no}}
+    out[Task.ITP] = [make(Task.ITP, p, p, gold_label=labels[p]) for p in sorted(labels)]
+
+
+def add_targets_and_strategies(
+    out: dict[Task, list[Instance]],
+    wanted: set[Task],
+    labelled: Sequence[tuple[int, str, str | None]],
+    seen_targets: Sequence[str],
+    make: Callable[..., Instance],
+    members: Sequence[str],
+    group: str,
+    stats: BuildStats,
+) -> None:
+    """STP and SSP instances from (therapist row, gold target label, gold strategy or None) triples, from RESCUE
+    rows or simulated turns alike; candidates are the closed target set (members, subgroups seen, the group)."""
+    candidates = target_candidates(members, group, seen_targets)  # type: ignore[arg-type]
+    allowed_strategies = strategies_for(group)  # type: ignore[arg-type]
+    for pos, label, strategy in labelled:
+        kind = label_kind(label, group)  # type: ignore[arg-type]
+        if Task.STP in wanted:
+            out[Task.STP].append(
+                make(Task.STP, pos, pos - 1, gold_label=label, gold_target_kind=kind, candidates=candidates)
+            )
+        if strategy is None:  # a free-text supporter states no strategy: nothing to predict
+            continue
+        if strategy not in allowed_strategies:
+            stats.ssp_off_taxonomy += 1
+        elif Task.SSP in wanted:
+            out[Task.SSP].append(
+                make(
+                    Task.SSP,
+                    pos,
+                    pos - 1,
+                    gold_label=strategy,
+                    gold_target_kind=kind,
+                    known_target=label,
+                    candidates=list(allowed_strategies),
+                )
+            )
 
 
 def add_checkpoints(

@@ -23,18 +23,16 @@ from judges.bench.instances import (
     Task,
     ViewpointTriple,
     add_checkpoints,
-    balance_itp,
+    add_itp,
+    add_targets_and_strategies,
     instance_id,
     is_very_short,
-    label_kind,
-    sample_rng,
-    target_candidates,
     target_label,
     valid_intensity,
     window,
 )
 from personas.common.errors import UserError
-from personas.taxonomy import SUPPORTER_NAME, patterns_for, strategies_for
+from personas.taxonomy import SUPPORTER_NAME, patterns_for
 from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder
 
@@ -119,16 +117,9 @@ def _session_instances(
             **fields,
         )
 
-    if Task.ITP in wanted:
-        yes = [p for p in range(1, len(turns)) if not is_supporter[p - 1] and is_supporter[p]]
-        no = [p for p in range(1, len(turns)) if not is_supporter[p - 1] and not is_supporter[p]]
-        keep_yes, keep_no = balance_itp(yes, no, sample_rng(seed, Task.ITP, sid))
-        if not keep_yes:
-            stats.itp_samples_dropped += 1
-        labels = {**{p: "yes" for p in keep_yes}, **{p: "no" for p in keep_no}}
-        out[Task.ITP] = [make(Task.ITP, p, p, gold_label=labels[p]) for p in sorted(labels)]
+    add_itp(out, wanted, is_supporter, make, seed, sid, stats)
 
-    allowed_patterns, allowed_strategies = patterns_for(group), strategies_for(group)
+    allowed_patterns = patterns_for(group)
     seen: list[str] = []
     labelled: list[tuple[int, str, str | None]] = []
     last_pattern: str | None = None
@@ -153,29 +144,7 @@ def _session_instances(
         if turn.tracker is not None and turn.tracker.pattern:
             last_pattern = turn.tracker.pattern
 
-    candidates = target_candidates(members, group, seen)
-    for pos, label, strategy in labelled:
-        kind = label_kind(label, group)
-        if Task.STP in wanted:
-            out[Task.STP].append(
-                make(Task.STP, pos, pos - 1, gold_label=label, gold_target_kind=kind, candidates=candidates)
-            )
-        if strategy is None:
-            continue
-        if strategy not in allowed_strategies:
-            stats.ssp_off_taxonomy += 1
-        elif Task.SSP in wanted:
-            out[Task.SSP].append(
-                make(
-                    Task.SSP,
-                    pos,
-                    pos - 1,
-                    gold_label=strategy,
-                    gold_target_kind=kind,
-                    known_target=label,
-                    candidates=list(allowed_strategies),
-                )
-            )
+    add_targets_and_strategies(out, wanted, labelled, seen, make, members, group, stats)
 
     er_gold: dict[int, tuple[str, float]] = {}
     vp_gold: dict[int, list[ViewpointTriple]] = {}
