@@ -20,6 +20,7 @@ from judges._rubric import Dimension, Level
 from judges._stats import DEFAULT_SEED, MeanCI, mean_ci
 from judges._store import read_judgment
 from judges._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
+from judges.validity.card import ValidityCard, ValidityNote, dimension_validity
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, RunFolderError
 
@@ -41,6 +42,11 @@ class DimensionSummary(_Record):
         "label, share where the panel's label equals the supporter's stated one."
     )
     value: MeanCI = Field(description="Mean over sessions with its bootstrap CI.")
+    validity: list[ValidityNote] = Field(
+        default_factory=list,
+        description="Validity of the instrument behind the values, one note per (judge model, prompt digest) that "
+        "produced them; 'not validated' without a matching card (see `rescue-sim validate`).",
+    )
 
 
 class SupporterRow(_Record):
@@ -74,6 +80,10 @@ class SupporterRow(_Record):
     )
     delta_tension: MeanCI = Field(description="Self-report view: mean over pairs of final - initial tension.")
     delta_tension_observer: MeanCI = Field(description="Observer view: mean over pairs of final - initial tension.")
+    observer_validity: list[ValidityNote] = Field(
+        default_factory=list,
+        description="Validity of the tracker behind the observer view, per (tracker model, prompt digest).",
+    )
     group_objective: MeanCI = Field(description="Self-report view group objective (see judges.group_objective).")
 
     def dimension(self, dim_id: str) -> DimensionSummary | None:
@@ -138,6 +148,7 @@ class _Acc:
         self.delta_tension: list[float] = []
         self.delta_tension_obs: list[float] = []
         self.objective: list[float] = []
+        self.sources: dict[str, set[tuple[str | None, str | None]]] = {}  # dimension -> (model, prompt digest)
 
 
 def build_leaderboard(
@@ -147,8 +158,12 @@ def build_leaderboard(
     seed: int = DEFAULT_SEED,
     gamma: float = DEFAULT_GAMMA,
     lam: float = DEFAULT_LAMBDA,
+    cards: Sequence[ValidityCard] = (),
 ) -> Leaderboard:
     """Read every session and judgment in `run_dirs` and summarise them per supporter.
+
+    Each dimension carries the validity of the instrument that produced it: a card among `cards`, else one stored
+    by `rescue-sim validate` for the same model and prompt digest, else "not validated".
 
     Raises RunFolderError (a UserError) for a folder that is not a run folder or holds an unreadable judgment.
     """
@@ -191,6 +206,9 @@ def build_leaderboard(
             else:
                 acc.counts["unjudged"] += 1
             traj = trajectory_metrics(record, gamma=gamma, lam=lam)
+            acc.sources.setdefault("delta_tension_observer", set()).add(
+                (record.models.get("tracker"), record.prompt_digests.get("tracker"))
+            )
             for target, value in (
                 (acc.delta_tension, traj.self_report.delta_tension),
                 (acc.delta_tension_obs, traj.observer.delta_tension),
@@ -204,6 +222,7 @@ def build_leaderboard(
             if values:
                 acc.counts["scored"] += 1
             for dim_id, (dim, value) in values.items():
+                acc.sources.setdefault(dim_id, set()).update((j, judgment.prompt_digest) for j in judgment.judges)
                 acc.dims.setdefault(dim_id, dim)
                 acc.values.setdefault(dim_id, []).append(value)
                 if dim_id not in order:
@@ -217,7 +236,7 @@ def build_leaderboard(
                     dim = next((d for d in judgment.rubric.active if d.id == s.dimension), None)
                     if dim is not None and dim.kind == "scale" and dim.about == "supporter" and s.score is not None:
                         acc.ratings.setdefault(s.dimension, {}).setdefault((sid, s.item), {})[v.judge] = s.score
-    rows = [_row(acc, order, confidence, seed) for acc in accs.values()]
+    rows = [_row(acc, order, confidence, seed, cards) for acc in accs.values()]
     rank_by = RANK_BY if RANK_BY in order else None
 
     def key(row: SupporterRow) -> tuple[int, float, str]:
@@ -243,7 +262,13 @@ def _alpha(ratings: dict[tuple[str, str], dict[str, int]], judges: list[str]) ->
     return krippendorff_alpha([[ratings[i].get(j) for i in items] for j in judges], "interval")
 
 
-def _row(acc: _Acc, order: list[str], confidence: float, seed: int) -> SupporterRow:
+def _validity(acc: _Acc, dim_id: str, cards: Sequence[ValidityCard]) -> list[ValidityNote]:
+    instrument = "tracker" if dim_id == "delta_tension_observer" else "judge"
+    sources = sorted(acc.sources.get(dim_id, set()), key=lambda s: (s[0] or "", s[1] or ""))
+    return [dimension_validity(dim_id, m, d, instrument=instrument, cards=cards) for m, d in sources]
+
+
+def _row(acc: _Acc, order: list[str], confidence: float, seed: int, cards: Sequence[ValidityCard] = ()) -> SupporterRow:
     c = acc.counts
     dims = [
         DimensionSummary(
@@ -251,6 +276,7 @@ def _row(acc: _Acc, order: list[str], confidence: float, seed: int) -> Supporter
             level=acc.dims[d].level,
             measure="mean" if acc.dims[d].kind == "scale" else "rate",
             value=mean_ci(acc.values[d], confidence=confidence, seed=seed),
+            validity=_validity(acc, d, cards),
         )
         for d in order
         if d in acc.values
@@ -279,5 +305,6 @@ def _row(acc: _Acc, order: list[str], confidence: float, seed: int) -> Supporter
         alpha_by_dimension={d: _alpha(r, acc.judges) for d, r in acc.ratings.items()} if several else {},
         delta_tension=mean_ci(acc.delta_tension, confidence=confidence, seed=seed),
         delta_tension_observer=mean_ci(acc.delta_tension_obs, confidence=confidence, seed=seed),
+        observer_validity=_validity(acc, "delta_tension_observer", cards),
         group_objective=mean_ci(acc.objective, confidence=confidence, seed=seed),
     )

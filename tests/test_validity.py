@@ -244,6 +244,7 @@ def test_judge_strategy_and_target(samples):
     s, g = card.judge.strategy, card.judge.target
     assert (s.items, s.scored, s.failed, s.accuracy) == (4, 4, 0, 0.75)
     assert s.confusion["evoke"] == {"reframe": 1}
+    assert s.macro_f1 == pytest.approx(3 / 5)  # track, enact, safeguard 1; evoke, reframe 0 (labels seen)
     assert (g.items, g.scored, g.correct, g.accuracy) == (4, 4, 3, 0.75)
     assert {k: (v.support, v.predicted, v.recall) for k, v in g.by_kind.items() if v.support or v.predicted} == {
         "individual": (3, 3, pytest.approx(2 / 3)),

@@ -116,6 +116,10 @@ def render(board: Leaderboard) -> list[Table]:
 def leaderboard(
     run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="One or more run folders.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the leaderboard as JSON.")] = False,
+    card: Annotated[
+        list[Path] | None,
+        typer.Option("--card", help="Validity card file or folder (besides the stored cards); repeatable."),
+    ] = None,
 ) -> None:
     """Rank supporters across run folders from their sessions and judgments.
 
@@ -123,13 +127,17 @@ def leaderboard(
     (Krippendorff's alpha) and trajectory headlines (Δtension, group objective).
     """
     from judges import build_leaderboard
+    from judges.validity import read_cards
+    from simulator.cli._validity import validity_lines
 
-    board = build_leaderboard(run_dirs)
+    board = build_leaderboard(run_dirs, cards=read_cards(card or []))
     if as_json:
         typer.echo(board.model_dump_json(indent=2))
         return
     for table in render(board):
         console.print(table)
+    for line in validity_lines(board, header):
+        console.print(escape(line), style="dim")
     for row in board.rows:
         if row.unjudged:
             console.print(

@@ -1,0 +1,111 @@
+"""Validity travels with the numbers: `leaderboard` (and its JSON) shows, next to each dimension, the validity card of
+the instrument that produced it when one matches the recorded model and prompt digest, and "not validated" otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from tests._session_fixtures import couple_session, fill_reply
+from tests.test_validity import fixture_client
+from typer.testing import CliRunner
+
+from judges._render import prompt_digest as judge_digest
+from judges._rubric import load_rubric
+from judges.validity import validate, write_card
+from personas.rescue import load_rescue
+from simulator.cli import app as cli_app
+from simulator.cli import judge_cmd
+from simulator.llm.fake import FakeModelClient
+from simulator.runfolder import RunFolder
+from simulator.tracker import prompt_digest as tracker_digest
+
+FIXTURE = Path(__file__).parent / "fixtures" / "validity_rescue.jsonl"
+WIDE = {"COLUMNS": "240", "RESCUE_SIM_MODEL": "", "RESCUE_SIM_JUDGES": ""}
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path, monkeypatch):
+    monkeypatch.setenv("RESCUE_SIM_HOME", str(tmp_path / "home"))
+
+
+@pytest.fixture
+def invoke(monkeypatch):
+    client = FakeModelClient(default=lambda call: fill_reply(call.schema))
+    monkeypatch.setattr(judge_cmd, "make_client", lambda settings: client)
+    cli_app._register()
+    runner = CliRunner()
+
+    def run(*args):
+        result = runner.invoke(cli_app.app, [str(a) for a in args], env=WIDE)
+        assert "Traceback" not in result.output
+        return result
+
+    return run
+
+
+def _run_folder(path: Path, *, digests: bool = True) -> RunFolder:
+    folder = RunFolder(path)
+    folder.open({"supporter": "fake/supporter"})
+    record = couple_session("s1")
+    update = {"models": {**record.models, "tracker": "fake/model"}}
+    if digests:
+        update["prompt_digests"] = {"tracker": tracker_digest()}
+    folder.write_session(record.model_copy(update=update))
+    return folder
+
+
+def _store_cards() -> None:
+    samples = load_rescue(FIXTURE)
+    for card in asyncio.run(validate(samples, fixture_client(), source="fixture", judge_model="judge/a")):
+        write_card(card)
+
+
+def test_leaderboard_shows_matching_cards_and_not_validated(invoke, tmp_path):
+    folder = _run_folder(tmp_path / "run")
+    assert invoke("judge", folder.path, "--judges", "judge/a,judge/b").exit_code == 0
+    judgment = json.loads((folder.judgments_dir / "s1.json").read_text())
+    assert judgment["prompt_digest"] == judge_digest(load_rubric().digest)
+    _store_cards()
+    board = json.loads(invoke("leaderboard", folder.path, "--json").stdout)
+    (row,) = board["rows"]
+    dims = {d["dimension"]: d for d in row["dimensions"]}
+    strategy = {n["model"]: n for n in dims["strategy"]["validity"]}
+    assert strategy["judge/a"]["validated"] and strategy["judge/a"]["text"] == "strategy labels = gold 3/4, macro-F1 0.60"
+    assert strategy["judge/b"]["text"].startswith("not validated (no card for judge/b @ ")
+    assert {n["model"]: n["text"] for n in dims["target_fit"]["validity"]}["judge/a"] == "preferred target = gold 3/4"
+    assert [n["text"] for n in dims["timing"]["validity"]] == ["not validated (no RESCUE gold measures timing)"] * 2
+    (obs,) = row["observer_validity"]
+    assert obs["validated"] and obs["model"] == "fake/model" and obs["text"].startswith("warmth change/turn 0.31")
+    table = invoke("leaderboard", folder.path).stdout
+    assert "validity (`rescue-sim validate` cards" in table
+    assert "strategy=stated — judge judge/a @ " in table and "strategy labels = gold 3/4" in table
+
+
+def test_records_without_digests_are_not_validated(invoke, tmp_path):
+    folder = _run_folder(tmp_path / "run", digests=False)
+    assert invoke("judge", folder.path, "--judges", "judge/a").exit_code == 0
+    _store_cards()
+    row = json.loads(invoke("leaderboard", folder.path, "--json").stdout)["rows"][0]
+    assert [n["text"] for n in row["observer_validity"]] == ["not validated (no prompt digest recorded)"]
+
+
+def test_leaderboard_card_option_and_bad_card(invoke, tmp_path):
+    folder = _run_folder(tmp_path / "run")
+    assert invoke("judge", folder.path, "--judges", "judge/a").exit_code == 0
+    (card,) = asyncio.run(
+        validate(load_rescue(FIXTURE), fixture_client(), source="f", instruments=["judge"], judge_model="judge/a")
+    )
+    given = tmp_path / "given.json"
+    given.write_text(card.model_dump_json())
+    row = json.loads(invoke("leaderboard", folder.path, "--json", "--card", given).stdout)["rows"][0]
+    note = next(d for d in row["dimensions"] if d["dimension"] == "strategy")["validity"][0]
+    assert note["validated"] and note["card"] == "given card"
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    result = invoke("leaderboard", folder.path, "--card", bad)
+    assert result.exit_code == 2
+    assert result.stderr.strip().startswith(f"error: {bad}: not a validity card")
