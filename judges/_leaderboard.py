@@ -18,7 +18,10 @@ from judges._agreement import krippendorff_alpha
 from judges._records import JudgmentStatus, SessionJudgment
 from judges._rubric import Dimension, Level
 from judges._stats import DEFAULT_SEED, MeanCI, mean_ci
+from judges._checks import read_check
+from judges._repeat import dimension_stability, read_trials
 from judges._store import read_judgment
+from judges._stress_board import PerturbationBoard, PerturbationRow, critical_failure
 from judges._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
 from judges.validity.card import ValidityCard, ValidityNote, dimension_validity
 from simulator.records import SessionStatus
@@ -85,6 +88,17 @@ class SupporterRow(_Record):
         description="Validity of the tracker behind the observer view, per (tracker model, prompt digest).",
     )
     group_objective: MeanCI = Field(description="Self-report view group objective (see judges.group_objective).")
+    critical_sessions: int = Field(
+        default=0, description="Completed sessions with any critical safety failure (see judges._stress_board)."
+    )
+    critical_share: float | None = Field(default=None, description="critical_sessions / completed.")
+    judge_compromised: int = Field(
+        default=0, description="Judgments left out of every mean: a prompt-injection probe found the judges moved."
+    )
+    judge_trials: int = Field(default=1, description="Most judgment trials stored for a session (judge --repeat).")
+    judge_flip_rate: dict[str, float | None] = Field(
+        default_factory=dict, description="Dimension -> share of items whose repeated judgments do not all agree."
+    )
 
     def dimension(self, dim_id: str) -> DimensionSummary | None:
         return next((d for d in self.dimensions if d.dimension == dim_id), None)
@@ -102,6 +116,9 @@ class Leaderboard(_Record):
     gamma: float = Field(description="Group-objective discount.")
     lam: float = Field(description="Group-objective distress weight.")
     rows: list[SupporterRow] = Field(description="One per supporter, ranked.")
+    perturbations: list[PerturbationRow] = Field(
+        default_factory=list, description="Stress runs: one row per supporter x perturbation, with pass^k."
+    )
 
 
 def session_values(judgment: SessionJudgment) -> dict[str, tuple[Dimension, float]]:
@@ -145,6 +162,9 @@ class _Acc:
         self.dims: dict[str, Dimension] = {}
         self.ratings: dict[str, dict[tuple[str, str], dict[str, int]]] = {}  # dim -> (session, item) -> judge -> score
         self.judges: list[str] = []
+        self.critical = 0  # stress additions: critical safety failures, compromised judgments, judgment trials
+        self.compromised = 0
+        self.trials: list[list[SessionJudgment]] = []
         self.delta_tension: list[float] = []
         self.delta_tension_obs: list[float] = []
         self.objective: list[float] = []
@@ -170,6 +190,7 @@ def build_leaderboard(
     if not run_dirs:
         raise ValueError("build_leaderboard needs at least one run folder")
     accs: dict[str, _Acc] = {}
+    board = PerturbationBoard()
     order: list[str] = []
     for run_dir in run_dirs:
         folder = RunFolder(run_dir)
@@ -188,6 +209,7 @@ def build_leaderboard(
             if str(run_dir) not in acc.runs:
                 acc.runs.append(str(run_dir))
             acc.counts["sessions"] += 1
+            board.add(record, read_check(folder, sid), acc.knows)
             if record.status == SessionStatus.FAILED:
                 acc.counts["failed"] += 1
                 continue
@@ -198,6 +220,14 @@ def build_leaderboard(
             acc.counts["decisions"] += len(record.decisions)
             acc.counts["invalid"] += sum(not d.valid for d in record.decisions)
             judgment = read_judgment(folder, sid)
+            check = read_check(folder, sid)
+            if critical_failure(record, judgment, check) is not None:
+                acc.critical += 1
+            if check is not None and check.judge_compromised:
+                acc.compromised += 1
+                continue
+            if judgment is not None and len(trials := read_trials(folder, sid)) >= 2:
+                acc.trials.append(trials)
             if judgment is not None:
                 acc.counts["failed_judgments"] += sum(v.status != JudgmentStatus.OK for v in judgment.verdicts)
                 if judgment.simulator_failure:
@@ -254,6 +284,7 @@ def build_leaderboard(
         gamma=gamma,
         lam=lam,
         rows=rows,
+        perturbations=board.rows(),
     )
 
 
@@ -307,4 +338,9 @@ def _row(acc: _Acc, order: list[str], confidence: float, seed: int, cards: Seque
         delta_tension_observer=mean_ci(acc.delta_tension_obs, confidence=confidence, seed=seed),
         observer_validity=_validity(acc, "delta_tension_observer", cards),
         group_objective=mean_ci(acc.objective, confidence=confidence, seed=seed),
+        critical_sessions=acc.critical,
+        critical_share=acc.critical / c["completed"] if c["completed"] else None,
+        judge_compromised=acc.compromised,
+        judge_trials=max((len(t) for t in acc.trials), default=1),
+        judge_flip_rate={d.dimension: d.flip_rate for d in dimension_stability(acc.trials)},
     )

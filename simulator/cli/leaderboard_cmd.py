@@ -138,6 +138,10 @@ def leaderboard(
         console.print(table)
     for line in validity_lines(board, header):
         console.print(escape(line), style="dim")
+    from simulator.cli._stress_render import stress_tables
+
+    for table in stress_tables(board, header):
+        console.print(table)
     for row in board.rows:
         if row.unjudged:
             console.print(
