@@ -19,7 +19,15 @@ from judges._checks import (
     read_check,
     write_check,
 )
-from judges._judge import SessionJudge, interventions_of, judge, judge_session, registered_judges, rubric_judge
+from judges._judge import (
+    SessionJudge,
+    interventions_of,
+    judge,
+    judge_calls,
+    judge_session,
+    registered_judges,
+    rubric_judge,
+)
 from judges._leaderboard import DimensionSummary, Leaderboard, SupporterRow, build_leaderboard, session_values
 from judges._panel import DISAGREEMENT_POINTS, aggregate_scores, dimension_agreement, panel_agreement, simulator_check
 from judges._records import (
@@ -86,6 +94,7 @@ __all__ = [
     "judge",
     "registered_judges",
     "rubric_judge",
+    "judge_calls",
     "judge_session",
     "interventions_of",
     "write_judgment",

@@ -32,22 +32,38 @@ def resolve_case(ref: str | Path) -> Case:
 
 
 def validate_paths(paths: list[str | Path]) -> list[Case]:
-    """Validate card files and folders of cards; ids (file stems) must be unique across all of them."""
+    """Validate card files and folders of cards; ids (file stems) must be unique across all of them.
+    Raises the first problem found; `check_paths` reports all of them."""
+    cases, errors = check_paths(paths)
+    if errors:
+        raise errors[0]
+    return cases
+
+
+def check_paths(paths: list[str | Path]) -> tuple[list[Case], list[CardError]]:
+    """Validate every card under `paths` and collect every problem (one CardError per bad card, folder or
+    duplicate id) instead of stopping at the first; the valid cards come back too."""
     files: list[Path] = []
+    errors: list[CardError] = []
     for p in map(Path, paths):
         if p.is_dir():
             found = sorted([*p.glob("*.yaml"), *p.glob("*.yml")])
             if not found:
-                raise CardError(p, "", "folder holds no .yaml case cards")
+                errors.append(CardError(p, "", "folder holds no .yaml case cards"))
             files.extend(found)
         else:
             files.append(p)
     cases: list[Case] = []
     seen: dict[str, Path] = {}
     for f in files:
-        case = load_case(f)
+        try:
+            case = load_case(f)
+        except CardError as err:
+            errors.append(err)
+            continue
         if case.id in seen:
-            raise CardError(f, "id", f"duplicate case id {case.id!r} (also {seen[case.id]}); rename one file")
+            errors.append(CardError(f, "id", f"duplicate case id {case.id!r} (also {seen[case.id]}); rename one file"))
+            continue
         seen[case.id] = f
         cases.append(case)
-    return cases
+    return cases, errors

@@ -579,6 +579,11 @@ async def run_session(
         if on_update:
             on_update(rec)
         raise
+    except Exception as err:  # stopped by an error no node turned into a failure (e.g. an unknown model)
+        state = {**state, **_failed("session", err)}
+        if on_update:
+            on_update(record(final=True))  # saved as failed with its reason, never left as `incomplete`
+        raise
     rec = record(final=True)
     if on_update:
         on_update(rec)

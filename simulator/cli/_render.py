@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass, field
+
 from rich.console import Console, Group
 from rich.markup import escape
 from rich.panel import Panel
@@ -13,6 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # keep `rescue-sim --help` and the persona commands free of networkx/pydantic records
     from personas.case import Case
     from personas.graph import RelationSnapshot
+    from simulator.llm.progress import CallProgress
     from simulator.records import SessionRecord, Turn
 
 PALETTE = ("cyan", "magenta", "green", "yellow", "bright_blue", "bright_red")
@@ -88,14 +92,33 @@ def session_header(record: SessionRecord) -> Panel:
     return Panel(body, title=f"session {escape(record.session_id)}", expand=False)
 
 
+# How a session ended, in words (the status says whether it counts; this says why it stopped).
+END_WORDS = {
+    "turn_limit": "turn limit reached",
+    "supporter_closed": "the supporter closed the session",
+    "safety_stop": "safety stop: a member at risk was left unaddressed",
+    "interrupted": "interrupted; rerun the same command to resume",
+}
+
+
+def status_line(record: SessionRecord) -> str:
+    """`completed: turn limit reached`, `failed: <reason>`, `incomplete: interrupted; …` — one plain phrase."""
+    status = record.status.value
+    if status == "failed":
+        return f"failed: {record.failure or 'no reason recorded'}"
+    end = record.end_reason.value if record.end_reason else None
+    if status == "incomplete" and end in (None, "failed"):
+        return "incomplete: stopped before its end; rerun the same command to resume"
+    return f"{status}: {END_WORDS.get(end or '', end or 'no end recorded')}"
+
+
 def session_footer(record: SessionRecord) -> Text:
     t = record.totals()
     status_style = {"completed": "green", "failed": "red", "incomplete": "yellow"}[record.status.value]
     out = Text()
-    out.append(f"{record.status.value}", style=f"bold {status_style}")
-    out.append(f" ({record.end_reason.value if record.end_reason else 'running'})")
-    if record.failure:
-        out.append(f" — {record.failure}", style="red")
+    status, _, why = status_line(record).partition(": ")
+    out.append(status, style=f"bold {status_style}")
+    out.append(f": {why}", style="red" if status == "failed" else "")
     out.append(
         f"\n{len(record.turns)} turns · {int(t['calls'])} model calls · {int(t['prompt_tokens'])} prompt tokens "
         f"({int(t['cached_prompt_tokens'])} cached) · {int(t['completion_tokens'])} generated · {record.wall_s:.1f}s",
@@ -155,4 +178,113 @@ class LiveSession:
         self.console.print(session_footer(record))
 
 
-__all__ = ["Group", "LiveSession", "print_session", "relation_panel", "render_turn", "session_footer", "session_header"]
+# -- progress while the user waits ----------------------------------------------------------------------------
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 60}:{seconds % 60:02d}" if seconds >= 60 else f"{seconds}s"
+
+
+def call_line(p: CallProgress) -> str:
+    """`member · 12s · read 1,024/2,310 tokens (1,800 cached) · wrote 35` for one model call in flight."""
+    parts = [p.role, p.model, _clock(p.elapsed)]
+    if p.prompt_tokens:
+        read = f"read {p.prompt_done:,}/{p.prompt_tokens:,} tokens"
+        parts.append(read + (f" ({p.cached_tokens:,} cached)" if p.cached_tokens else ""))
+    if p.completion_tokens:
+        parts.append(f"wrote {p.completion_tokens:,}")
+    return " · ".join(parts)
+
+
+@dataclass
+class Tally:
+    """Items of a long job: done / total, with an ETA from the pace so far."""
+
+    label: str
+    total: int
+    done: int = 0
+    failed: int = 0
+    started: float = field(default_factory=time.perf_counter)
+
+    def line(self) -> str:
+        elapsed = time.perf_counter() - self.started
+        text = f"{self.label} {min(self.done, self.total)}/{self.total}"
+        if self.failed:
+            text += f" ({self.failed} failed)"
+        text += f" · {_clock(elapsed)}"
+        if 0 < self.done < self.total:
+            text += f" · ETA {_clock(elapsed / self.done * (self.total - self.done))}"
+        return text
+
+
+class Waiting:
+    """The bottom of the screen while work runs: a progress bar for batches, items done/total with an ETA for
+    judging, and a spinner per model call in flight with its elapsed time and tokens read/written.
+
+    Use as `with Waiting(console) as waiting:`; `waiting.hook` goes to `simulator.llm.progress.watching`. On a
+    terminal it redraws itself four times a second and leaves nothing behind; elsewhere (pipes, tests) it
+    draws nothing.
+    """
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.calls: dict[int, CallProgress] = {}
+        self.batch: Tally | None = None
+        self.judging: Tally | None = None
+        self.judge_roles = ("judge",)
+        self._live = None
+
+    def hook(self, p: CallProgress) -> None:
+        """Progress hook for model calls (may run in a worker thread: it only records)."""
+        if p.finished:
+            self.calls.pop(id(p), None)
+            if self.judging is not None and p.role in self.judge_roles:
+                self.judging.done += 1
+                self.judging.failed += p.failed
+        else:
+            self.calls[id(p)] = p
+
+    def __rich__(self) -> Group:
+        from rich.progress_bar import ProgressBar
+        from rich.spinner import Spinner
+
+        rows: list = []
+        if self.batch is not None and self.batch.total > 1:
+            bar = Table.grid(padding=(0, 1))
+            bar.add_row(
+                ProgressBar(total=self.batch.total, completed=self.batch.done, width=24), Text(self.batch.line())
+            )
+            rows.append(bar)
+        if self.judging is not None:
+            rows.append(Text(self.judging.line(), style="cyan"))
+        for p in list(self.calls.values()):
+            rows.append(Spinner("dots", text=Text(call_line(p), style="dim")))
+        return Group(*rows)
+
+    def __enter__(self) -> Waiting:
+        from rich.live import Live
+
+        self._live = Live(self, console=self.console, transient=True, refresh_per_second=4)
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+            self._live = None
+
+
+__all__ = [
+    "Group",
+    "LiveSession",
+    "Tally",
+    "Waiting",
+    "call_line",
+    "print_session",
+    "relation_panel",
+    "render_turn",
+    "session_footer",
+    "session_header",
+    "status_line",
+]

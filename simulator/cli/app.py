@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import typer
 
+from simulator.cli._common import HelpGroup
+
 app = typer.Typer(
+    cls=HelpGroup,
     name="rescue-sim",
     help="Relation-aware multi-party emotional support simulator.",
     no_args_is_help=True,

@@ -40,81 +40,131 @@ def header(dim_id: str) -> str:
 
 
 def _cell(ci: MeanCI) -> str:
-    """Mean on the first line, the CI on the second (narrow columns)."""
+    """`3.41 [3.1–3.7]`: the mean and its bootstrap CI; the mean alone where no CI exists (n < 2)."""
     if ci.mean is None:
         return "-"
     if ci.low is None or ci.high is None or ci.n < 2:
         return f"{ci.mean:.2f}"
-    return f"{ci.mean:.2f}\n{ci.low:.1f}–{ci.high:.1f}"
+    return f"{ci.mean:.2f} [{ci.low:.1f}–{ci.high:.1f}]"
 
 
 def _alpha(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def render(board: Leaderboard) -> list[Table]:
-    """Two tables: sessions (counts, session-level scores, agreement, trajectory) and supporter turns."""
-    pct = round(board.confidence * 100)
+def _name(row: SupporterRow, rank: int) -> str:
+    knows = "" if row.knows == "intake" else f" ({row.knows})"
+    return f"#{rank} {row.supporter}{knows}"
+
+
+def _sections(board: Leaderboard) -> list[tuple[str, list[tuple[str, list[str]]]]]:
+    """(section, [(row label, one cell per supporter)]) in display order; empty sections are dropped."""
     levels = {d.dimension: d.level for r in board.rows for d in r.dimensions}
     session_dims = [d for d in board.dimensions if levels.get(d) != "intervention"]
     turn_dims = [d for d in board.dimensions if levels.get(d) == "intervention"]
-    sessions = Table(
-        title=f"Leaderboard: {len(board.rows)} supporter(s), {len(board.runs)} run folder(s) — sessions",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        caption=(
-            f"mean over sessions, {pct}% bootstrap CI below. n: sessions; failed: failed or incomplete "
-            "sessions; judg.: failed judge verdicts; sim.: simulator failures (excluded from all scores); "
-            "inv.: supporter decisions still invalid after re-asking (of all its decisions); "
-            "alpha: Krippendorff (interval) across judges. Δtension: final - initial tension (self-report); "
-            f"objective: discounted group objective, γ={board.gamma:g}, λ={board.lam:g}."
-        ),
-        caption_justify="left",
-    )
-    sessions.add_column("supporter", overflow="fold", min_width=12)
-    for col in ("n", "failed", "judg.", "sim.", "inv."):
-        sessions.add_column(col, justify="right")
-    for d in session_dims:
-        sessions.add_column(header(d), justify="right")
-    for col in ("alpha", "Δtension", "objective"):
-        sessions.add_column(col, justify="right")
-    turns = Table(
-        title="— supporter turns (each session's mean over its turns)",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        caption=(
-            "scores 1-5; sides taken, unsafe turns: share of turns; strategy=stated: share of turns where the "
-            "judges' strategy label equals the one the supporter stated."
-        ),
-        caption_justify="left",
-    )
-    turns.add_column("supporter", overflow="fold", min_width=12)
-    for d in turn_dims:
-        turns.add_column(header(d), justify="right")
+    rows = board.rows
 
-    def cells(row: SupporterRow, dims: list[str]) -> list[str]:
-        return [_cell(s.value) if (s := row.dimension(d)) is not None else "-" for d in dims]
+    def dim(d: str) -> list[str]:
+        return [_cell(s.value) if (s := r.dimension(d)) is not None else "-" for r in rows]
 
-    for row in board.rows:
-        sessions.add_row(
-            escape(row.supporter),
-            str(row.sessions),
-            str(row.failed_sessions + row.incomplete_sessions),
-            str(row.failed_judgments),
-            str(row.simulator_failures),
-            f"{row.invalid_decisions}/{row.decisions}" if row.invalid_decisions else "0",
-            *cells(row, session_dims),
-            _alpha(row.alpha),
-            _cell(row.delta_tension),
-            _cell(row.group_objective),
+    sections = [
+        (
+            "sessions",
+            [
+                ("sessions", [str(r.sessions) for r in rows]),
+                ("scored", [str(r.scored) for r in rows]),
+                ("failed", [str(r.failed_sessions) for r in rows]),
+                ("incomplete", [str(r.incomplete_sessions) for r in rows]),
+                ("not judged yet", [str(r.unjudged) for r in rows]),
+                ("judge failures", [str(r.failed_judgments) for r in rows]),
+                ("simulator failures", [str(r.simulator_failures) for r in rows]),
+                (
+                    "invalid decisions",
+                    [f"{r.invalid_decisions}/{r.decisions}" if r.invalid_decisions else "0" for r in rows],
+                ),
+            ],
+        ),
+        ("session scores", [(header(d), dim(d)) for d in session_dims]),
+        ("supporter turns", [(header(d), dim(d)) for d in turn_dims]),
+        (
+            "agreement, trajectory",
+            [
+                ("alpha", [_alpha(r.alpha) for r in rows]),
+                ("Δtension", [_cell(r.delta_tension) for r in rows]),
+                ("objective", [_cell(r.group_objective) for r in rows]),
+            ],
+        ),
+    ]
+    return [(title, measures) for title, measures in sections if measures]
+
+
+def render(board: Leaderboard, width: int = 80) -> list[Table]:
+    """Supporters as columns (in rank order), measures as rows, in sections: sessions, session scores, supporter
+    turns, agreement and trajectory. A board wider than `width` is split into several tables, each fitting it,
+    so no header or value is ever cut."""
+    sections = _sections(board)
+    names = [_name(r, i) for i, r in enumerate(board.rows, start=1)]
+    labels = [label for _, measures in sections for label, _ in measures] + [t for t, _ in sections]
+    label_width = max(len(x) for x in labels) + 1
+    widths = [
+        max([len(names[k])] + [len(cells[k]) for _, measures in sections for _, cells in measures])
+        for k in range(len(names))
+    ]
+    chunks: list[list[int]] = [[]]
+    used = label_width
+    for k, w in enumerate(widths):
+        if chunks[-1] and used + w + 2 > width:
+            chunks.append([])
+            used = label_width
+        chunks[-1].append(k)
+        used += w + 2
+    tables = []
+    for i, chunk in enumerate(chunks):
+        part = f", part {i + 1} of {len(chunks)}" if len(chunks) > 1 else ""
+        table = Table(
+            title=f"Leaderboard: {len(board.rows)} supporter(s), {len(board.runs)} run folder(s){part}",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,
         )
-        turns.add_row(escape(row.supporter), *cells(row, turn_dims))
-    return [sessions, turns] if turn_dims else [sessions]
+        table.add_column("", no_wrap=True, min_width=label_width)
+        for k in chunk:
+            table.add_column(escape(names[k]), justify="right", no_wrap=True, min_width=widths[k])
+        for title, measures in sections:
+            table.add_row(f"[bold]{title}[/]", *([""] * len(chunk)))
+            for j, (label, cells) in enumerate(measures):
+                table.add_row(f" {label}", *(cells[k] for k in chunk), end_section=j == len(measures) - 1)
+        tables.append(table)
+    return tables
+
+
+def footnotes(board: Leaderboard) -> list[str]:
+    """What the numbers mean, as wrapped lines under the tables (never cut to the table's width)."""
+    pct = round(board.confidence * 100)
+    notes = [
+        f"Supporters are ranked by {header(board.rank_by) if board.rank_by else 'name'}. Scores are means over "
+        f"sessions with their {pct}% bootstrap CI in brackets; scores 1-5, except sides taken and unsafe turns "
+        "(share of supporter turns) and strategy=stated (share of turns where the judges' strategy label equals "
+        "the one the supporter stated).",
+        "scored: judged sessions that enter the scores; failed and incomplete sessions, and sessions flagged as "
+        "simulator failures (the personas broke character), are never scored. judge failures: judge verdicts "
+        "that failed or were partial; invalid decisions: supporter decisions still invalid after re-asking.",
+        "alpha: Krippendorff's alpha (interval) across judges, - with a single judge. Δtension: final - initial "
+        f"tension (self-report); objective: discounted group objective, γ={board.gamma:g}, λ={board.lam:g}.",
+    ]
+    single = [r.supporter for r in board.rows if r.scored == 1]
+    if single:
+        notes.append(
+            "No CI is shown where a supporter has one scored session (n = 1): a bootstrap interval needs at "
+            f"least two sessions to vary over ({', '.join(single)}). Run more seeds, e.g. --seeds 0-4."
+        )
+    return notes
 
 
 @user_errors
 def leaderboard(
-    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="One or more run folders.")],
+    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR", help="One or more run folders.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the leaderboard as JSON.")] = False,
     card: Annotated[
         list[Path] | None,
@@ -134,8 +184,10 @@ def leaderboard(
     if as_json:
         typer.echo(board.model_dump_json(indent=2))
         return
-    for table in render(board):
+    for table in render(board, console.width):
         console.print(table)
+    for note in footnotes(board):
+        console.print(escape(note), style="dim")
     for line in validity_lines(board, header):
         console.print(escape(line), style="dim")
     from simulator.cli._stress_render import stress_tables

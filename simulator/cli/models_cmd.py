@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -12,7 +12,41 @@ from rich.table import Table
 from simulator.cli._common import EXIT_FAILED, console, user_errors
 from simulator.cli._models import make_client, model_settings
 
+if TYPE_CHECKING:
+    from simulator.llm.client import ModelSettings
+    from simulator.llm.preflight import Problem
+
 ROLES = ("member", "supporter", "tracker", "judge")
+# What a user sets to change the model of a role (named in preflight errors).
+ROLE_OPTIONS = {
+    "supporter": "--supporter",
+    "member": "--member-model or --model",
+    "tracker": "--tracker-model or --model",
+    "judge": "--judges, --judge-model or --model (or --no-judge)",
+}
+
+
+def problem_line(problem: Problem) -> str:
+    """`supporter model 'x/y': unknown model; use provider/model, … (set it with --supporter)`."""
+    reason = problem.reason.removeprefix(f"model {problem.model!r}: ")
+    reason = reason.replace(f"unknown model {problem.model!r}", "unknown model")
+    options = "; ".join(ROLE_OPTIONS.get(r, f"the {r} model") for r in problem.roles)
+    return f"{', '.join(problem.roles)} model {problem.model!r}: {reason} (set it with {options})"
+
+
+def preflight(settings: ModelSettings, client, uses: list[tuple[str, str]]) -> None:
+    """Check every (role, model) once before any work; raise one UserError listing each unusable model."""
+    from personas.common.errors import UserError
+    from simulator.llm.preflight import check_models
+
+    probe_client = None
+    if settings.api_bases:  # endpoints get one tiny call: no retries, a short timeout, never the cache
+        probe_client = make_client(settings.model_copy(update={"max_retries": 0, "cache": False, "timeout_s": 20.0}))
+    problems = asyncio.run(
+        check_models(client, uses, endpoints=dict(settings.api_bases), probe_client=probe_client)
+    )
+    if problems:
+        raise UserError("\n       ".join(problem_line(p) for p in problems))
 
 
 @user_errors

@@ -14,9 +14,9 @@ from rich.table import Table
 from personas.case import Case, CardError
 from personas.library import load_library, resolve_case, validate_paths
 from personas.taxonomy import patterns_for
-from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
+from simulator.cli._common import EXIT_FAILED, EXIT_USAGE, HelpGroup, console, err_console, user_errors
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="rich")
+app = typer.Typer(cls=HelpGroup, no_args_is_help=True, add_completion=False, rich_markup_mode="rich")
 
 
 def _load_cases(dirs: list[Path] | None) -> list[Case]:
@@ -50,15 +50,25 @@ def list_cases(
     if as_json:
         typer.echo(json.dumps([_summary(c) for c in cases], indent=2, ensure_ascii=False))
         return
-    table = Table(title=f"{len(cases)} case cards", title_justify="left")
-    for col in ("id", "group", "pattern"):
-        table.add_column(col, no_wrap=True)
-    for col in ("members", "risk flags", "title"):
-        table.add_column(col, overflow="fold")
-    for c in cases:
-        flags = ", ".join(f.kind.value for f in c.risk_flags) or "-"
-        table.add_row(c.id, c.group, c.relation_pattern, ", ".join(c.member_names), flags, c.title)
-    console.print(table)
+    console.print(case_table(cases))
+
+
+def case_table(cases: list[Case]) -> Table:
+    """Three stacked columns, so that 80 terminal columns show every id, pattern, name and title whole:
+    id over group, pattern over members, title over risk flags (titles wrap at spaces)."""
+    table = Table(title=f"{len(cases)} case cards", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("id\n[dim]group[/]", no_wrap=True)
+    table.add_column("pattern\n[dim]members[/]", no_wrap=False, min_width=28)
+    table.add_column("title\n[red]risk flags[/]", ratio=1, min_width=20)
+    for i, c in enumerate(cases):
+        flags = ", ".join(f.kind.value for f in c.risk_flags)
+        table.add_row(
+            f"[bold]{_e(c.id)}[/]\n[dim]{c.group}[/]",
+            f"{_e(c.relation_pattern or '(none)')}\n[dim]{_e(', '.join(c.member_names))}[/]",
+            _e(c.title) + (f"\n[red]{_e(flags)}[/]" if flags else ""),
+            end_section=i < len(cases) - 1,
+        )
+    return table
 
 
 @app.command("show")
@@ -117,9 +127,18 @@ def show(ref: Annotated[str, typer.Argument(metavar="ID|PATH", help="Library id 
 def validate(
     paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Card files or folders of cards.")],
 ) -> None:
-    """Validate cards; ids must be unique across all paths. Prints `ok <n> cards`."""
-    cases = validate_paths(list(paths))
-    console.print(f"ok {len(cases)} cards")
+    """Validate cards; ids must be unique across all paths. Prints `ok <n> cards`, or every problem (one line
+    each) and exits 2."""
+    from personas.library import check_paths
+
+    cases, errors = check_paths(list(paths))
+    if not errors:
+        console.print(f"ok {len(cases)} cards")
+        return
+    for err in errors:
+        err_console.print(f"[bold red]error:[/] {_e(str(err))}", soft_wrap=True)
+    console.print(f"{len(errors)} problem(s); {len(cases)} valid card(s)")
+    raise typer.Exit(EXIT_USAGE)
 
 
 @app.command("import-rescue")
@@ -220,7 +239,7 @@ def graph(
     png: Annotated[Path | None, typer.Option("--png", help="Write a PNG drawing of the relation graph.")] = None,
 ) -> None:
     """Relation graph of a case's starting state: distress, conflicts, coalitions, who is left out."""
-    from personas.graph import RelationGraph
+    from personas.graph import RelationGraph, most_distressed_text
 
     case = resolve_case(ref)
     g = RelationGraph.from_case(case)
@@ -234,7 +253,7 @@ def graph(
         or "none"
     )
     console.print(f"[bold]{_e(case.id)}[/] · pattern {g.pattern}")
-    console.print(f"most distressed: {g.most_distressed()}")
+    console.print(f"most distressed: {most_distressed_text(g)}")
     console.print(f"conflict pairs: {conflicts}")
     console.print(f"coalitions: {coalitions}")
     console.print(f"left out: {', '.join(g.left_out()) or 'none'}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,23 +12,33 @@ from personas.library import load_library, resolve_case
 from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings
 
+if TYPE_CHECKING:
+    from simulator.cli._render import Waiting
+
 ModelOpt = Annotated[
     str | None, typer.Option(help="Default model for personas, tracker and judges.", envvar="RESCUE_SIM_MODEL")
 ]
 
 
 def parse_seeds(seed: int, seeds: str | None) -> list[int]:
+    """`--seeds 0,1,2` or `0-9` (inclusive); an empty or backwards range is an error, not an empty run."""
+    from personas.common.errors import UserError
+
     if not seeds:
         return [seed]
+    hint = "use a list like 0,1,2 or a range like 0-9"
     try:
-        if "-" in seeds and "," not in seeds:
+        if "-" in seeds.strip().lstrip("-") and "," not in seeds:
             lo, hi = (int(x) for x in seeds.split("-"))
+            if lo > hi:
+                raise UserError(f"--seeds {seeds!r}: the range runs backwards; write {hi}-{lo}")
             return list(range(lo, hi + 1))
-        return [int(x) for x in seeds.split(",") if x.strip()]
+        out = [int(x) for x in seeds.split(",") if x.strip()]
     except ValueError:
-        from personas.common.errors import UserError
-
-        raise UserError(f"--seeds {seeds!r}: use a list like 0,1,2 or a range like 0-9") from None
+        raise UserError(f"--seeds {seeds!r}: {hint}") from None
+    if not out:
+        raise UserError(f"--seeds {seeds!r}: no seed given; {hint}")
+    return list(dict.fromkeys(out))
 
 
 @user_errors
@@ -71,7 +81,9 @@ def run(
     ] = "intake",
 ) -> None:
     """Run simulated sessions with a supporter under test; re-running the same command resumes."""
-    from simulator.cli._render import LiveSession
+    from simulator.cli._render import LiveSession, Tally, Waiting, session_footer
+    from simulator.cli.models_cmd import preflight
+    from simulator.llm.progress import watching
     from simulator.runner.runs import RunConfig, RunEvents, default_run_dir, run_sessions
     from simulator.supporters import FreeTextSupporter, HumanSupporter, ModelSupporter, parse_supporter_spec
 
@@ -101,14 +113,14 @@ def run(
         supporter_knows=_knows(supporter_knows),
     )
     out_dir = out or default_run_dir(config)
-    preflight = getattr(client, "check_environment", None)
-    if preflight is not None:  # a missing key is one line now, not an error after minutes of simulation
-        used = {*config.models.values(), *(config.judges if config.judge else [])}
-        if isinstance(sup, ModelSupporter | FreeTextSupporter):
-            used.add(sup.model)
-        for m in sorted(used - set(settings.api_bases)):
-            preflight(m)
+    uses = [("supporter", sup.model)] if isinstance(sup, ModelSupporter | FreeTextSupporter) else []
+    uses += [(r, config.models[r]) for r in ("member", "tracker")]
+    uses += [("judge", j) for j in config.judges] if config.judge else []
+    preflight(settings, client, uses)  # every model checked once, before anything is written
     live = None
+    waiting = Waiting(console)
+    total = len(cases) * len(config.seeds)
+    waiting.batch = Tally("sessions", total) if total > 1 else None
 
     def started(sid: str, c, resumed: bool) -> None:
         nonlocal live
@@ -120,23 +132,31 @@ def run(
             live(record)
 
     def finished(record, path: Path) -> None:
-        from simulator.cli._render import session_footer
-
         if live is not None:
             live.finish(record)
         else:
             console.print(session_footer(record))
         console.print(f"[dim]saved[/] {path}")
 
+    def progressed(p) -> None:
+        if waiting.batch is not None:
+            waiting.batch.done = p.done + p.failed + p.skipped
+            waiting.batch.failed = p.failed
+
     events = RunEvents(
         session_started=started,
         session_update=update,
         session_finished=finished,
         session_skipped=lambda sid: console.print(f"[dim]skip {sid} (already completed)[/]"),
+        progress=progressed,
     )
-    judge_hook = None if no_judge else _judge_hook(client, config.judges)
+    judged: list = []
+    judge_hook = None if no_judge else _judge_hook(client, config.judges, waiting, judged)
     try:
-        summary = asyncio.run(run_sessions(config, cases, client, sup, out_dir, events=events, judge_hook=judge_hook))
+        with waiting, watching(waiting.hook):
+            summary = asyncio.run(
+                run_sessions(config, cases, client, sup, out_dir, events=events, judge_hook=judge_hook)
+            )
     except KeyboardInterrupt:
         err_console.print(f"[yellow]interrupted[/]: session saved as incomplete in {out_dir}; rerun to resume")
         raise typer.Exit(130) from None
@@ -144,25 +164,58 @@ def run(
     if stats and stats["prompt_tokens"]:
         share = stats["cached_prompt_tokens"] / stats["prompt_tokens"]
         console.print(
-            f"[dim]embedded model: {stats['calls']} calls, {share:.0%} of prompt tokens from the prefix cache[/]"
+            f"[dim]embedded model: {stats['calls']} calls, {stats['prompt_tokens']:,} prompt tokens "
+            f"({share:.0%} from the prefix cache), {stats['completion_tokens']:,} generated, "
+            f"{stats['seconds']:.0f}s[/]"
         )
     console.print(f"run folder: [bold]{out_dir}[/]")
-    if summary.failed:
-        err_console.print(
-            f"[red]{len(summary.failed)} session(s) failed[/]: "
-            + "; ".join(f"{r.session_id}: {r.failure}" for r in summary.failed)
-        )
+    failed = _report(summary, judged, total)
+    if failed:
         raise typer.Exit(EXIT_FAILED)
 
 
-def _judge_hook(client, judges: list[str]):
+def _report(summary, judged: list, total: int) -> bool:
+    """The counts of what failed (sessions, judgments); True when anything did."""
+    bad = False
+    ran = len(summary.finished)
+    if summary.failed:
+        bad = True
+        err_console.print(
+            f"[red]{len(summary.failed)} of {ran} session(s) failed[/]: "
+            + "; ".join(f"{r.session_id}: {r.failure}" for r in summary.failed)
+        )
+    not_ok = [j for j in judged if j.status.value != "ok"]
+    errors = dict(summary.judge_errors)
+    if not_ok or errors:
+        bad = True
+        tried = len(judged) + len(errors)
+        lines = [f"{j.session_id}: {j.status.value}" for j in not_ok]
+        lines += [f"{sid}: {reason}" for sid, reason in errors.items()]
+        err_console.print(
+            f"[red]judging failed for {len(not_ok) + len(errors)} of {tried} session(s)[/]: "
+            + "; ".join(lines)
+            + " (rerun `rescue-sim judge RUN_DIR` to retry)"
+        )
+    return bad
+
+
+def _judge_hook(client, judges: list[str], waiting: Waiting, judged: list):
     async def hook(record, folder) -> None:
-        from judges import judge_session, load_rubric, write_judgment
+        from judges import judge_calls, judge_session, load_rubric, write_judgment
+        from simulator.cli._render import Tally
         from simulator.cli.judge_cmd import render
 
-        console.print(f"[dim]judging with {', '.join(judges)}…[/]")
-        judgment = await judge_session(record, client, judges, load_rubric())
+        rubric = load_rubric()
+        per_intervention = False
+        units = len(judge_calls(record, rubric, per_intervention)) * len(judges)
+        console.print(f"[dim]judging with {', '.join(judges)}: {units} call(s)…[/]")
+        waiting.judging = Tally("judging", units)
+        try:
+            judgment = await judge_session(record, client, judges, rubric, per_intervention)
+        finally:
+            waiting.judging = None
         write_judgment(folder, judgment)
+        judged.append(judgment)
         console.print(render([judgment]))
         for verdict in judgment.verdicts:
             for failure in verdict.failures:

@@ -6,19 +6,23 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from simulator.cli._common import console, user_errors
 
 
 @user_errors
 def show(
-    run_dir: Annotated[Path, typer.Argument(help="Run folder.")],
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="Run folder.")],
     session: Annotated[str | None, typer.Option(help="Session id (default: every session in the folder).")] = None,
     hide_inner: Annotated[bool, typer.Option("--hide-inner", help="Hide members' private states.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the session record(s) as JSON.")] = False,
 ) -> None:
-    """Replay a saved session: transcript, inner states, supporter decisions, observer panels, outcome."""
+    """Replay a saved session: transcript, inner states, supporter decisions, observer panels, outcome, and the
+    judges' scores when the session was judged."""
+    from judges import read_judgment
     from simulator.cli._render import print_session
+    from simulator.cli.judge_cmd import render
     from simulator.runfolder import RunFolder
 
     folder = RunFolder(run_dir)
@@ -28,5 +32,10 @@ def show(
         record = folder.load_session(sid)
         if as_json:
             typer.echo(record.model_dump_json(indent=2))
-        else:
-            print_session(console, record, show_inner=not hide_inner)
+            continue
+        print_session(console, record, show_inner=not hide_inner)
+        judgment = read_judgment(folder, sid)
+        if judgment is not None:
+            console.print(render([judgment]))
+        elif record.status.value == "completed":
+            console.print(f"[dim]not judged yet: rescue-sim judge {escape(str(run_dir))}[/]")
