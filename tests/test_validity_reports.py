@@ -74,7 +74,9 @@ def test_leaderboard_shows_matching_cards_and_not_validated(invoke, tmp_path):
     (row,) = board["rows"]
     dims = {d["dimension"]: d for d in row["dimensions"]}
     strategy = {n["model"]: n for n in dims["strategy"]["validity"]}
-    assert strategy["judge/a"]["validated"] and strategy["judge/a"]["text"] == "strategy labels = gold 3/4, macro-F1 0.60"
+    assert (
+        strategy["judge/a"]["validated"] and strategy["judge/a"]["text"] == "strategy labels = gold 3/4, macro-F1 0.60"
+    )
     assert strategy["judge/b"]["text"].startswith("not validated (no card for judge/b @ ")
     assert {n["model"]: n["text"] for n in dims["target_fit"]["validity"]}["judge/a"] == "preferred target = gold 3/4"
     assert [n["text"] for n in dims["timing"]["validity"]] == ["not validated (no RESCUE gold measures timing)"] * 2
@@ -109,3 +111,34 @@ def test_leaderboard_card_option_and_bad_card(invoke, tmp_path):
     result = invoke("leaderboard", folder.path, "--card", bad)
     assert result.exit_code == 2
     assert result.stderr.strip().startswith(f"error: {bad}: not a validity card")
+
+
+# ---- bench reports ---------------------------------------------------------------------------------------------
+
+
+def test_bench_probe_gold_carries_the_tracker_card(tmp_path, bench_reply):
+    from judges.bench import BenchSettings, Task, plan_probe, run_bench
+    from judges.validity.card import BENCH_JUDGE_NOTE
+
+    folder = _run_folder(tmp_path / "run")
+    _store_cards()
+    settings = BenchSettings(model="fake/model", judge_model="fake/judge")
+    plan = plan_probe([folder.path], settings, tasks=[Task.RPP, Task.SSP, Task.ER])
+    assert plan.tracker_sources == [("fake/model", tracker_digest())]
+    client = FakeModelClient(default=bench_reply)
+    report = asyncio.run(run_bench(plan, client, out=tmp_path / "bench.json"))
+    (rpp,) = report.tasks["rpp"].validity
+    assert rpp.validated and rpp.measure == "pattern" and rpp.text == "pattern = gold 2/3, macro-F1 0.33"
+    assert report.tasks["ssp"].validity == []  # gold is the supporter's own label: no instrument behind it
+    (er,) = report.tasks["er"].validity
+    assert not er.validated and er.text == BENCH_JUDGE_NOTE and er.model == "fake/judge"
+    saved = json.loads((tmp_path / "bench.json").read_text())
+    assert saved["tasks"]["rpp"]["validity"][0]["text"] == rpp.text
+
+
+def test_bench_rescue_mode_needs_no_tracker(tmp_path, bench_reply):
+    from judges.bench import BenchSettings, Task, plan_rescue, run_bench
+
+    plan = plan_rescue(FIXTURE, BenchSettings(model="fake/model", judge_model="fake/model"), tasks=[Task.RPP])
+    report = asyncio.run(run_bench(plan, FakeModelClient(default=bench_reply), out=tmp_path / "b.json"))
+    assert report.tasks["rpp"].validity == []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -53,6 +53,7 @@ class BenchPlan:
     build: BuildStats
     gold_sources: dict[str, str]
     limit: int | None = None
+    tracker_sources: list[tuple[str | None, str | None]] = field(default_factory=list)  # probe: (model, digest)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -125,6 +126,10 @@ def plan_probe(
         build=built.stats,
         gold_sources=PROBE_GOLD_SOURCES,
         limit=limit,
+        tracker_sources=sorted(
+            {(r.models.get("tracker"), r.prompt_digests.get("tracker")) for _, r in sessions},
+            key=lambda s: (s[0] or "", s[1] or ""),
+        ),
     )
 
 
@@ -205,6 +210,12 @@ async def run_bench(
         similarity=similarity,
         bertscore_status=bertscore_status,
     )
+    from judges.validity.card import bench_validity
+
+    for name, task_report in report.tasks.items():
+        task_report.validity = bench_validity(
+            name, origin=plan.origin, judge_model=plan.settings.judge_model, tracker_sources=plan.tracker_sources
+        )
     judged = {Task.ER, Task.VP} & set(plan.tasks)
     if judged and plan.settings.judge_model == plan.settings.model:
         report.notes.append(

@@ -34,6 +34,7 @@ from judges.bench.metrics import (
 )
 from judges.bench.render import format_viewpoints
 from judges.bench.similarity import NOT_CONFIGURED, Similarity
+from judges.validity.note import ValidityNote
 from judges.bench.store import InstanceResult
 from personas.taxonomy import GROUP_TARGET_LABELS, TargetKind
 
@@ -88,6 +89,11 @@ class TaskReport(_Report):
     by_scenario: dict[str, Metrics] = Field(default_factory=dict)
     bertscore_f1: float | None = Field(default=None, description="ER/VP only, when an offline model is configured.")
     failures: list[str] = Field(default_factory=list, description="Up to 5 distinct failure reasons.")
+    validity: list[ValidityNote] = Field(
+        default_factory=list,
+        description="Validity of the instruments behind the task's gold (probe mode: the tracker) or scores (ER/VP "
+        "judge); 'not validated' without a matching `rescue-sim validate` card.",
+    )
 
 
 class TokenTotals(_Report):

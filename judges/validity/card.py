@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judges._validate import JudgeValidation, TargetValidation
+from judges.validity.note import NOT_VALIDATED, Instrument, ValidityNote
 from judges.validity.replay import Checkpoint, ReplaySettings
 from judges.validity.scores import (
     EmotionScores,
@@ -33,9 +34,6 @@ from personas.common.files import atomic_write_text
 from simulator.llm.embedded import cache_dir
 
 CARD_SCHEMA_VERSION = 1
-Instrument = Literal["tracker", "judge"]
-INSTRUMENTS: tuple[Instrument, ...] = ("tracker", "judge")
-NOT_VALIDATED = "not validated"
 
 # Which measure of which instrument vouches for a leaderboard or bench number. Anything else is "not validated".
 DIMENSION_MEASURES: dict[str, tuple[Instrument, str]] = {
@@ -108,18 +106,6 @@ class ValidityCard(_Record):
     def headlines(self) -> dict[str, str]:
         """measure -> one short line with its counts (what a leaderboard or report shows next to a number)."""
         return headlines(self)
-
-
-class ValidityNote(_Record):
-    """What a report shows next to a number: the instrument's validity, or "not validated" and why."""
-
-    instrument: Instrument
-    model: str | None = Field(description="Model id that produced the number; None when not recorded.")
-    digest: str | None = Field(description="Prompt digest that produced it; None when not recorded.")
-    measure: str | None = Field(default=None, description="Which measured ability vouches for the number.")
-    validated: bool
-    text: str = Field(description="One line: the validity figure with its n, or 'not validated (why)'.")
-    card: str | None = Field(default=None, description="Card file it comes from.")
 
 
 # ---- text -----------------------------------------------------------------------------------------------------
@@ -293,3 +279,37 @@ def dimension_validity(
         )
     inst, measure = DIMENSION_MEASURES[dimension]
     return validity_for(inst, model, digest, measure=measure, cards=cards, folder=folder)
+
+
+# ---- bench reports ---------------------------------------------------------------------------------------------
+
+BENCH_JUDGE_NOTE = f"{NOT_VALIDATED} (the benchmark's ER/VP judge prompts are not measured by `rescue-sim validate`)"
+PROBE_TRACKER_GOLD: dict[str, str] = {"rpp": "pattern", "vp": "viewpoints"}  # probe-mode gold read from the tracker
+
+
+def bench_validity(
+    task: str,
+    *,
+    origin: str,
+    judge_model: str,
+    tracker_sources: Iterable[tuple[str | None, str | None]] = (),
+    cards: Sequence[ValidityCard] = (),
+    folder: Path | None = None,
+) -> list[ValidityNote]:
+    """Validity next to one bench task: the tracker behind probe-mode gold (RPP, VP) and the ER/VP judge.
+
+    RESCUE-mode gold is human annotation and the model's answers are scored exactly, so RPP/STP/SSP/ITP need no
+    instrument there; ER and VP scores come from the benchmark's judge, which `validate` does not measure.
+    """
+    notes: list[ValidityNote] = []
+    if origin == "probe" and task in PROBE_TRACKER_GOLD:
+        for model, digest in sorted(set(tracker_sources), key=lambda s: (s[0] or "", s[1] or "")):
+            notes.append(
+                validity_for("tracker", model, digest, measure=PROBE_TRACKER_GOLD[task], cards=cards, folder=folder)
+            )
+    if task in ("er", "vp"):
+        notes.append(
+            ValidityNote(instrument="judge", model=judge_model, digest=None, measure=None, validated=False,
+                         text=BENCH_JUDGE_NOTE)
+        )  # fmt: skip
+    return notes

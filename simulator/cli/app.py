@@ -50,6 +50,9 @@ def _register() -> None:
     from simulator.cli import stress_cmd
 
     app.command("stress")(stress_cmd.stress)
+    from simulator.cli import compare_cmd
+
+    app.command("compare")(compare_cmd.compare)
     _registered = True
 
 

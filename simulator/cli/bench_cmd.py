@@ -328,6 +328,10 @@ def _render_report(report, out: Path) -> None:
             )
     for note in report.notes:
         console.print(f"Note: {note}.", markup=False)
+    for name, t in report.tasks.items():
+        for v in t.validity:
+            who = f"{v.instrument} {v.model or '?'}" + (f" @ {v.digest}" if v.digest else "")
+            console.print(f"Validity, {name} — {who}: {v.text}", markup=False, style="dim")
     console.print(f"Report: {out}  (per instance: {report.results_path})", markup=False)
 
 

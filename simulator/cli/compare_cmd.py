@@ -1,0 +1,115 @@
+"""`rescue-sim compare RUN_DIR...`: pairwise judgments of supporters on the same case + seed (+ perturbation,
+trial), both orders, fitted into Bradley-Terry ratings with bootstrap CIs. The logic lives in `judges._compare`."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
+from simulator.cli._models import make_client, model_settings
+
+if TYPE_CHECKING:
+    from judges._compare import CompareReport
+
+LOCAL_PREFIX = "local/"
+
+
+def render(report: CompareReport) -> list[Table]:
+    ratings = Table(
+        title=f"Bradley-Terry ratings: {len(report.supporters)} supporters, {report.groups} matched groups, "
+        f"{len(report.verdicts)} verdicts",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        caption="rating: log-strength (mean 0), 95% bootstrap CI over matched groups; wins count a tie as half.",
+        caption_justify="left",
+    )
+    for col in ("#", "supporter", "rating", "95% CI", "wins"):
+        ratings.add_column(col, justify="left" if col == "supporter" else "right")
+    for i, r in enumerate(report.ratings, start=1):
+        ci = "-" if r.low is None else f"{r.low:+.2f} … {r.high:+.2f}"
+        ratings.add_row(str(i), escape(r.supporter), f"{r.rating:+.2f}", ci, f"{r.wins:g}/{r.comparisons}")
+    matrix = Table(
+        title="win rate (row beats column; ties half)", title_justify="left", box=box.SIMPLE_HEAD
+    )
+    matrix.add_column("")
+    for s in report.supporters:
+        matrix.add_column(escape(s), justify="right")
+    for a in report.supporters:
+        cells = ["—" if a == b else (f"{v:.0%}" if (v := report.win_rate[a].get(b)) is not None else "-")
+                 for b in report.supporters]  # fmt: skip
+        matrix.add_row(escape(a), *cells)
+    return [ratings, matrix]
+
+
+def position_line(report: CompareReport) -> str:
+    p = report.position
+    if not p.decided:
+        return "position bias: no decided verdicts"
+    rate = "-" if p.first_win_rate is None else f"{p.first_win_rate:.0%}"
+    bias = "-" if p.bias is None else f"{p.bias:+.2f}"
+    return (
+        f"position bias: the session shown first won {p.first_wins}, second {p.second_wins}, ties {p.ties} "
+        f"(first-win rate {rate}, bias {bias}); both orders agreed on {p.consistent} of {p.pairs_both_orders} pairs"
+    )
+
+
+@user_errors
+def compare(
+    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="Run folders with the same matrix.")],
+    judge_models: Annotated[
+        str | None,
+        typer.Option("--judges", envvar="RESCUE_SIM_JUDGES", help="Comma-separated judge models (a panel)."),
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Default model (else RESCUE_SIM_MODEL).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Report file (default: <first run>/compare.json).")] = None,
+    bootstrap: Annotated[int, typer.Option(min=0, max=100000, help="Bootstrap resamples for the CIs.")] = 500,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Rank supporters by pairwise judgments: every pair of supporters that ran the same case, seed,
+    perturbation and trial is judged in both orders (ties allowed) and fitted into Bradley-Terry ratings.
+    Exit 1 when a verdict failed or was unsupported (they are left out of the ratings), 2 for bad input."""
+    from judges._compare import compare_runs, write_report
+    from simulator.cli.judge_cmd import parse_judges
+
+    panel = parse_judges(judge_models)
+    settings = model_settings(model, roles={"judge": panel[0] if panel else None})
+    panel = panel or [settings.model_for("judge")]
+    client = make_client(settings)
+    done = 0
+
+    def seen(v) -> None:
+        nonlocal done
+        done += 1
+        err_console.print(
+            f"[dim]{done}: {escape(v.case_id)} s{v.seed} {escape(v.perturbation)}: {escape(v.first)} vs "
+            f"{escape(v.second)} → {v.winner or v.status}[/]"
+        )
+
+    at_once = 1 if any(m.startswith(LOCAL_PREFIX) for m in panel) else 4
+    report, notes = asyncio.run(compare_runs(run_dirs, client, panel, bootstrap=bootstrap, at_once=at_once,
+                                             on_verdict=seen))  # fmt: skip
+    path = write_report(out or Path(run_dirs[0]) / "compare.json", report)
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        for table in render(report):
+            console.print(table)
+        console.print(escape(position_line(report)))
+        for note in notes:
+            console.print(f"[dim]{escape(note)}[/]")
+        console.print(f"report written to {escape(str(path))}")
+    bad = [v for v in report.verdicts if v.status != "ok"]
+    for v in bad:
+        err_console.print(
+            f"[red]{v.status}[/] {escape(v.first_session)} vs {escape(v.second_session)} ({escape(v.judge)}): "
+            f"{escape(v.reason)}"
+        )
+    if bad:
+        raise typer.Exit(EXIT_FAILED)
