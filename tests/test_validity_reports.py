@@ -9,8 +9,6 @@ import json
 from pathlib import Path
 
 import pytest
-from tests._session_fixtures import couple_session, fill_reply
-from tests.test_validity import fixture_client
 from typer.testing import CliRunner
 
 from judges._render import prompt_digest as judge_digest
@@ -22,6 +20,8 @@ from simulator.cli import judge_cmd
 from simulator.llm.fake import FakeModelClient
 from simulator.runfolder import RunFolder
 from simulator.tracker import prompt_digest as tracker_digest
+from tests._session_fixtures import couple_session, fill_reply
+from tests.test_validity import fixture_client
 
 FIXTURE = Path(__file__).parent / "fixtures" / "validity_rescue.jsonl"
 WIDE = {"COLUMNS": "240", "RESCUE_SIM_MODEL": "", "RESCUE_SIM_JUDGES": ""}
