@@ -78,8 +78,12 @@ from judges._validate import (
     classification_report,
     strategy_items,
     strategy_labeler,
+    target_items,
+    target_preference,
     validate_judge,
+    validate_targets,
 )
+from judges.validity import ValidityCard, ValidityNote, dimension_validity, validate, validity_for
 
 __all__ = [
     # rubrics
@@ -190,4 +194,13 @@ __all__ = [
     "strategy_labeler",
     "classification_report",
     "validate_judge",
+    "target_items",
+    "target_preference",
+    "validate_targets",
+    # validity cards (rescue-sim validate)
+    "ValidityCard",
+    "ValidityNote",
+    "validate",
+    "validity_for",
+    "dimension_validity",
 ]

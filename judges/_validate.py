@@ -265,14 +265,14 @@ class TargetItem(_Record):
 class TargetResult(_Record):
     """One target item's outcome; failed items are excluded from the metrics."""
 
-    sample_id: str
-    row_index: int
-    group: str
-    gold: str
-    gold_kind: TargetKind
+    sample_id: str = Field(description="RESCUE sample id.")
+    row_index: int = Field(description="1-based row of the therapist turn.")
+    group: str = Field(description="`couple` or `family`.")
+    gold: str = Field(description="The therapist's annotated target label.")
+    gold_kind: TargetKind = Field(description="Kind of the gold target.")
     predicted: str | None = Field(default=None, description="The judge's preferred target; None when it failed.")
-    reasoning: str = ""
-    failure: str | None = None
+    reasoning: str = Field(default="", description="The judge's reason.")
+    failure: str | None = Field(default=None, description="Why the item failed (excluded from the metrics).")
 
 
 class TargetValidation(_Record):

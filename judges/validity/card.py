@@ -68,11 +68,11 @@ class TrackerValidity(_Record):
     checkpoints: int = Field(description="Tracker calls made.")
     failed: int = Field(description="Calls that failed after the client's attempts (excluded everywhere).")
     failures: list[str] = Field(default_factory=list, description="Up to 5 distinct failure reasons.")
-    pattern: PatternScores
-    emotions: EmotionScores
-    viewpoints: ViewpointScores
-    risk: RiskScores
-    jitter: JitterScores
+    pattern: PatternScores = Field(description="Group pattern at checkpoints with gold (RPP metrics).")
+    emotions: EmotionScores = Field(description="Emotion intensity per annotated person.")
+    viewpoints: ViewpointScores = Field(description="Directed viewpoints: pairing and VP judge.")
+    risk: RiskScores = Field(description="Risk flags against gold marks, and how often any was raised.")
+    jitter: JitterScores = Field(description="Warmth/tension change per turn, tracker vs gold.")
     items: list[Checkpoint] = Field(default_factory=list, description="Every tracker call, for audit.")
     viewpoint_items: list[ViewpointItem] = Field(default_factory=list, description="VP-scored checkpoints.")
 
@@ -86,18 +86,18 @@ class ValidityCard(_Record):
     """One instrument's validity against RESCUE gold, for one model id and prompt digest."""
 
     schema_version: int = Field(default=CARD_SCHEMA_VERSION, description="Version of this record's layout.")
-    kind: Literal["validity"] = "validity"
+    kind: Literal["validity"] = Field(default="validity", description="Marks the file as a validity card.")
     instrument: Instrument = Field(description="`tracker` or `judge`.")
     model: str = Field(description="Model id the instrument ran on.")
     digest: str = Field(description="Prompt digest of the instrument (prompt files + schema + settings).")
-    data: DataSource
-    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    data: DataSource = Field(description="The RESCUE-format data measured against.")
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="When it was measured.")
     wall_s: float = Field(default=0.0, description="Wall time spent on this instrument in the run.")
     calls: int = Field(default=0, description="Model calls made for this instrument (cache hits included).")
     cached_calls: int = Field(default=0, description="Of `calls`, answered from the disk cache.")
-    tracker: TrackerValidity | None = None
-    judge: JudgeValidity | None = None
-    notes: list[str] = Field(default_factory=list)
+    tracker: TrackerValidity | None = Field(default=None, description="Tracker results (instrument `tracker`).")
+    judge: JudgeValidity | None = Field(default=None, description="Judge results (instrument `judge`).")
+    notes: list[str] = Field(default_factory=list, description="How it was measured, in words.")
 
     @property
     def key(self) -> tuple[str, str, str]:

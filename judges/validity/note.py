@@ -17,10 +17,10 @@ class ValidityNote(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    instrument: Instrument
+    instrument: Instrument = Field(description="`tracker` or `judge`.")
     model: str | None = Field(description="Model id that produced the number; None when not recorded.")
     digest: str | None = Field(description="Prompt digest that produced it; None when not recorded.")
     measure: str | None = Field(default=None, description="Which measured ability vouches for the number.")
-    validated: bool
+    validated: bool = Field(description="A matching card vouches for the number.")
     text: str = Field(description="One line: the validity figure with its n, or 'not validated (why)'.")
     card: str | None = Field(default=None, description="Card file it comes from.")

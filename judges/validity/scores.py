@@ -45,8 +45,8 @@ class _Record(BaseModel):
 class Count(_Record):
     """k of n, never a bare percentage."""
 
-    k: int
-    n: int
+    k: int = Field(description="Hits.")
+    n: int = Field(description="Out of.")
 
     @property
     def share(self) -> float | None:
@@ -56,7 +56,7 @@ class Count(_Record):
 class PatternLabel(_Record):
     support: int = Field(description="Gold checkpoints with this label.")
     predicted: int = Field(description="Checkpoints the tracker gave this label.")
-    correct: int
+    correct: int = Field(description="Gold checkpoints with this label the tracker got right.")
     recall: float | None = Field(description="correct / support; None without support.")
 
 
@@ -64,8 +64,8 @@ class PatternScores(_Record):
     """Group pattern at checkpoints with a gold label (RPP metrics, top-1)."""
 
     n: int = Field(description="Scored checkpoints.")
-    correct: int
-    accuracy: float | None
+    correct: int = Field(description="Checkpoints where the tracker's pattern equals gold.")
+    accuracy: float | None = Field(description="correct / n; None when n is 0.")
     macro_f1: float | None = Field(description="Macro over the group taxonomy (labels with no support count 0).")
     no_gold: int = Field(description="Checkpoints without a pattern label at that point.")
     no_dominant: int = Field(description="Checkpoints whose gold is `` (reviewed, no dominant pattern).")
@@ -76,8 +76,8 @@ class PatternScores(_Record):
 
 
 class PersonIntensity(_Record):
-    n: int
-    mae: float
+    n: int = Field(description="Pairs scored for this person.")
+    mae: float = Field(description="Mean absolute intensity error for this person.")
 
 
 class EmotionScores(_Record):
@@ -87,22 +87,22 @@ class EmotionScores(_Record):
     not_reported: int = Field(description="Annotated persons the tracker gave no emotion for (left out).")
     mae: float | None = Field(description="Mean absolute error (scikit-learn).")
     spearman: float | None = Field(description="Spearman's rho (scipy); None below 3 pairs or without variation.")
-    spearman_p: float | None = None
-    per_person: dict[str, PersonIntensity] = Field(default_factory=dict)
+    spearman_p: float | None = Field(default=None, description="Two-sided p-value of rho (scipy).")
+    per_person: dict[str, PersonIntensity] = Field(default_factory=dict, description="Per annotated person.")
 
 
 class ViewpointItem(_Record):
     """One checkpoint with gold viewpoints: the gold triples and the tracker's views from the same speaker."""
 
-    sample_id: str
-    row: int
-    speaker: str
+    sample_id: str = Field(description="RESCUE sample id.")
+    row: int = Field(description="1-based row the tracker ran after.")
+    speaker: str = Field(description="Who spoke that row (the views' source).")
     gold: list[tuple[str, str, str]] = Field(description="(source, target, viewpoint), member targets only.")
     predicted: list[tuple[str, str, str]] = Field(description="The tracker's views whose source is the speaker.")
     pairs_found: int = Field(description="Gold source->target pairs among the predicted ones.")
     judge_source_target: float | None = Field(default=None, description="VP judge, 0-2.")
     judge_viewpoint: float | None = Field(default=None, description="VP judge, 0-4.")
-    judge_reason: str = ""
+    judge_reason: str = Field(default="", description="The VP judge's reason.")
     judge_failure: str | None = Field(default=None, description="Judge call failed: item left out of judge scores.")
 
 
@@ -116,18 +116,18 @@ class ViewpointScores(_Record):
     source_target: float | None = Field(default=None, description="Mean VP judge pairing score, 0-2.")
     viewpoint: float | None = Field(default=None, description="Mean VP judge meaning score, 0-4.")
     vp_score: float | None = Field(default=None, description="The benchmark's 1-5 VP summary.")
-    judge_model: str | None = None
+    judge_model: str | None = Field(default=None, description="Model that judged viewpoint meaning.")
 
 
 class RiskScores(_Record):
     gold_marked: bool = Field(description="Whether any scored sample marks risk (row field `at_risk`).")
-    checkpoints: int
+    checkpoints: int = Field(description="Tracker calls scored.")
     flagged_checkpoints: int = Field(description="Checkpoints where the tracker named anyone at risk.")
     flags: int = Field(description="Names flagged, summed over checkpoints.")
-    tp: int = 0
-    fp: int = 0
-    fn: int = 0
-    tn: int = 0
+    tp: int = Field(default=0, description="Flagged and marked at risk.")
+    fp: int = Field(default=0, description="Flagged, not marked (false alarm).")
+    fn: int = Field(default=0, description="Marked, not flagged (missed).")
+    tn: int = Field(default=0, description="Neither flagged nor marked.")
     scored_pairs: int = Field(default=0, description="(checkpoint, member) pairs in samples that mark risk.")
 
 
@@ -135,17 +135,17 @@ class SeriesJitter(_Record):
     pairs: int = Field(description="Directed pairs with at least two observations.")
     steps: int = Field(description="Consecutive observation pairs.")
     turns: int = Field(description="Turns spanned by those steps.")
-    total_change: float
+    total_change: float = Field(description="Sum of |change| over the steps.")
     per_turn: float | None = Field(description="total_change / turns.")
     per_step: float | None = Field(description="total_change / steps.")
 
 
 class JitterScores(_Record):
     lexicon: str = Field(default=LEXICON_VERSION, description="How gold warmth/tension are read from attitudes.")
-    tracker_warmth: SeriesJitter
-    gold_warmth: SeriesJitter
-    tracker_tension: SeriesJitter
-    gold_tension: SeriesJitter
+    tracker_warmth: SeriesJitter = Field(description="Tracker warmth, per directed pair.")
+    gold_warmth: SeriesJitter = Field(description="Gold warmth (lexicon), per directed pair.")
+    tracker_tension: SeriesJitter = Field(description="Tracker tension, per directed pair.")
+    gold_tension: SeriesJitter = Field(description="Gold tension (lexicon), per directed pair.")
 
     def ratio(self, which: str) -> float | None:
         t, g = getattr(self, f"tracker_{which}").per_turn, getattr(self, f"gold_{which}").per_turn
