@@ -88,42 +88,44 @@ class CheckVerdict(_Record):
 
     model: str = Field(description="Model id of the checker.")
     verdict: Literal["pass", "fail"] | None = Field(description="None when no supported verdict came back.")
-    reasoning: str = ""
-    evidence: list[Quote] = Field(default_factory=list)
+    reasoning: str = Field(default="", description="The model's one-sentence reason, given before the verdict.")
+    evidence: list[Quote] = Field(default_factory=list, description="Turns and quotes, each checked against its turn.")
     attempts: int = Field(description="Asks made (a re-ask follows evidence that was not found).")
-    calls: list[CallRecord] = Field(default_factory=list)
+    calls: list[CallRecord] = Field(default_factory=list, description="Accounting of every ask.")
 
 
 class JudgeProbe(_Record):
     """Prompt injection: were the judges moved by the injected words? (see the module docstring)"""
 
     status: CheckStatus = Field(description="`passed`, `failed` (invalid or moved judgment) or `error`.")
-    reason: str = ""
+    reason: str = Field(default="", description="What was found, in one line.")
     tolerance: float = Field(description="Largest allowed shift of a scale dimension (points).")
     shifts: dict[str, float] = Field(default_factory=dict, description="Dimension -> |original - neutralised|.")
-    max_shift: float | None = None
+    max_shift: float | None = Field(default=None, description="Largest shift; None when nothing was compared.")
 
 
 class CheckResult(_Record):
     """The outcome of one perturbation's check on one session. Written to `checks/<session_id>.json`."""
 
     schema_version: int = Field(default=CHECK_SCHEMA_VERSION, description="Version of this record's layout.")
-    session_id: str
-    case_id: str
-    supporter: str
-    perturbation: str
-    seed: int
-    trial: int
+    session_id: str = Field(description="The checked session (sessions/<session_id>.json).")
+    case_id: str = Field(description="Case card id.")
+    supporter: str = Field(description="Supporter spec of the session.")
+    perturbation: str = Field(description="Perturbation name.")
+    seed: int = Field(description="Session seed.")
+    trial: int = Field(description="Trial (repeat) index of the session.")
     critical: bool = Field(description="The perturbation is safety-critical: a failure is a critical safety failure.")
-    status: CheckStatus
+    status: CheckStatus = Field(description="passed, failed, unsupported, error or not_delivered.")
     reason: str = Field(description="Why it passed or failed, in one line.")
     plan: PerturbationPlan = Field(description="Who played what, when, as resolved for this case.")
     trigger_turn: int | None = Field(default=None, description="Turn that carried the injection (None: none).")
     response_turns: list[int] = Field(default_factory=list, description="Supporter turns within `within` decisions.")
-    facts: list[CheckFact] = Field(default_factory=list)
-    verdict: CheckVerdict | None = None
-    judge_probe: JudgeProbe | None = None
-    checked_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    facts: list[CheckFact] = Field(default_factory=list, description="Facts from the record; the first is `delivered`.")
+    verdict: CheckVerdict | None = Field(default=None, description="The model's verdict, when the rubric was asked.")
+    judge_probe: JudgeProbe | None = Field(default=None, description="Prompt injection: the judges' probe.")
+    checked_at: datetime = Field(
+        default_factory=lambda: datetime.now(timezone.utc), description="UTC time of the check."
+    )
 
     @property
     def decided(self) -> bool:

@@ -45,29 +45,29 @@ class _Record(BaseModel):
 
 class PairQuote(_Record):
     side: Literal["first", "second"] = Field(description="Which session the quote is from, in the order shown.")
-    turn: int
-    quote: str
+    turn: int = Field(description="Turn index in that session.")
+    quote: str = Field(description="Words the judge quoted.")
     found: bool = Field(description="The quote occurs in that turn of that session.")
 
 
 class PairVerdict(_Record):
     """One judge's verdict on one ordered pair of sessions."""
 
-    case_id: str
-    seed: int
+    case_id: str = Field(description="Case card id of both sessions.")
+    seed: int = Field(description="Seed of both sessions.")
     perturbation: str = Field(description="Perturbation name, or `none`.")
-    trial: int
+    trial: int = Field(description="Trial index of both sessions.")
     first: str = Field(description="Supporter shown first (as SESSION A).")
     second: str = Field(description="Supporter shown second (as SESSION B).")
-    first_session: str
-    second_session: str
+    first_session: str = Field(description="Session id shown first.")
+    second_session: str = Field(description="Session id shown second.")
     judge: str = Field(description="Judge model id.")
-    status: Literal["ok", "unsupported", "failed"]
+    status: Literal["ok", "unsupported", "failed"] = Field(description="ok, unsupported (quotes not found), failed.")
     winner: Literal["first", "second", "tie"] | None = Field(description="None unless status is ok.")
-    reasoning: str = ""
-    evidence: list[PairQuote] = Field(default_factory=list)
+    reasoning: str = Field(default="", description="The judge's reason, given before the verdict.")
+    evidence: list[PairQuote] = Field(default_factory=list, description="Quotes, each checked against its turn.")
     reason: str = Field(default="", description="Why a verdict is unsupported or failed.")
-    calls: list[CallRecord] = Field(default_factory=list)
+    calls: list[CallRecord] = Field(default_factory=list, description="Accounting of every ask.")
 
     @property
     def preferred(self) -> str | None:
@@ -76,7 +76,7 @@ class PairVerdict(_Record):
 
 
 class Rating(_Record):
-    supporter: str
+    supporter: str = Field(description="Supporter spec (with ` (oracle)` for oracle runs).")
     rating: float = Field(description="Bradley-Terry log-strength (mean 0 across supporters).")
     low: float | None = Field(default=None, description="Bootstrap percentile lower bound.")
     high: float | None = Field(default=None, description="Bootstrap percentile upper bound.")
@@ -86,9 +86,9 @@ class Rating(_Record):
 
 class PositionBias(_Record):
     decided: int = Field(description="Verdicts with a winner or a tie.")
-    first_wins: int
-    second_wins: int
-    ties: int
+    first_wins: int = Field(description="Verdicts won by the session shown first.")
+    second_wins: int = Field(description="Verdicts won by the session shown second.")
+    ties: int = Field(description="Tied verdicts.")
     first_win_rate: float | None = Field(description="first_wins / (first_wins + second_wins).")
     bias: float | None = Field(description="first_win_rate - 0.5: > 0 favours the session shown first.")
     pairs_both_orders: int = Field(description="(pair, judge) with an ok verdict in both orders.")
@@ -98,22 +98,22 @@ class PositionBias(_Record):
 class CompareReport(_Record):
     """Everything `compare` found. Written to `<first run folder>/compare.json` unless --out says otherwise."""
 
-    schema_version: int = COMPARE_SCHEMA_VERSION
-    runs: list[str]
-    judges: list[str]
-    supporters: list[str]
+    schema_version: int = Field(default=COMPARE_SCHEMA_VERSION, description="Version of this record's layout.")
+    runs: list[str] = Field(description="Run folders read.")
+    judges: list[str] = Field(description="Judge model ids (the panel).")
+    supporters: list[str] = Field(description="Supporters compared.")
     groups: int = Field(description="Matched (case, seed, perturbation, trial) groups with two or more supporters.")
-    verdicts: list[PairVerdict]
+    verdicts: list[PairVerdict] = Field(description="Every verdict, both orders, every judge.")
     ratings: list[Rating] = Field(description="Best first.")
     win_rate: dict[str, dict[str, float | None]] = Field(
         description="row supporter -> column supporter -> share of their comparisons the row won (ties half)."
     )
-    position: PositionBias
-    unsupported: int
-    failed: int
-    bootstrap: int
-    seed: int
-    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    position: PositionBias = Field(description="How much the order of the sessions swayed the judges.")
+    unsupported: int = Field(description="Verdicts whose quotes were not found (left out of the ratings).")
+    failed: int = Field(description="Verdicts whose model call failed (left out).")
+    bootstrap: int = Field(description="Bootstrap resamples behind the CIs.")
+    seed: int = Field(description="Bootstrap seed.")
+    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc), description="UTC time.")
 
 
 # -- matching ----------------------------------------------------------------------------------------------------

@@ -52,14 +52,16 @@ class JudgeStability(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: int = STABILITY_SCHEMA_VERSION
+    schema_version: int = Field(default=STABILITY_SCHEMA_VERSION, description="Version of this record's layout.")
     trials: int = Field(description="K: trials per session (trial 0 included).")
     temperature: float = Field(description="Temperature the repeats ran at (0: only provider nondeterminism).")
     judges: list[str] = Field(description="Judge model ids.")
     sessions: int = Field(description="Sessions with at least two trials.")
     dimensions: list[DimensionStability] = Field(description="Over all sessions.")
-    by_supporter: dict[str, list[DimensionStability]] = Field(default_factory=dict)
-    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    by_supporter: dict[str, list[DimensionStability]] = Field(
+        default_factory=dict, description="Supporter spec -> the same per dimension, over its sessions."
+    )
+    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc), description="UTC time.")
 
     def dimension(self, dim_id: str) -> DimensionStability | None:
         return next((d for d in self.dimensions if d.dimension == dim_id), None)

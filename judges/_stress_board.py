@@ -45,14 +45,14 @@ class PerturbationRow(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    supporter: str
-    knows: str = "intake"
-    perturbation: str
+    supporter: str = Field(description="Supporter spec.")
+    knows: str = Field(default="intake", description="What the supporter was shown: intake or oracle.")
+    perturbation: str = Field(description="Perturbation name.")
     critical: bool = Field(description="The perturbation is safety-critical.")
     sessions: int = Field(description="Session files with this perturbation.")
     failed_sessions: int = Field(description="Sessions that failed or did not complete: not checked.")
-    passed: int
-    failed: int
+    passed: int = Field(description="Checks passed.")
+    failed: int = Field(description="Checks failed.")
     unsupported: int = Field(description="Checks whose model evidence was not found: neither pass nor fail.")
     errors: int = Field(description="Checks whose model call failed: neither pass nor fail.")
     not_delivered: int = Field(description="The stressor never played (the session ended first).")
