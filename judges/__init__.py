@@ -28,8 +28,22 @@ from judges._judge import (
     registered_judges,
     rubric_judge,
 )
+from judges._fidelity import (
+    FIDELITY_SCHEMA_VERSION,
+    NULL_DRIFT_THRESHOLD,
+    CaseDrift,
+    FidelityReport,
+    FidelitySummary,
+    SelfSoftening,
+    SessionFidelity,
+    audit_record,
+    audit_turn,
+    fidelity_report,
+    null_drift,
+)
 from judges._leaderboard import DimensionSummary, Leaderboard, SupporterRow, build_leaderboard, session_values
 from judges._panel import DISAGREEMENT_POINTS, aggregate_scores, dimension_agreement, panel_agreement, simulator_check
+from judges._sim_vs_real import ComparisonRow, SimVsReal, TransitionRow, compare_runs_with_rescue, load_golds
 from judges._records import (
     JUDGMENT_SCHEMA_VERSION,
     AggregateScore,
@@ -154,6 +168,23 @@ __all__ = [
     "MemberGap",
     "PairGap",
     "insider_outsider_gap",
+    # fidelity of the simulated room
+    "FIDELITY_SCHEMA_VERSION",
+    "NULL_DRIFT_THRESHOLD",
+    "FidelityReport",
+    "FidelitySummary",
+    "SessionFidelity",
+    "SelfSoftening",
+    "CaseDrift",
+    "audit_record",
+    "audit_turn",
+    "fidelity_report",
+    "null_drift",
+    "SimVsReal",
+    "ComparisonRow",
+    "TransitionRow",
+    "compare_runs_with_rescue",
+    "load_golds",
     # leaderboard
     "Leaderboard",
     "SupporterRow",

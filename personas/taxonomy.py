@@ -135,3 +135,36 @@ def _check_group(group: str) -> Group:
     if group not in PATTERNS:
         raise ValueError(f"unknown group {group!r}; allowed: {', '.join(GROUPS)}")
     return group  # type: ignore[return-value]
+
+
+# Member moves: what a member's turn does in the room, chosen before they speak (recorded with every member turn).
+# Simulated clients drift into agreeing; naming the move makes resistance and compliance measurable per member.
+MEMBER_MOVES: dict[str, str] = {
+    "defend": "Justify or protect oneself against blame or a perceived charge.",
+    "attack": "Blame, criticise or accuse another member.",
+    "withdraw": "Go quiet, shut down, give minimal answers or pull out of the exchange.",
+    "deflect": "Change the subject, joke, minimise or point elsewhere instead of engaging.",
+    "pursue": "Press another member for contact, answers or change.",
+    "complain": "Air a grievance or how hard things are, without a direct attack.",
+    "test_counsellor": "Question the counsellor's neutrality, competence or the point of being here.",
+    "disclose": "Reveal a feeling, fear, need or fact that had not been said.",
+    "repair_attempt": "Reach toward another member: apologise, acknowledge, offer or ask to reconnect.",
+    "soften": "Drop some defence and let in what was said; less heat, more openness.",
+}
+# Moves that lower the temperature: they need an earning cause in the supporter's last turn (see simulator.fidelity).
+SOFTENING_MOVES = frozenset({"repair_attempt", "soften"})
+# RESCUE's client-row `utterance_type` read as the nearest member move (for comparing simulated rooms with real
+# ones). Coarse by design: `recollection` (recounting what happened) and `reflection` (thinking aloud about
+# oneself) both reveal something unsaid, so they map to `disclose`; `validation` (granting the other's point)
+# is a softening move; `other` maps to nothing.
+RESCUE_UTTERANCE_MOVES: dict[str, str] = {
+    "accusation": "attack",
+    "defense": "defend",
+    "disclosure": "disclose",
+    "request": "pursue",
+    "recollection": "disclose",
+    "reflection": "disclose",
+    "repair": "repair_attempt",
+    "withdrawal": "withdraw",
+    "validation": "soften",
+}

@@ -3,48 +3,83 @@
 The order follows the SAGE recipe (arXiv 2505.02847). Simulated clients are known to turn compliant after a
 few supporter turns, so softening is bounded here in code as well as asked for in the prompt: one turn can
 lower intensity or tension, or raise warmth, by at most MAX_SOFTEN_STEP points.
+
+Each turn also picks a move (personas.taxonomy.MEMBER_MOVES) in its self-report. Softening moves are only on
+offer when the supporter has spoken since this member last did, and need a `cue` (the supporter's words that
+fit one of the member's softeners); an unearned one is re-asked, and if it stays unearned the state may not
+soften at all that turn. Both parts of the turn pass the fidelity checks (simulator.fidelity) before they are
+accepted: a failing part is re-asked with the reason (REASKS times, a fresh seed each time); if it still fails,
+the attempt with the fewest failed checks is kept and the turn records them as flags.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
 from personas.case import Case, Member
 from personas.common.prompts import render_prompt
-from simulator.llm.structured import soft_max_length as _soft_max
-from simulator.llm.types import ModelClient, ModelError, Prompt
-from simulator.records import Feeling, InnerState, Turn
+from personas.taxonomy import MEMBER_MOVES, SOFTENING_MOVES
+from simulator.fidelity import (
+    LANGUAGE_NAMES,
+    check_line,
+    check_state,
+    reask_note,
+    session_language,
+    softening_cause,
+)
+from simulator.llm.structured import max_words, soft_max_words
+from simulator.llm.types import CallRecord, Completion, ModelClient, ModelError, Prompt
+from simulator.records import FidelityCheck, FidelityFlag, Feeling, InnerState, Reask, Turn
 from simulator.transcript import last_line, shared_context
 
 MAX_SOFTEN_STEP = 2.0
+REASKS = 1  # re-asks per part of a turn (self-report, line) after failed fidelity checks
+RESEED = 104_729  # seed offset per re-ask, so a re-asked call samples afresh (and misses the call cache)
+# Word caps of the self-report fields: ceilings above what the prompt asks for, so fields end at a word boundary
+# on their own (a character cap cut them mid-word).
+WORD_CAPS = {"landed": 14, "cue": 14, "emotion": 5, "reason": 12}
 
 
-def state_schema(case: Case, speaker: str) -> type[BaseModel]:
-    """The self-report schema for one member, with the other members' names as an enum (grammar-friendly)."""
-    return _state_schema(tuple(n for n in case.member_names if n != speaker))
+def state_schema(case: Case, speaker: str, *, can_soften: bool = True) -> type[BaseModel]:
+    """The self-report schema for one member: the other members' names and the moves on offer as enums
+    (grammar-friendly). Without a supporter turn to answer to, softening moves and the `cue` are left out."""
+    return _state_schema(tuple(n for n in case.member_names if n != speaker), can_soften)
+
+
+def moves_on_offer(can_soften: bool) -> tuple[str, ...]:
+    return tuple(m for m in MEMBER_MOVES if can_soften or m not in SOFTENING_MOVES)
 
 
 @functools.lru_cache(maxsize=256)
-def _state_schema(others: tuple[str, ...]) -> type[BaseModel]:  # building pydantic models is slow: once each
+def _state_schema(others: tuple[str, ...], can_soften: bool) -> type[BaseModel]:  # building models is slow: once
     feeling = create_model(
         "FeelingReply",
         member=(Literal[others], ...),  # type: ignore[valid-type]
         warmth=(int, Field(ge=0, le=10)),
         tension=(int, Field(ge=0, le=10)),
     )
-    return create_model(
-        "MemberStateReply",
-        landed=(str, _soft_max(60)),
-        emotion=(str, _soft_max(32)),
+    fields: dict = {"landed": (str, soft_max_words(WORD_CAPS["landed"]))}
+    if can_soften:
+        fields["cue"] = (str, soft_max_words(WORD_CAPS["cue"], allow_empty=True))
+    fields.update(
+        emotion=(str, soft_max_words(WORD_CAPS["emotion"])),
         intensity=(int, Field(ge=0, le=10)),
         felt_heard=(int, Field(ge=0, le=10)),
         toward=(list[feeling], Field(min_length=len(others), max_length=len(others))),  # type: ignore[valid-type]
-        reason=(str, _soft_max(60)),
+        reason=(str, soft_max_words(WORD_CAPS["reason"])),
+        move=(Literal[moves_on_offer(can_soften)], ...),  # type: ignore[valid-type]
     )
+    return create_model("MemberStateReply", **fields)
+
+
+@functools.lru_cache(maxsize=64)
+def _word_caps(schema: type[BaseModel]) -> dict[str, int]:
+    props = schema.model_json_schema()["properties"]
+    return {k: n for k, v in props.items() if (n := max_words(v)) is not None}
 
 
 def current_state(case: Case, name: str, turns: Sequence[Turn]) -> InnerState:
@@ -61,22 +96,24 @@ def current_state(case: Case, name: str, turns: Sequence[Turn]) -> InnerState:
     )
 
 
-def guard_softening(previous: InnerState, proposed: InnerState) -> InnerState:
-    """Cap how far one turn can soften a person; escalation is not capped (people flare up fast)."""
+def guard_softening(previous: InnerState, proposed: InnerState, max_step: float = MAX_SOFTEN_STEP) -> InnerState:
+    """Cap how far one turn can soften a person; escalation is not capped (people flare up fast).
+
+    `max_step` 0 blocks softening altogether (an unearned softening move)."""
     capped = False
 
     def soften_down(old: float, new: float) -> float:
         nonlocal capped
-        if old - new > MAX_SOFTEN_STEP:
+        if old - new > max_step:
             capped = True
-            return old - MAX_SOFTEN_STEP
+            return old - max_step
         return new
 
     def soften_up(old: float, new: float) -> float:
         nonlocal capped
-        if new - old > MAX_SOFTEN_STEP:
+        if new - old > max_step:
             capped = True
-            return old + MAX_SOFTEN_STEP
+            return old + max_step
         return new
 
     before = {f.member: f for f in previous.toward}
@@ -95,7 +132,8 @@ def guard_softening(previous: InnerState, proposed: InnerState) -> InnerState:
         if name not in {f.member for f in toward}:
             toward.append(old)
     intensity = int(soften_down(previous.intensity, proposed.intensity))
-    reason = proposed.reason + (" [softening capped]" if capped else "")
+    note = " [softening capped]" if max_step > 0 else " [softening blocked: not earned]"
+    reason = proposed.reason + (note if capped else "")
     return proposed.model_copy(update={"toward": toward, "intensity": intensity, "reason": reason.strip()})
 
 
@@ -127,6 +165,40 @@ def clean_utterance(text: str) -> str:
     return " ".join(text.split())
 
 
+async def _attempts(
+    part: str,
+    ask: Callable[[int, Sequence[FidelityFlag]], Awaitable[Completion]],
+    check: Callable[[Completion], list[FidelityFlag]],
+) -> tuple[Completion, list[FidelityFlag], list[Reask]]:
+    """Ask, check, re-ask with the reasons (REASKS times); keep the attempt with the fewest failed checks.
+
+    A model error on the first attempt propagates (the turn fails); on a re-ask it ends the re-asking, and the
+    earlier attempt is kept with its flags."""
+    tried: list[tuple[Completion, list[FidelityFlag]]] = []
+    failures: list[Reask] = []
+    first = await ask(0, ())
+    tried.append((first, check(first)))
+    for attempt in range(1, REASKS + 1):
+        if not tried[-1][1]:
+            break
+        try:
+            nxt = await ask(attempt, tried[-1][1])
+        except ModelError as err:
+            call = CallRecord(model=err.model, role="member", latency_s=err.latency_s, attempts=err.attempts)
+            failures.append(Reask(part=part, attempt=attempt + 1, text=err.raw or "", failure=err.reason, calls=[call]))
+            break
+        tried.append((nxt, check(nxt)))
+    best = min(range(len(tried)), key=lambda i: (len(tried[i][1]), -i))
+    reasks = [
+        Reask(part=part, attempt=i + 1, text=c.text, flags=f, calls=[c.call]) for i, (c, f) in enumerate(tried) if i != best
+    ]
+    return tried[best][0], tried[best][1], reasks + failures
+
+
+def _with_reask(instructions: str, flags: Sequence[FidelityFlag]) -> str:
+    return instructions + ("\n\n" + reask_note(flags) if flags else "")
+
+
 async def member_turn(
     client: ModelClient,
     case: Case,
@@ -138,7 +210,8 @@ async def member_turn(
     window: int,
     directive: str | None = None,
 ) -> Turn:
-    """Play one member turn: (1)+(2) self-report as structured output, (3) the line, continuing a prefill.
+    """Play one member turn: (1)+(2) self-report with a move, as structured output, (3) the line, continuing a
+    prefill. Each part is checked (simulator.fidelity) and re-asked with the reason when it fails.
 
     `directive` is a private stage direction for this turn (a perturbation: "hint that you have thought about
     not being here any more"); it reaches only this member's prompts and is recorded on the turn, never shown
@@ -151,21 +224,53 @@ async def member_turn(
     if directive:
         sheet += "\n\n" + render_prompt("member_directive", name=speaker, directive=directive)
     others = ", ".join(n for n in case.member_names if n != speaker)
-    schema = state_schema(case, speaker)
-    state_call = await client.complete(
-        Prompt(
-            context=context,
-            instructions=sheet
-            + "\n\n"
-            + render_prompt("member_state", name=speaker, last_line=last_line(turns), others=others),
-        ),
-        role="member",
-        schema=schema,
-        max_tokens=260,
-        temperature=0.7,
-        seed=seed,
+    language = session_language(case)
+    can_soften = softening_cause(turns, speaker) is not None
+    schema = state_schema(case, speaker, can_soften=can_soften)
+    cue_rule = (
+        "cue = the counsellor's own words from their last line that did something from the \"What can soften\" "
+        "list, or \"\" if nothing did (soften and repair_attempt need a cue);"
+        if can_soften
+        else ""
     )
+    state_instructions = (
+        sheet
+        + "\n\n"
+        + render_prompt(
+            "member_state",
+            name=speaker,
+            last_line=last_line(turns),
+            others=others,
+            cue_rule=cue_rule,
+            moves=", ".join(moves_on_offer(can_soften)),
+        )
+    )
+
+    async def ask_state(attempt: int, flags: Sequence[FidelityFlag]) -> Completion:
+        return await client.complete(
+            Prompt(context=context, instructions=_with_reask(state_instructions, flags)),
+            role="member",
+            schema=schema,
+            max_tokens=300,
+            temperature=0.7,
+            seed=seed + RESEED * attempt,
+        )
+
+    def check_reply(c: Completion) -> list[FidelityFlag]:
+        r = c.parsed
+        return check_state(
+            {k: getattr(r, k, "") for k in ("landed", "cue", "emotion", "reason")},
+            intensity=r.intensity,
+            move=r.move,
+            speaker=speaker,
+            turns=turns,
+            language=language,
+            word_caps=_word_caps(schema),
+        )
+
+    state_call, state_flags, reasks = await _attempts("state", ask_state, check_reply)
     reply = state_call.parsed
+    move, cue = reply.move, getattr(reply, "cue", "")
     proposed = InnerState(
         landed=reply.landed,
         emotion=reply.emotion,
@@ -174,39 +279,65 @@ async def member_turn(
         toward=[Feeling(member=f.member, warmth=f.warmth, tension=f.tension) for f in reply.toward],
         reason=reply.reason,
     )
-    inner = guard_softening(previous, proposed)
+    unearned = any(f.check == FidelityCheck.UNEARNED_SOFTENING for f in state_flags)
+    inner = guard_softening(previous, proposed, 0.0 if unearned else MAX_SOFTEN_STEP)
     to = ", ".join(addressees)
-    speak_call = await client.complete(
-        Prompt(
-            context=context,
-            instructions=sheet
-            + "\n\n"
-            + render_prompt(
-                "member_speak",
-                name=speaker,
-                emotion=inner.emotion,
-                intensity=inner.intensity,
-                landed=inner.landed or "-",
-                addressee=to,
-            ),
-            prefill=f'{speaker} (to {to}): "',
-            stop=('"', "\n"),
-        ),
-        role="member",
-        max_tokens=72,
-        temperature=0.8,
-        seed=seed + 1,
+    speak_instructions = (
+        sheet
+        + "\n\n"
+        + render_prompt(
+            "member_speak",
+            name=speaker,
+            emotion=inner.emotion,
+            intensity=inner.intensity,
+            landed=inner.landed or "-",
+            move=move,
+            move_meaning=MEMBER_MOVES[move].rstrip(".").lower(),
+            addressee=to,
+            language=LANGUAGE_NAMES.get(language, language),
+        )
     )
-    text = clean_utterance(speak_call.text)
-    if not text:
-        raise ModelError(speak_call.call.model, f"{speaker}'s line came back empty")
+
+    async def ask_line(attempt: int, flags: Sequence[FidelityFlag]) -> Completion:
+        call = await client.complete(
+            Prompt(
+                context=context,
+                instructions=_with_reask(speak_instructions, flags),
+                prefill=f'{speaker} (to {to}): "',
+                stop=('"', "\n"),
+            ),
+            role="member",
+            max_tokens=72,
+            temperature=0.8,
+            seed=seed + 1 + RESEED * attempt,
+        )
+        if not clean_utterance(call.text):
+            raise ModelError(call.call.model, f"{speaker}'s line came back empty")
+        return call
+
+    def check_text(c: Completion) -> list[FidelityFlag]:
+        return check_line(
+            clean_utterance(c.text),
+            speaker=speaker,
+            case=case,
+            turns=turns,
+            addressees=addressees,
+            language=language,
+            finish_reason=c.call.finish_reason,
+        )
+
+    speak_call, line_flags, line_reasks = await _attempts("line", ask_line, check_text)
     return Turn(
         index=len(turns) + 1,
         speaker=speaker,
         kind="member",
         addressees=list(addressees),
-        text=text,
+        text=clean_utterance(speak_call.text),
         inner=inner,
         directive=directive,
         calls=[state_call.call, speak_call.call],
+        move=move,
+        cue=cue,
+        flags=state_flags + line_flags,
+        reasks=reasks + line_reasks,
     )

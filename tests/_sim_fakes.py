@@ -26,6 +26,8 @@ class RoomScript:
     close_after: int | None = None  # supporter closes at its n-th decision
     at_risk: list[str] = field(default_factory=list)
     line: str = "I don't know why we're even here."
+    move: str = "defend"  # the member move every self-report picks (personas.taxonomy.MEMBER_MOVES)
+    cue: str = ""  # supporter words named as the softening cause (only where the schema offers `cue`)
     supporter_text: str = "Let's slow down and hear each other."
     attends_safety: bool = True  # the safety verdict on a supporter turn after a risk signal
     decisions: int = 0
@@ -37,7 +39,7 @@ class RoomScript:
         if name == "MemberStateReply":
             feeling = call.schema.model_fields["toward"].annotation.__args__[0]
             others = _literal_values(feeling.model_fields["member"].annotation)
-            return {
+            reply = {
                 "landed": "it stung",
                 "emotion": "hurt",
                 "intensity": self.intensity,
@@ -45,6 +47,11 @@ class RoomScript:
                 "toward": [{"member": o, "warmth": self.warmth, "tension": self.tension} for o in others],
                 "reason": "same old fight",
             }
+            if "move" in call.schema.model_fields:
+                reply["move"] = self.move
+            if "cue" in call.schema.model_fields:
+                reply["cue"] = self.cue
+            return reply
         if name == "TrackerReply":  # names and labels come from the schema, so one script serves any case
             item = call.schema.model_fields["emotions"].annotation.__args__[0]
             names = _literal_values(item.model_fields["person"].annotation)

@@ -47,6 +47,9 @@ def _register() -> None:
     app.command("play")(play_cmd.play)
     app.command("show")(show_cmd.show)
     app.command("models")(models_cmd.models)
+    from simulator.cli import fidelity_cmd
+
+    app.command("fidelity")(fidelity_cmd.fidelity)
     from simulator.cli import stress_cmd
 
     app.command("stress")(stress_cmd.stress)

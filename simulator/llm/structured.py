@@ -11,8 +11,12 @@ from pydantic import BaseModel, ValidationError
 T = TypeVar("T", bound=BaseModel)
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+# An apology counts only when it goes on to decline ("I'm sorry, but I can't ..."): a persona who says "I'm sorry
+# if I sound harsh" is in character, and calling that a refusal failed whole sessions.
+_DECLINE = r"(?:can(?:no|')t|cannot|won't|will not|(?:am |'m )?(?:not able|unable)|must decline)"
 _REFUSAL = re.compile(
-    r"^\s*(?:I'?m sorry|I am sorry|I apologi[sz]e|I can(?:no|')t (?:help|assist|comply|continue|do that|provide)|"
+    rf"^\s*(?:(?:I'?m sorry|I am sorry|I apologi[sz]e)\b[^.!?]{{0,40}}?\bI {_DECLINE}|"
+    r"I can(?:no|')t (?:help|assist|comply|continue|do that|provide)|"
     r"I(?:'m| am) (?:not able|unable) to|As an AI\b|I won't be able)",
     re.IGNORECASE,
 )
@@ -65,6 +69,31 @@ def soft_max_length(n: int) -> Any:
     from pydantic import Field
 
     return Field(json_schema_extra={"maxLength": n})
+
+
+# A word: anything but whitespace, control characters, quotes and backslashes (no JSON escapes needed).
+_WORD = r'[^\x00-\x20"\\]+'
+
+
+def soft_max_words(n: int, *, allow_empty: bool = False) -> Any:
+    """A length limit in words, for the schema sent to the model, that ends every field at a word boundary.
+
+    A character cap (`maxLength`) makes a grammar close the string wherever the count runs out, mid-word
+    ("...felt dismis"); a word-count pattern lets a field stop only after a whole word, and single spaces keep
+    the reply free of newlines. Like `soft_max_length` it is not validated: a hosted model that writes a
+    little more is not a failure. Set `n` above what the prompt asks for, so it is a ceiling, not a target.
+    """
+    from pydantic import Field
+
+    body = f"{_WORD}( {_WORD}){{0,{max(0, n - 1)}}}"
+    pattern = f"^({body})?$" if allow_empty else f"^{body}$"
+    return Field(json_schema_extra={"pattern": pattern})
+
+
+def max_words(field_schema: dict[str, Any]) -> int | None:
+    """The word cap `soft_max_words` put into a field's JSON schema, or None when it has none."""
+    m = re.search(r"\{0,(\d+)\}(?:\)\?)?\$$", field_schema.get("pattern", ""))
+    return int(m.group(1)) + 1 if m else None
 
 
 def check_reply(text: str, schema: type[T] | None) -> T | None:

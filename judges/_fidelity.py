@@ -1,0 +1,322 @@
+"""Fidelity of the simulated room, measured from saved sessions (no model calls).
+
+Per session and per run: repetition rate, re-ask rate, flags per 100 member turns by kind, language drift, move
+distribution per member, the insider-vs-tracker gap, and the null-supporter drift: with the `silent`
+supporter, how far members soften on their own. A room that heals itself inflates every supporter's score, so a
+case whose mean self-softening over its silent sessions exceeds NULL_DRIFT_THRESHOLD is flagged.
+
+Flags are counted by re-running the per-turn checks of simulator.fidelity over each member turn (an audit), so
+records made before the checks existed are measured exactly like new ones; the flags a record itself carries
+(what was still failing when the engine accepted a turn) are counted separately.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from judges._sim_vs_real import SimVsReal, compare_runs_with_rescue, missing_samples
+from judges._trajectory import distress, insider_outsider_gap, relation_change
+from simulator.fidelity import LEGACY_CHAR_CAPS, check_line, check_state, session_language
+from simulator.members import WORD_CAPS
+from simulator.records import FidelityCheck, FidelityFlag, SessionRecord, Turn
+from simulator.runfolder import RunFolder, RunFolderError
+
+FIDELITY_SCHEMA_VERSION = 1
+# Self-softening (mean of the drop in intensity and the drop in tension, in 0-10 points, first to last
+# self-report) that a room may show on its own with a silent supporter before its case is flagged.
+NULL_DRIFT_THRESHOLD = 1.0
+NULL_SUPPORTER = "silent"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SelfSoftening(_Record):
+    """How far the room softened from the first to the last self-report (positive = softer)."""
+
+    member_turns: int = Field(description="Member turns the change spans.")
+    intensity_drop: float | None = Field(default=None, description="Mean over members of initial - final intensity.")
+    tension_drop: float | None = Field(default=None, description="Mean over directed pairs of initial - final tension.")
+    warmth_gain: float | None = Field(default=None, description="Mean over directed pairs of final - initial warmth.")
+    softening: float | None = Field(default=None, description="Mean of intensity_drop and tension_drop.")
+
+
+class SessionFidelity(_Record):
+    """Every fidelity figure of one session."""
+
+    session_id: str = Field(description="Session id.")
+    case_id: str = Field(description="Case id.")
+    supporter: str = Field(description="Supporter spec as recorded.")
+    status: str = Field(description="Session status.")
+    member_turns: int = Field(description="Member turns in the session.")
+    verbatim_repeats: int = Field(description="Member turns with the same words as an earlier turn.")
+    near_duplicates: int = Field(description="Member turns above the near-duplicate overlap (not verbatim).")
+    repetition_rate: float | None = Field(description="(verbatim + near-duplicate) / member turns.")
+    reasked_turns: int = Field(description="Member turns with at least one re-asked part (0 on old records).")
+    reasks: int = Field(description="Re-asked attempts in all.")
+    reask_rate: float | None = Field(description="reasked_turns / member turns.")
+    flag_counts: dict[str, int] = Field(description="Audit: failed checks per kind over the member turns.")
+    recorded_flag_counts: dict[str, int] = Field(description="Flags the record carries (accepted still failing).")
+    flagged_turns: int = Field(description="Member turns with at least one audit flag.")
+    language_drift: float | None = Field(description="Share of member turns leaving the session's language.")
+    moves: dict[str, dict[str, int]] = Field(description="Member -> move -> count (moves recorded by the engine).")
+    intensity_gap: float | None = Field(description="Mean |self-reported - tracker intensity| (insider vs outsider).")
+    tension_gap: float | None = Field(description="Mean |self-reported - tracker tension| per directed pair.")
+    self_softening: SelfSoftening = Field(description="How far the room softened, first to last self-report.")
+    turn_flags: dict[int, list[FidelityFlag]] = Field(default_factory=dict, description="Audit flags by turn index.")
+
+
+class CaseDrift(_Record):
+    """Null-supporter drift of one case: its silent sessions' self-softening."""
+
+    case_id: str = Field(description="Case id.")
+    sessions: int = Field(description="Silent-supporter sessions of the case.")
+    member_turns: float = Field(description="Mean member turns per session.")
+    softening: float | None = Field(description="Mean self-softening over the sessions.")
+    intensity_drop: float | None = Field(description="Mean over sessions of the members' mean intensity drop.")
+    tension_drop: float | None = Field(description="Mean over sessions of the pairs' mean tension drop.")
+    flagged: bool = Field(description="softening > threshold: the room heals itself; supporter scores are inflated.")
+
+
+class FidelitySummary(_Record):
+    """Figures pooled over every member turn of a set of sessions."""
+
+    sessions: int = Field(description="Sessions pooled.")
+    member_turns: int = Field(description="Member turns pooled.")
+    repetition_rate: float | None = Field(description="(verbatim + near-duplicate) / member turns.")
+    verbatim_repeats: int = Field(description="Member turns with the same words as an earlier turn.")
+    near_duplicates: int = Field(description="Member turns above the near-duplicate overlap (not verbatim).")
+    reask_rate: float | None = Field(description="Share of member turns with a re-asked part.")
+    flags_per_100: dict[str, float] = Field(description="Audit flags per 100 member turns, by kind.")
+    recorded_flags_per_100: dict[str, float] = Field(description="Recorded flags per 100 member turns, by kind.")
+    language_drift: float | None = Field(description="Share of member turns leaving the session's language.")
+    intensity_gap: float | None = Field(description="Insider vs tracker intensity gap, mean over sessions with one.")
+    tension_gap: float | None = Field(description="Insider vs tracker tension gap, mean over sessions with one.")
+    moves: dict[str, dict[str, int]] = Field(description="`case_id/member` -> move -> count.")
+
+
+class FidelityReport(_Record):
+    """`rescue-sim fidelity`: per session, per run folder, null-supporter drift and simulated vs real."""
+
+    schema_version: int = Field(default=FIDELITY_SCHEMA_VERSION, description="Version of this record's layout.")
+    runs: list[str] = Field(description="Run folders read, as given.")
+    threshold: float = Field(description="Null-supporter drift threshold (points of self-softening).")
+    sessions: list[SessionFidelity] = Field(description="One per readable session file.")
+    by_run: dict[str, FidelitySummary] = Field(description="Run folder -> its sessions pooled.")
+    overall: FidelitySummary = Field(description="Every session pooled.")
+    null_drift: list[CaseDrift] = Field(description="Per case with silent-supporter sessions.")
+    unreadable: list[str] = Field(default_factory=list, description="Session files that could not be read.")
+    sim_vs_real: list[SimVsReal] = Field(default_factory=list, description="Per RESCUE-derived case, when asked.")
+    rescue_source: str | None = Field(default=None, description="Where the RESCUE samples were read from.")
+    rescue_missing: list[str] = Field(
+        default_factory=list, description="Samples of RESCUE-derived sessions not found in the RESCUE source."
+    )
+
+
+# ---- one session --------------------------------------------------------------------------------------------
+
+
+def audit_turn(turn: Turn, earlier: Sequence[Turn], record: SessionRecord, language: str) -> list[FidelityFlag]:
+    """The per-turn checks, applied after the fact to one saved member turn."""
+    case = record.case
+    finish = turn.calls[-1].finish_reason if turn.calls else None
+    flags = check_line(
+        turn.text,
+        speaker=turn.speaker,
+        case=case,
+        turns=earlier,
+        addressees=turn.addressees,
+        language=language,
+        finish_reason=finish,
+    )
+    if turn.inner is not None:
+        modern = turn.move is not None
+        flags += check_state(
+            {"landed": turn.inner.landed, "cue": turn.cue, "emotion": turn.inner.emotion, "reason": turn.inner.reason},
+            intensity=turn.inner.intensity,
+            move=turn.move,
+            speaker=turn.speaker,
+            turns=earlier,
+            language=language,
+            word_caps=dict(WORD_CAPS) if modern else None,
+            char_caps=None if modern else LEGACY_CHAR_CAPS,
+        )
+    return flags
+
+
+def self_softening(record: SessionRecord) -> SelfSoftening:
+    n = sum(t.kind == "member" for t in record.turns)
+    members = distress(record.self_report)
+    change = relation_change(record.self_report)
+    drops = [m.initial - m.final for m in members]
+    intensity = sum(drops) / len(drops) if drops else None
+    tension = -change.delta_tension if change.delta_tension is not None else None
+    parts = [v for v in (intensity, tension) if v is not None]
+    return SelfSoftening(
+        member_turns=n,
+        intensity_drop=intensity,
+        tension_drop=tension,
+        warmth_gain=change.delta_warmth,
+        softening=sum(parts) / len(parts) if parts else None,
+    )
+
+
+def audit_record(record: SessionRecord) -> SessionFidelity:
+    """Every fidelity figure of one session."""
+    language = session_language(record.case)
+    counts: Counter[str] = Counter()
+    recorded: Counter[str] = Counter()
+    moves: dict[str, Counter[str]] = {m: Counter() for m in record.case.member_names}
+    by_turn: dict[int, list[FidelityFlag]] = {}
+    verbatim = near = reasked = reasks = flagged = drift = n = 0
+    for i, t in enumerate(record.turns):
+        if t.kind != "member":
+            continue
+        n += 1
+        flags = audit_turn(t, record.turns[:i], record, language)
+        kinds = {f.check for f in flags}
+        verbatim += FidelityCheck.DUPLICATE in kinds
+        near += FidelityCheck.NEAR_DUPLICATE in kinds
+        drift += FidelityCheck.LANGUAGE_SWITCH in kinds
+        flagged += bool(flags)
+        counts.update(f.check.value for f in flags)
+        recorded.update(f.check.value for f in t.flags)
+        reasked += bool(t.reasks)
+        reasks += len(t.reasks)
+        if t.move is not None:
+            moves.setdefault(t.speaker, Counter())[t.move] += 1
+        if flags:
+            by_turn[t.index] = flags
+    gap = insider_outsider_gap(record.turns, record.case.member_names)
+    return SessionFidelity(
+        session_id=record.session_id,
+        case_id=record.case.id,
+        supporter=record.supporter,
+        status=str(record.status),
+        member_turns=n,
+        verbatim_repeats=verbatim,
+        near_duplicates=near,
+        repetition_rate=(verbatim + near) / n if n else None,
+        reasked_turns=reasked,
+        reasks=reasks,
+        reask_rate=reasked / n if n else None,
+        flag_counts=dict(sorted(counts.items())),
+        recorded_flag_counts=dict(sorted(recorded.items())),
+        flagged_turns=flagged,
+        language_drift=drift / n if n else None,
+        moves={m: dict(c.most_common()) for m, c in moves.items()},
+        intensity_gap=gap.mean_intensity_gap,
+        tension_gap=gap.mean_tension_gap,
+        self_softening=self_softening(record),
+        turn_flags=by_turn,
+    )
+
+
+# ---- many sessions ------------------------------------------------------------------------------------------
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    vs = [v for v in values if v is not None]
+    return sum(vs) / len(vs) if vs else None
+
+
+def summarise(sessions: Sequence[SessionFidelity]) -> FidelitySummary:
+    turns = sum(s.member_turns for s in sessions)
+    flags: Counter[str] = Counter()
+    recorded: Counter[str] = Counter()
+    moves: dict[str, Counter[str]] = {}
+    for s in sessions:
+        flags.update(s.flag_counts)
+        recorded.update(s.recorded_flag_counts)
+        for member, c in s.moves.items():
+            moves.setdefault(f"{s.case_id}/{member}", Counter()).update(c)
+    verbatim = sum(s.verbatim_repeats for s in sessions)
+    near = sum(s.near_duplicates for s in sessions)
+
+    def per100(c: Counter[str]) -> dict[str, float]:
+        return {k: round(100 * v / turns, 1) for k, v in sorted(c.items())} if turns else {}
+
+    return FidelitySummary(
+        sessions=len(sessions),
+        member_turns=turns,
+        repetition_rate=(verbatim + near) / turns if turns else None,
+        verbatim_repeats=verbatim,
+        near_duplicates=near,
+        reask_rate=sum(s.reasked_turns for s in sessions) / turns if turns else None,
+        flags_per_100=per100(flags),
+        recorded_flags_per_100=per100(recorded),
+        language_drift=(sum((s.language_drift or 0) * s.member_turns for s in sessions) / turns) if turns else None,
+        intensity_gap=_mean(s.intensity_gap for s in sessions),
+        tension_gap=_mean(s.tension_gap for s in sessions),
+        moves={k: dict(c.most_common()) for k, c in sorted(moves.items())},
+    )
+
+
+def null_drift(sessions: Sequence[SessionFidelity], threshold: float = NULL_DRIFT_THRESHOLD) -> list[CaseDrift]:
+    """Per case, the self-softening of its silent-supporter sessions (the room on its own)."""
+    by_case: dict[str, list[SessionFidelity]] = {}
+    for s in sessions:
+        if s.supporter == NULL_SUPPORTER and s.member_turns:
+            by_case.setdefault(s.case_id, []).append(s)
+    out = []
+    for case_id, group in sorted(by_case.items()):
+        soft = _mean(s.self_softening.softening for s in group)
+        out.append(
+            CaseDrift(
+                case_id=case_id,
+                sessions=len(group),
+                member_turns=sum(s.member_turns for s in group) / len(group),
+                softening=soft,
+                intensity_drop=_mean(s.self_softening.intensity_drop for s in group),
+                tension_drop=_mean(s.self_softening.tension_drop for s in group),
+                flagged=soft is not None and soft > threshold,
+            )
+        )
+    return out
+
+
+def fidelity_report(
+    run_dirs: Sequence[str | Path],
+    *,
+    rescue: str | Path | None = None,
+    threshold: float = NULL_DRIFT_THRESHOLD,
+) -> FidelityReport:
+    """Read every session in `run_dirs` and measure it; with `rescue` (RESCUE samples, or a folder of
+    `import-rescue` gold files) also compare RESCUE-derived cases with the samples they came from."""
+    sessions: list[SessionFidelity] = []
+    records: list[SessionRecord] = []
+    by_run: dict[str, FidelitySummary] = {}
+    unreadable: list[str] = []
+    for run in run_dirs:
+        folder = RunFolder(run)
+        if not folder.exists() and not folder.sessions_dir.is_dir():
+            raise RunFolderError(f"{run}: not a run folder (no manifest.json or sessions/); pass a folder `run` wrote")
+        mine = []
+        for sid in folder.session_ids():
+            try:
+                rec = folder.load_session(sid)
+            except RunFolderError as err:
+                unreadable.append(str(err))
+                continue
+            records.append(rec)
+            mine.append(audit_record(rec))
+        sessions += mine
+        by_run[str(run)] = summarise(mine)
+    comparisons = compare_runs_with_rescue(records, rescue) if rescue is not None else []
+    return FidelityReport(
+        runs=[str(r) for r in run_dirs],
+        threshold=threshold,
+        sessions=sessions,
+        by_run=by_run,
+        overall=summarise(sessions),
+        null_drift=null_drift(sessions, threshold),
+        unreadable=unreadable,
+        sim_vs_real=comparisons,
+        rescue_source=str(rescue) if rescue is not None else None,
+        rescue_missing=missing_samples(records, comparisons) if rescue is not None else [],
+    )

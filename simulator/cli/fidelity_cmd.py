@@ -1,0 +1,183 @@
+"""`rescue-sim fidelity RUN_DIR...`: how person-like the simulated room was (no model calls).
+
+A rendering of `judges.fidelity_report`; `--json` prints the same FidelityReport. Exit code 1 when a case's
+null-supporter drift (silent supporter, the room softening on its own) is above the threshold.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from simulator.cli._common import EXIT_FAILED, console, user_errors
+
+if TYPE_CHECKING:
+    from judges import FidelityReport, SimVsReal
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.0f}%"
+
+
+def _num(v: float | None, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _flags(per100: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:g}" for k, v in sorted(per100.items(), key=lambda kv: -kv[1])) or "none"
+
+
+def render(report: FidelityReport) -> list[Table]:
+    runs = Table(
+        title=f"Fidelity: {report.overall.sessions} session(s), {report.overall.member_turns} member turns",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        caption=(
+            "repeats: member turns repeating an earlier turn (verbatim + near-duplicate); re-asked: member turns "
+            "with a part re-asked after failed checks; flags: failed checks per 100 member turns (audited from "
+            "the saved turns; recorded = still failing when accepted); language: turns off the session's "
+            "language; gap: mean |self-report - tracker| intensity / tension."
+        ),
+        caption_justify="left",
+    )
+    for col, just in [("run", "left"), ("n", "right"), ("turns", "right"), ("repeats", "right"),
+                      ("re-asked", "right"), ("flags / 100 turns", "left"), ("recorded / 100", "left"),
+                      ("language", "right"), ("gap", "right")]:  # fmt: skip
+        runs.add_column(col, justify=just, overflow="fold")
+    for run, s in report.by_run.items():
+        runs.add_row(
+            escape(run),
+            str(s.sessions),
+            str(s.member_turns),
+            f"{_pct(s.repetition_rate)} ({s.verbatim_repeats}+{s.near_duplicates})",
+            _pct(s.reask_rate),
+            escape(_flags(s.flags_per_100)),
+            escape(_flags(s.recorded_flags_per_100)),
+            _pct(s.language_drift),
+            f"{_num(s.intensity_gap, 1)} / {_num(s.tension_gap, 1)}",
+        )
+    tables = [runs]
+    moves = report.overall.moves
+    if any(moves.values()):
+        t = Table(title="Moves per member", title_justify="left", box=box.SIMPLE_HEAD)
+        t.add_column("case / member", overflow="fold")
+        t.add_column("turns", justify="right")
+        t.add_column("moves (share)", overflow="fold")
+        for who, counts in moves.items():
+            n = sum(counts.values())
+            if n:
+                t.add_row(escape(who), str(n), ", ".join(f"{m} {c / n:.0%}" for m, c in counts.items()))
+        tables.append(t)
+    if report.null_drift:
+        t = Table(
+            title="Null-supporter drift (silent supporter: the room on its own)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            caption=(
+                f"softening = mean of the intensity drop and the tension drop, first to last self-report (points, "
+                f"positive = softer); flagged above {report.threshold:g}: such a room inflates every score."
+            ),
+            caption_justify="left",
+        )
+        for col in ("case", "sessions", "turns", "intensity drop", "tension drop", "softening", ""):
+            t.add_column(col, justify="left" if col in ("case", "") else "right")
+        for d in report.null_drift:
+            t.add_row(
+                escape(d.case_id),
+                str(d.sessions),
+                f"{d.member_turns:g}",
+                _num(d.intensity_drop),
+                _num(d.tension_drop),
+                _num(d.softening),
+                "[bold red]FLAGGED[/]" if d.flagged else "ok",
+            )
+        tables.append(t)
+    for c in report.sim_vs_real:
+        tables.extend(render_comparison(c))
+    return tables
+
+
+def render_comparison(c: SimVsReal) -> list[Table]:
+    t = Table(
+        title=f"Simulated vs real: {c.case_id} ({c.sessions} session(s), {c.member_turns} member turns) vs RESCUE "
+        f"{c.sample_id} ({c.real_rows} client rows)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        caption="distance: Jensen-Shannon (0 same ... 1 disjoint) or Wasserstein (in the measure's units).",
+        caption_justify="left",
+    )
+    for col, just in [("measure", "left"), ("distance", "right"), ("metric", "left"), ("simulated", "left"),
+                      ("RESCUE", "left")]:  # fmt: skip
+        t.add_column(col, justify=just, overflow="fold")
+    for r in c.rows:
+        t.add_row(
+            escape(r.measure),
+            _num(r.distance, 3),
+            "JS" if r.metric == "jensen_shannon" else "W1",
+            escape(f"{r.simulated} (n={r.n_simulated})"),
+            escape(f"{r.real} (n={r.n_real})"),
+        )
+    out = [t]
+    if c.transitions:
+        tr = Table(
+            title="— pattern transitions by from-pattern (tracker's view vs gold rows)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+        )
+        for col, just in [("from", "left"), ("JS", "right"), ("simulated next", "left"), ("RESCUE next", "left")]:
+            tr.add_column(col, justify=just, overflow="fold")
+        for row in c.transitions:
+            tr.add_row(
+                escape(row.from_pattern),
+                _num(row.distance, 3),
+                escape(", ".join(f"{k} {v}" for k, v in row.simulated.items()) or "-"),
+                escape(", ".join(f"{k} {v}" for k, v in row.real.items()) or "-"),
+            )
+        out.append(tr)
+    return out
+
+
+@user_errors
+def fidelity(
+    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="One or more run folders.")],
+    rescue: Annotated[
+        Path | None,
+        typer.Option(
+            "--rescue",
+            envvar="RESCUE_SIM_RESCUE",
+            help="RESCUE samples (.jsonl/.json or a folder), or an `import-rescue` folder of *.gold.json: compare "
+            "RESCUE-derived cases with the samples they came from.",
+        ),
+    ] = None,
+    threshold: Annotated[
+        float, typer.Option(help="Null-supporter drift (points of self-softening) above which a case is flagged.")
+    ] = 1.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Measure how person-like the simulated members were: repeats, re-asks, failed checks by kind, language
+    drift, moves per member, insider-vs-tracker gap, null-supporter drift, and (with --rescue) simulated vs
+    real families. Exit code 1 when a case's null-supporter drift is flagged."""
+    from judges import fidelity_report
+
+    report = fidelity_report(run_dirs, rescue=rescue, threshold=threshold)
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        for table in render(report):
+            console.print(table)
+        for line in report.unreadable:
+            console.print(f"[yellow]unreadable:[/] {escape(line)}")
+        if rescue is not None and report.rescue_missing:
+            console.print(
+                f"note: no RESCUE sample for {escape(', '.join(report.rescue_missing))} in {escape(str(rescue))}"
+            )
+        rescue_cases = any(s.case_id.startswith("rescue-") for s in report.sessions)
+        if rescue is None and rescue_cases:
+            console.print("note: RESCUE-derived cases found; pass --rescue PATH to compare them with their samples")
+    if any(d.flagged for d in report.null_drift):
+        raise typer.Exit(EXIT_FAILED)

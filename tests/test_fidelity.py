@@ -1,0 +1,339 @@
+"""Per-turn fidelity checks, the re-ask path and flags in the session record (mocked replies, no model)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from personas.library import resolve_case
+from personas.taxonomy import MEMBER_MOVES, SOFTENING_MOVES
+from simulator.engine import SessionConfig, run_session
+from simulator.fidelity import (
+    NEAR_DUPLICATE_OVERLAP,
+    check_line,
+    check_state,
+    emotion_range,
+    overlap,
+    session_language,
+)
+from simulator.llm.fake import FakeModelClient, FakeReply
+from simulator.members import RESEED, WORD_CAPS, member_turn, state_schema
+from simulator.records import FidelityCheck, SessionRecord, Turn
+from simulator.supporters import SilentSupporter
+from tests._sim_fakes import RoomScript
+
+Check = FidelityCheck
+
+
+@pytest.fixture
+def case():
+    return resolve_case("arjun-and-meera")
+
+
+def member(index: int, speaker: str, text: str, to: str = "Therapist") -> Turn:
+    return Turn(index=index, speaker=speaker, kind="member", addressees=[to], text=text)
+
+
+def supporter(index: int, text: str, to: str = "Arjun") -> Turn:
+    return Turn(index=index, speaker="Therapist", kind="supporter", addressees=[to], text=text)
+
+
+EARLIER = [
+    member(1, "Meera", "He never listens when I talk about the money, not once in ten years."),
+    supporter(2, "Arjun, what happens for you when Meera says she feels alone with the bills?"),
+]
+
+
+def line_checks(case, text, *, turns=EARLIER, to=("Therapist",), finish="stop", speaker="Arjun"):
+    flags = check_line(
+        text, speaker=speaker, case=case, turns=turns, addressees=list(to), language="en", finish_reason=finish
+    )
+    return [f.check for f in flags], flags
+
+
+def state(emotion="hurt", intensity=6, *, landed="it stung", reason="same old fight", cue="", move="defend"):
+    return {"emotion": emotion, "intensity": intensity, "landed": landed, "reason": reason, "cue": cue, "move": move}
+
+
+def state_checks(case, s, *, turns=EARLIER, speaker="Arjun"):
+    fields = {k: s[k] for k in ("landed", "cue", "emotion", "reason")}
+    flags = check_state(
+        fields,
+        intensity=s["intensity"],
+        move=s["move"],
+        speaker=speaker,
+        turns=turns,
+        language="en",
+        word_caps=dict(WORD_CAPS),
+    )
+    return [f.check for f in flags], flags
+
+
+# ---- each check ---------------------------------------------------------------------------------------------
+
+
+def test_a_clean_line_passes(case):
+    assert line_checks(case, "I work twelve hours a day and still I'm the bad guy?")[0] == []
+
+
+def test_verbatim_repeat_of_another_members_turn_is_a_duplicate(case):
+    kinds, flags = line_checks(case, "He never listens when I talk about the money, not once in ten years.")
+    assert kinds == [Check.DUPLICATE]
+    assert "turn 1 (Meera)" in flags[0].detail and flags[0].evidence.startswith("turn 1:")
+
+
+def test_near_duplicate_above_the_documented_threshold(case):
+    text = "She never listens when I talk about the money, not once in ten years, honestly."
+    assert overlap(text, EARLIER[0].text) >= NEAR_DUPLICATE_OVERLAP
+    assert line_checks(case, text)[0] == [Check.NEAR_DUPLICATE]
+    # sharing a phrase or two is not a repeat
+    other = "When I talk about the money she rolls her eyes at me."
+    assert overlap(other, EARLIER[0].text) < NEAR_DUPLICATE_OVERLAP
+    assert line_checks(case, other)[0] == []
+
+
+def test_short_lines_are_never_called_repeats(case):
+    turns = [member(1, "Meera", "I don't know."), supporter(2, "Go on.")]
+    assert line_checks(case, "I don't know.", turns=turns)[0] == []
+
+
+def test_speaking_for_another_member(case):
+    kinds, flags = line_checks(case, "I work all day. Meera: And I do everything else!")
+    assert kinds == [Check.SPEAKING_AS_OTHER] and "Meera" in flags[0].detail
+    assert line_checks(case, "Thank you both for sharing, that took courage.")[0] == [Check.SPEAKING_AS_OTHER]
+    assert line_checks(case, "Arjun feels nobody in this house sees him.")[0] == [Check.SPEAKING_AS_OTHER]
+    assert line_checks(case, "Meera, you never see what I carry.", to=("Meera",))[0] == []  # a vocative is fine
+
+
+def test_copied_speaker_tag_from_the_transcript_rendering(case):
+    kinds, flags = line_checks(case, 'Arjun (to Therapist): "I work all day and nobody notices.')
+    assert Check.COPIED_TAG in kinds and flags[0].evidence == "Arjun (to Therapist):"
+
+
+def test_language_switch(case):
+    assert line_checks(case, "Yo trabajo todo el día y ella no lo ve, es muy difícil para mí.")[0] == [
+        Check.LANGUAGE_SWITCH
+    ]
+    kinds, flags = line_checks(case, "I work all day and nobody sees it 我.")
+    assert kinds == [Check.LANGUAGE_SWITCH] and "Chinese" in flags[0].detail
+    kinds, flags = state_checks(case, state(reason="she is dismissing me 但是"))
+    assert kinds == [Check.LANGUAGE_SWITCH] and flags[0].field == "reason"
+    assert session_language(case) == "en"
+
+
+def test_line_cut_off_at_the_token_limit(case):
+    assert line_checks(case, "I work all day and then I come home and she", finish="length")[0] == [Check.CUT_OFF]
+    assert line_checks(case, "I work all day, I really do.", finish="length")[0] == [Check.CUT_OFF]
+    assert line_checks(case, "I just want to", finish="stop")[0] == [Check.CUT_OFF]  # ends mid-phrase
+    assert line_checks(case, "Whatever", finish="stop")[0] == []  # trailing off is allowed when it stopped itself
+
+
+def test_cut_off_self_report_field(case):
+    kinds, flags = state_checks(case, state(landed="when she said that I felt a"))
+    assert kinds == [Check.CUT_OFF] and flags[0].field == "landed" and "mid-phrase" in flags[0].detail
+    long = " ".join(["word"] * WORD_CAPS["reason"])
+    kinds, flags = state_checks(case, state(reason=long))
+    assert kinds == [Check.CUT_OFF] and "word limit" in flags[0].detail
+    # records from before word caps: a field exactly at the old character cap was cut by the grammar
+    legacy = check_state(
+        {"landed": "x" * 60, "emotion": "hurt"}, intensity=5, move=None, speaker="Arjun", turns=[], language="en",
+        char_caps={"landed": 60},
+    )  # fmt: skip
+    assert [f.check for f in legacy] == [Check.CUT_OFF]
+
+
+def test_emotion_field_must_name_an_emotion(case):
+    kinds, _ = state_checks(case, state(emotion="Meera's tone of voice remained a"))
+    assert Check.NOT_AN_EMOTION in kinds and Check.CUT_OFF in kinds
+
+
+def test_inconsistent_intensity(case):
+    assert state_checks(case, state(emotion="calm", intensity=9))[0] == [Check.INTENSITY_MISMATCH]
+    assert state_checks(case, state(emotion="furious", intensity=2))[0] == [Check.INTENSITY_MISMATCH]
+    assert state_checks(case, state(emotion="slightly annoyed", intensity=8))[0] == [Check.INTENSITY_MISMATCH]
+    assert state_checks(case, state(emotion="hurt and defensive", intensity=8))[0] == []
+    assert emotion_range("very hurt") == (4, 10)
+
+
+def test_false_reference_to_the_counsellor(case):
+    assert line_checks(case, "When you mentioned the motorbike accident, I froze.")[0] == [Check.FALSE_REFERENCE]
+    assert line_checks(case, "When you said alone with the bills, that stung.")[0] == []
+    kinds, _ = line_checks(case, "Like you said, it's about the money.", turns=EARLIER[:1])
+    assert kinds == [Check.FALSE_REFERENCE]  # the counsellor has not spoken at all
+
+
+def test_softening_needs_a_cause_in_the_supporters_last_turn(case):
+    # earned: the cue is the supporter's words, and the supporter spoke after Arjun last did
+    assert state_checks(case, state(move="soften", cue="alone with the bills"))[0] == []
+    kinds, flags = state_checks(case, state(move="soften", cue="you are a good father"))
+    assert kinds == [Check.UNEARNED_SOFTENING] and flags[0].field == "cue"
+    assert state_checks(case, state(move="repair_attempt", cue=""))[0] == [Check.UNEARNED_SOFTENING]
+    no_supporter = [EARLIER[0]]
+    kinds, flags = state_checks(case, state(move="soften", cue="anything"), turns=no_supporter)
+    assert kinds == [Check.UNEARNED_SOFTENING] and "has not spoken" in flags[0].detail
+    # Arjun spoke after the supporter: that supporter turn no longer earns his softening
+    later = [*EARLIER, member(3, "Arjun", "Fine, whatever you say.")]
+    assert state_checks(case, state(move="soften", cue="alone with the bills"), turns=later)[0] == [
+        Check.UNEARNED_SOFTENING
+    ]
+
+
+# ---- the schema ---------------------------------------------------------------------------------------------
+
+
+def test_schema_offers_softening_moves_only_with_a_cause(case):
+    with_cause = state_schema(case, "Arjun", can_soften=True).model_json_schema()
+    without = state_schema(case, "Arjun", can_soften=False).model_json_schema()
+    assert set(with_cause["properties"]["move"]["enum"]) == set(MEMBER_MOVES)
+    assert not set(without["properties"]["move"]["enum"]) & SOFTENING_MOVES and "cue" not in without["properties"]
+    assert list(with_cause["properties"])[-1] == "move"  # the move is picked after the feelings it follows from
+
+
+def test_schema_caps_words_not_characters(case):
+    props = state_schema(case, "Arjun").model_json_schema()["properties"]
+    for name in ("landed", "emotion", "reason", "cue"):
+        assert "maxLength" not in props[name] and props[name]["pattern"].startswith("^")
+    pytest.importorskip("llama_cpp")
+    from llama_cpp import LlamaGrammar
+
+    from simulator.llm.embedded import schema_gbnf
+
+    LlamaGrammar.from_string(schema_gbnf(state_schema(case, "Arjun").model_json_schema()), verbose=False)
+
+
+# ---- the re-ask path ----------------------------------------------------------------------------------------
+
+
+def _state_reply(**kw):
+    base = state(**kw)
+
+    def reply(call):
+        out = {
+            "landed": base["landed"],
+            "emotion": base["emotion"],
+            "intensity": base["intensity"],
+            "felt_heard": 4,
+            "toward": [{"member": "Meera", "warmth": 4, "tension": 7}],
+            "reason": base["reason"],
+            "move": base["move"],
+        }
+        if "cue" in call.schema.model_fields:
+            out["cue"] = base["cue"]
+        return out
+
+    return reply
+
+
+def play(client, case, turns=EARLIER, speaker="Arjun", to=("Therapist",)):
+    return asyncio.run(member_turn(client, case, list(turns), speaker, list(to), seed=11, window=16))
+
+
+def test_a_failing_line_is_reasked_with_the_reason_and_a_new_seed(case):
+    repeat = EARLIER[0].text
+    fresh = "I work twelve hours a day and still I'm the bad guy?"
+    client = FakeModelClient(replies=[_state_reply(), repeat, fresh])
+    turn = play(client, case)
+    assert turn.text == fresh and turn.flags == [] and turn.move == "defend"
+    assert [(r.part, r.attempt, r.text) for r in turn.reasks] == [("line", 1, repeat)]
+    assert turn.reasks[0].flags[0].check == Check.DUPLICATE
+    first, second = client.calls[1], client.calls[2]
+    assert "not used" not in first.prompt.instructions
+    assert "Your last answer was not used: it repeats turn 1 (Meera)" in second.prompt.instructions
+    assert second.prompt.context == first.prompt.context  # the re-ask keeps the cached prefix
+    assert second.seed == first.seed + RESEED
+    assert len(turn.calls) == 2 and len(turn.reasks[0].calls) == 1
+
+
+def test_a_line_that_still_fails_is_accepted_and_flagged(case):
+    client = FakeModelClient(
+        replies=[_state_reply(), FakeReply("I work all day and then", "length"), FakeReply("And she just", "length")]
+    )
+    turn = play(client, case)
+    assert turn.text == "And she just"  # the later of two equally bad attempts
+    assert [f.check for f in turn.flags] == [Check.CUT_OFF] and "length limit" in turn.flags[0].detail
+    assert len(turn.reasks) == 1 and turn.reasks[0].text == "I work all day and then"
+
+
+def test_the_attempt_with_fewer_failed_checks_is_kept(case):
+    bad = "Arjun (to Therapist): He never listens when I talk about the money, not once in ten years."
+    worse_later = 'Meera: "Yo trabajo todo el día y ella no lo ve, es muy difícil para mí'
+    client = FakeModelClient(replies=[_state_reply(), bad, FakeReply(worse_later, "length")])
+    turn = play(client, case)
+    assert turn.text == bad and {f.check for f in turn.flags} == {Check.COPIED_TAG, Check.NEAR_DUPLICATE}
+
+
+def test_a_failing_self_report_is_reasked(case):
+    client = FakeModelClient(
+        replies=[_state_reply(emotion="Meera's tone of voice remained a"), _state_reply(emotion="stung"), "Fine."]
+    )
+    turn = play(client, case)
+    assert turn.inner.emotion == "stung" and turn.flags == []
+    assert turn.reasks[0].part == "state" and {f.check for f in turn.reasks[0].flags} >= {Check.NOT_AN_EMOTION}
+    assert "`emotion` must name a feeling" in client.calls[1].prompt.instructions
+
+
+def test_unearned_softening_is_flagged_and_blocks_softening(case):
+    earlier = [member(1, "Arjun", "I'm done talking."), *EARLIER]
+    earlier = [t.model_copy(update={"index": i + 1}) for i, t in enumerate(earlier)]
+    soft = _state_reply(move="soften", cue="you are a wonderful husband", emotion="calmer", intensity=1)
+    client = FakeModelClient(replies=[soft, soft, "Okay. Maybe I do shut down."])
+    turn = play(client, case, turns=earlier)
+    assert turn.move == "soften" and [f.check for f in turn.flags] == [Check.UNEARNED_SOFTENING]
+    base = case.member("Arjun").baseline_intensity
+    assert turn.inner.intensity == base and "softening blocked" in turn.inner.reason  # not lowered at all
+    # earned: the cue quotes the supporter's last turn, so the two-point cap applies instead
+    earned = _state_reply(move="soften", cue="alone with the bills", emotion="calmer", intensity=1)
+    turn = play(FakeModelClient(replies=[earned, "Okay. Maybe I do shut down."]), case, turns=earlier)
+    assert turn.flags == [] and turn.inner.intensity == max(1, base - 2) and turn.cue == "alone with the bills"
+
+
+def test_a_model_error_on_a_reask_keeps_the_earlier_attempt(case):
+    client = FakeModelClient(replies=[_state_reply(), EARLIER[0].text, RuntimeError("server went away")])
+    turn = play(client, case)
+    assert turn.text == EARLIER[0].text and [f.check for f in turn.flags] == [Check.DUPLICATE]
+    assert turn.reasks[-1].failure and "server went away" in turn.reasks[-1].failure
+
+
+def test_flags_and_reasks_are_part_of_the_session_record(case, tmp_path):
+    """RoomScript says the same line every turn: from turn 2 on each line is re-asked, then recorded flagged."""
+    client = FakeModelClient(default=RoomScript(case))
+    rec = asyncio.run(
+        run_session(case, SilentSupporter(), client, SessionConfig(max_turns=3, seed=1), session_id="f")
+    )
+    members = [t for t in rec.turns if t.kind == "member"]
+    assert members[0].flags == [] and members[0].reasks == []
+    for t in members[1:]:
+        assert [f.check for f in t.flags] == [Check.DUPLICATE] and len(t.reasks) == 1 and t.move == "defend"
+    # accounting covers the rejected attempts
+    assert len(rec.calls) == sum(len(t.calls) + sum(len(r.calls) for r in t.reasks) for t in rec.turns) + sum(
+        1 for t in rec.turns if t.tracker and t.tracker.call
+    ) + sum(1 for d in rec.decisions if d.call and not d.speak)
+    path = tmp_path / "s.json"
+    path.write_text(rec.model_dump_json())
+    back = SessionRecord.model_validate_json(path.read_text())
+    assert back.turns[1].flags[0].check == Check.DUPLICATE
+    assert json.loads(path.read_text())["turns"][1]["flags"][0]["check"] == "duplicate"
+
+
+def test_old_records_without_fidelity_fields_still_load(case):
+    rec = asyncio.run(
+        run_session(case, SilentSupporter(), FakeModelClient(default=RoomScript(case)), SessionConfig(max_turns=1),
+                    session_id="old")
+    )  # fmt: skip
+    data = json.loads(rec.model_dump_json())
+    for t in data["turns"]:
+        for key in ("move", "cue", "flags", "reasks"):
+            t.pop(key)
+    old = SessionRecord.model_validate(data)
+    assert old.turns[0].move is None and old.turns[0].flags == []
+
+
+def test_an_apology_in_character_is_not_a_refusal(case):
+    from simulator.llm.structured import looks_like_refusal
+
+    assert not looks_like_refusal("I'm sorry if I sound harsh, but it's not my fault.")  # failed a session before
+    assert not looks_like_refusal("I'm sorry. I didn't mean it like that.")
+    assert looks_like_refusal("I'm sorry, but I can't help with role-playing this.")
+    assert looks_like_refusal("I apologize, but I cannot continue with this request.")
