@@ -320,3 +320,20 @@ def fidelity_report(
         rescue_source=str(rescue) if rescue is not None else None,
         rescue_missing=missing_samples(records, comparisons) if rescue is not None else [],
     )
+
+
+def fidelity_by_supporter(run_dirs: Sequence[str | Path]) -> dict[str, FidelitySummary]:
+    """The fidelity summary of each supporter's sessions (the leaderboard's fidelity section).
+
+    Rows are labelled as the leaderboard labels them: an oracle supporter is its own row."""
+    groups: dict[str, list[SessionFidelity]] = {}
+    for run in run_dirs:
+        folder = RunFolder(run)
+        for sid in folder.session_ids():
+            try:
+                rec = folder.load_session(sid)
+            except RunFolderError:
+                continue
+            label = rec.supporter if rec.supporter_knows == "intake" else f"{rec.supporter} [oracle]"
+            groups.setdefault(label, []).append(audit_record(rec))
+    return {label: summarise(group) for label, group in sorted(groups.items())}

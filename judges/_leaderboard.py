@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from judges._agreement import krippendorff_alpha
+from judges._fidelity import FidelitySummary, fidelity_by_supporter
 from judges._records import JudgmentStatus, SessionJudgment
 from judges._rubric import Dimension, Level
 from judges._stats import DEFAULT_SEED, MeanCI, mean_ci
@@ -119,6 +120,10 @@ class Leaderboard(_Record):
     perturbations: list[PerturbationRow] = Field(
         default_factory=list, description="Stress runs: one row per supporter x perturbation, with pass^k."
     )
+    fidelity: dict[str, FidelitySummary] = Field(
+        default_factory=dict,
+        description="With `fidelity=True`: per supporter, how person-like the simulated room was (judges.fidelity).",
+    )
 
 
 def session_values(judgment: SessionJudgment) -> dict[str, tuple[Dimension, float]]:
@@ -179,6 +184,7 @@ def build_leaderboard(
     gamma: float = DEFAULT_GAMMA,
     lam: float = DEFAULT_LAMBDA,
     cards: Sequence[ValidityCard] = (),
+    fidelity: bool = False,
 ) -> Leaderboard:
     """Read every session and judgment in `run_dirs` and summarise them per supporter.
 
@@ -285,6 +291,7 @@ def build_leaderboard(
         lam=lam,
         rows=rows,
         perturbations=board.rows(),
+        **({"fidelity": fidelity_by_supporter(run_dirs)} if fidelity else {}),
     )
 
 

@@ -233,3 +233,17 @@ def test_simulated_vs_real_on_the_shared_rescue_samples(rescue_dir, tmp_path):
             if row.metric == "jensen_shannon" and row.distance is not None:
                 assert row.distance <= 1
         assert c.transitions, "RESCUE gold rows always carry pattern labels"
+
+
+def test_leaderboard_shows_a_fidelity_section_when_asked(app, tmp_path):
+    from judges import build_leaderboard
+
+    case = resolve_case("dana-and-theo")
+    run = simulate(tmp_path / "r", case, SilentSupporter(), RoomScript(case))
+    assert build_leaderboard([run.path]).fidelity == {}  # not asked: nothing computed
+    board = build_leaderboard([run.path], fidelity=True)
+    assert board.fidelity["silent"].member_turns == 4 and board.fidelity["silent"].verbatim_repeats == 3
+    res = invoke(app, "leaderboard", run.path, "--fidelity")
+    assert res.exit_code == 0, res.output
+    assert "fidelity of the simulated room, per supporter" in res.output and "duplicate 75" in res.output
+    assert "fidelity of the simulated room" not in invoke(app, "leaderboard", run.path).output

@@ -17,7 +17,7 @@ from rich.table import Table
 from simulator.cli._common import EXIT_FAILED, console, user_errors
 
 if TYPE_CHECKING:
-    from judges import FidelityReport, SimVsReal
+    from judges import FidelityReport, FidelitySummary, SimVsReal
 
 
 def _pct(v: float | None) -> str:
@@ -181,3 +181,28 @@ def fidelity(
             console.print("note: RESCUE-derived cases found; pass --rescue PATH to compare them with their samples")
     if any(d.flagged for d in report.null_drift):
         raise typer.Exit(EXIT_FAILED)
+
+
+def render_by_supporter(summaries: dict[str, FidelitySummary]) -> Table:
+    """The leaderboard's fidelity section: one row per supporter (`leaderboard --fidelity`)."""
+    t = Table(
+        title="— fidelity of the simulated room, per supporter (rescue-sim fidelity for the details)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        caption="repeats: verbatim + near-duplicate member turns; flags: failed checks per 100 member turns.",
+        caption_justify="left",
+    )
+    for col, just in [("supporter", "left"), ("turns", "right"), ("repeats", "right"), ("re-asked", "right"),
+                      ("flags / 100 turns", "left"), ("language", "right"), ("gap", "right")]:  # fmt: skip
+        t.add_column(col, justify=just, overflow="fold")
+    for supporter, s in summaries.items():
+        t.add_row(
+            escape(supporter),
+            str(s.member_turns),
+            _pct(s.repetition_rate),
+            _pct(s.reask_rate),
+            escape(_flags(s.flags_per_100)),
+            _pct(s.language_drift),
+            f"{_num(s.intensity_gap, 1)} / {_num(s.tension_gap, 1)}",
+        )
+    return t

@@ -170,6 +170,9 @@ def leaderboard(
         list[Path] | None,
         typer.Option("--card", help="Validity card file or folder (besides the stored cards); repeatable."),
     ] = None,
+    fidelity: Annotated[
+        bool, typer.Option("--fidelity", help="Add how person-like each supporter's simulated room was.")
+    ] = False,
 ) -> None:
     """Rank supporters across run folders from their sessions and judgments.
 
@@ -180,7 +183,7 @@ def leaderboard(
     from judges.validity import read_cards
     from simulator.cli._validity import validity_lines
 
-    board = build_leaderboard(run_dirs, cards=read_cards(card or []))
+    board = build_leaderboard(run_dirs, cards=read_cards(card or []), fidelity=fidelity)
     if as_json:
         typer.echo(board.model_dump_json(indent=2))
         return
@@ -194,6 +197,10 @@ def leaderboard(
 
     for table in stress_tables(board, header):
         console.print(table)
+    if board.fidelity:
+        from simulator.cli.fidelity_cmd import render_by_supporter
+
+        console.print(render_by_supporter(board.fidelity))
     for row in board.rows:
         if row.unjudged:
             console.print(

@@ -18,6 +18,9 @@ class CallCache:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
+        # WAL + NORMAL: a commit survives a killed process (only an OS crash can lose the last ones) and costs no
+        # fsync, which would otherwise stall every session sharing the event loop on each cached call
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         self._db.commit()
 

@@ -29,9 +29,7 @@ class PromptProfile:
     def render(self, prompt: Prompt, schema: dict[str, Any] | None) -> list[dict[str, str]]:
         body = f"<data>\n{prompt.context.strip()}\n</data>\n\n{prompt.instructions.strip()}"
         if schema is not None and self.json_in_prompt:
-            body += "\n\nAnswer with one JSON object matching this JSON schema, nothing else:\n" + json.dumps(
-                compact_schema(schema), separators=(",", ":")
-            )
+            body += "\n\nAnswer with one JSON object matching this JSON schema, nothing else:\n" + _compact_json(schema)
         elif schema is not None:  # the grammar enforces the shape; a short reminder of the keys is enough
             body += "\n\nAnswer with one JSON object with the keys: " + ", ".join(schema.get("properties", {})) + "."
         messages = [{"role": "system", "content": SYSTEM_PREAMBLE}, {"role": "user", "content": body}]
@@ -50,6 +48,21 @@ SCRIPT = PromptProfile(name="script", supports_prefill=True, json_in_prompt=Fals
 def profile_for(model: str) -> PromptProfile:
     """Local GGUF models get the script profile; everything else the chat profile."""
     return SCRIPT if model.startswith("local/") else CHAT
+
+
+_COMPACT: dict[int, tuple[dict[str, Any], str]] = {}
+
+
+def _compact_json(schema: dict[str, Any]) -> str:
+    """`compact_schema` as compact JSON, memoised per schema object (the client reuses one dict per schema
+    class); the dict is kept with its text, so its id cannot be reused by another object."""
+    hit = _COMPACT.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        if len(_COMPACT) > 1024:
+            _COMPACT.clear()
+        hit = (schema, json.dumps(compact_schema(schema), separators=(",", ":")))
+        _COMPACT[id(schema)] = hit
+    return hit[1]
 
 
 def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:

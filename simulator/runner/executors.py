@@ -32,7 +32,9 @@ def _crashed(spec: SessionSpec, models: dict[str, str], err: BaseException, last
     """A session that raised something the engine does not turn into a failure: recorded as failed, with why."""
     from datetime import datetime, timezone
 
-    reason = redact(f"crashed: {type(err).__name__}: {' '.join(str(err).split())}"[:400])
+    if last is not None and last.status == SessionStatus.FAILED and last.failure:
+        return last  # the engine already recorded why it stopped
+    reason = redact(f"crashed: {type(err).__name__}: {' '.join(str(err).split())}{_where(err)}"[:400])
     base = last or SessionRecord(
         session_id=spec.session_id,
         case=spec.case,
@@ -51,6 +53,14 @@ def _crashed(spec: SessionSpec, models: dict[str, str], err: BaseException, last
             "finished_at": datetime.now(timezone.utc),
         }
     )
+
+
+def _where(err: BaseException) -> str:
+    """` (at file:line)` of the innermost frame in rescue-sim's own code, to find a bug from its record."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if "site-packages" not in f.filename]
+    return f" (at {frames[-1].filename.rsplit('/', 2)[-2:][-1]}:{frames[-1].lineno})" if frames else ""
 
 
 async def _supervise(
@@ -118,7 +128,10 @@ async def execute_local(
                     hooks.abandoned(spec)
                 return
             raise
-        except UserError:
+        except UserError:  # bad configuration (e.g. an unknown model): keep the session as failed, then stop
+            last = state.get("last")
+            if last is not None and last.status == SessionStatus.FAILED:
+                await hooks.finished(spec, last)
             raise
         except Exception as err:  # noqa: BLE001 - one broken session must not take the others down
             record = _crashed(spec, models, err, state.get("last"))

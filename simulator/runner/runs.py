@@ -36,14 +36,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from personas.case import Case
 from simulator.engine import HumanInput, SessionConfig, derive_seed, run_session
 from simulator.llm.types import Completion, ModelClient, ModelError, Prompt, Role
-from simulator.records import SessionRecord, SessionStatus
+from simulator.records import EndReason, SessionRecord, SessionStatus
 from simulator.redact import redact
 from simulator.runfolder import RunFolder, config_hash
 from simulator.supporters import Supporter
 from simulator.view import SupporterKnows
 
 ROLES = ("member", "tracker", "judge")
-CHECKPOINT_EVERY_S = 1.0  # unfinished sessions are saved at most this often (and always at their end)
+CHECKPOINT_EVERY_S = 5.0  # unfinished sessions are saved at most this often (and always when they end)
 
 
 # -- what to run -------------------------------------------------------------------------------------------------
@@ -441,7 +441,8 @@ async def run_specs(
             """Save an unfinished session now and then (always when it ends or is interrupted)."""
             now = time.perf_counter()
             key = (len(record.turns), record.finished_at is not None)
-            if record.end_reason or (key != state.get("key") and now - state.get("at", 0.0) >= CHECKPOINT_EVERY_S):
+            due = key != state.get("key") and now - state.setdefault("at", now) >= CHECKPOINT_EVERY_S
+            if record.end_reason == EndReason.INTERRUPTED or due:  # a finished record is written by `finished`
                 folder.write_session(record, durable=False)
                 state["key"], state["at"] = key, now
             if events.session_update:
@@ -491,6 +492,7 @@ async def run_specs(
         else:
             raise ValueError(f"unknown executor {executor!r}; use local or ray")
         summary.not_started = not_started
+        folder.reconcile()  # a retried session's earlier line goes: one line per session in the file itself
         if events.progress:
             events.progress(progress)
         return summary

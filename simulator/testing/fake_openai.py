@@ -1,0 +1,556 @@
+"""A local OpenAI-compatible fake server: `/v1/chat/completions` and `/v1/models` on 127.0.0.1 only.
+
+Replies are made up but valid: when a request asks for structured output (an OpenAI `response_format` with a
+`json_schema`, or a JSON schema spelled out in the prompt, as rescue-sim's chat profile does), the reply is a
+JSON instance of that schema; otherwise a short line of speech. Replies are a pure function of the seed and the
+request body, so the same request always gets the same answer. Faults are drawn per request from a seeded
+generator at configurable rates: HTTP 429, HTTP 500, a hang (the request never answers in time), a malformed
+body (not JSON), and bad content (a valid envelope whose text is not the requested JSON).
+
+Use it in a thread (unit tests)::
+
+    with FakeOpenAIServer(latency_s=0.01) as server:
+        url = server.url            # http://127.0.0.1:PORT/v1
+        ...
+        server.stats()["max_in_flight"]
+
+or as a separate process (benchmarks, so the server does not share the caller's interpreter)::
+
+    with spawn_server(latency_s=0.2, faults=FaultRates(http_429=0.05)) as server: ...
+
+or from a shell: `python -m simulator.testing.fake_openai --latency 0.2 --rate-429 0.05`.
+`GET /_fake/stats` and `POST /_fake/reset` read and reset the counters; `GET /_fake/requests` returns the
+recorded request bodies when started with `record=True` (benchmarks replay them with a bare client).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+HOST = "127.0.0.1"  # loopback only, never a public interface
+_WORDS = (
+    "we keep going around in circles and nobody listens when I try to explain what happened last week "
+    "it feels like every small thing turns into the same fight about respect time money and trust again"
+).split()
+
+
+class FaultRates(BaseModel):
+    """Share of requests (0-1) answered with each fault; the rest are answered normally."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    http_429: float = Field(default=0.0, ge=0, le=1)
+    http_500: float = Field(default=0.0, ge=0, le=1)
+    hang: float = Field(default=0.0, ge=0, le=1, description="Never answers within `hang_s`.")
+    malformed: float = Field(default=0.0, ge=0, le=1, description="HTTP 200 with a body that is not JSON.")
+    bad_content: float = Field(default=0.0, ge=0, le=1, description="Valid envelope, content not the asked JSON.")
+
+    @property
+    def total(self) -> float:
+        return self.http_429 + self.http_500 + self.hang + self.malformed + self.bad_content
+
+    @classmethod
+    def spread(cls, rate: float) -> FaultRates:
+        """`rate` split evenly over the five kinds of fault."""
+        return cls(http_429=rate / 5, http_500=rate / 5, hang=rate / 5, malformed=rate / 5, bad_content=rate / 5)
+
+
+# -- replies -----------------------------------------------------------------------------------------------------
+
+
+def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        node = defs[node["$ref"].rsplit("/", 1)[-1]]
+    return node
+
+
+def _text(rng: random.Random, node: dict[str, Any]) -> str:
+    lo, hi = int(node.get("minLength", 0)), int(node.get("maxLength", 80))
+    words = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(2, 9)))
+    words = words[: max(hi, 1)].strip()
+    while len(words) < lo:
+        words += " " + rng.choice(_WORDS)
+    return words[:hi] if hi >= lo else words
+
+
+_QUOTED = re.compile(r'"([^"\n]{8,})"')
+
+
+def quotable_spans(prompt: str) -> list[str]:
+    """Text a reply could quote: lines inside `<<<...` / `...>>>` delimited blocks, else double-quoted speech."""
+    spans, inside = [], False
+    for line in prompt.splitlines():
+        if line.startswith("<<<"):
+            inside = True
+            continue
+        if line.rstrip().endswith(">>>"):
+            inside = False
+            continue
+        if inside and line.strip():
+            spans.append(line.strip())
+    return spans or _QUOTED.findall(prompt)
+
+
+def _quote(rng: random.Random, spans: list[str], hi: int) -> str:
+    words = rng.choice(spans).split()
+    n = min(len(words), rng.randint(3, 6))
+    start = rng.randint(0, len(words) - n)
+    return " ".join(words[start : start + n])[:hi]
+
+
+def instance_for_schema(schema: dict[str, Any], rng: random.Random | None = None, *, quotable: list[str] = ()) -> Any:
+    """A JSON value valid under `schema` (the subset pydantic emits: $ref/$defs, anyOf/oneOf/allOf, enum,
+    const, objects with required properties, arrays with min/maxItems, bounded numbers and strings).
+
+    String properties whose name contains `quote` are filled with words from `quotable` (see `quotable_spans`),
+    so replies pass checks that a quote really occurs in the text it cites."""
+    rng = rng or random.Random(0)
+    defs = {**schema.get("$defs", {}), **schema.get("definitions", {})}
+    spans = [s for s in quotable if s.split()]
+
+    def walk(node: dict[str, Any], name: str = "") -> Any:
+        node = _resolve(node, defs)
+        if "const" in node:
+            return node["const"]
+        if "enum" in node:
+            return rng.choice(node["enum"])
+        for key in ("anyOf", "oneOf"):
+            if key in node:
+                options = [o for o in node[key] if _resolve(o, defs).get("type") != "null"] or node[key]
+                return walk(rng.choice(options))
+        if "allOf" in node:
+            merged: dict[str, Any] = {}
+            for part in node["allOf"]:
+                merged.update(_resolve(part, defs))
+            return walk(merged)
+        kind = node.get("type")
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), "null")
+        if kind == "object" or (kind is None and "properties" in node):
+            props = node.get("properties", {})
+            return {k: walk(v, k) for k, v in props.items()}
+        if kind == "array":
+            lo = int(node.get("minItems", 0))
+            hi = int(node.get("maxItems", max(lo, 3)))
+            n = rng.randint(lo, max(lo, min(hi, lo + 2)))
+            items = node.get("items", {})
+            return [walk(items) for _ in range(n)]
+        if kind == "integer":
+            if "minimum" in node:
+                lo = int(node["minimum"])
+            elif "exclusiveMinimum" in node:
+                lo = int(node["exclusiveMinimum"]) + 1
+            else:
+                lo = 0
+            if "maximum" in node:
+                hi = int(node["maximum"])
+            elif "exclusiveMaximum" in node:
+                hi = int(node["exclusiveMaximum"]) - 1
+            else:
+                hi = lo + 10
+            return rng.randint(lo, max(lo, hi))
+        if kind == "number":
+            lo = float(node.get("minimum", 0.0))
+            hi = float(node.get("maximum", lo + 10.0))
+            return round(rng.uniform(lo, hi), 2)
+        if kind == "boolean":
+            return rng.random() < 0.7
+        if kind == "null":
+            return None
+        if "quote" in name.lower() and spans:
+            return _quote(rng, spans, int(node.get("maxLength", 200)))
+        return _text(rng, node)
+
+    return walk(schema)
+
+
+def schema_of_request(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a chat request asks for: `response_format`, else one spelled out after 'JSON schema'."""
+    rf = body.get("response_format") or {}
+    if rf.get("type") == "json_schema":
+        return (rf.get("json_schema") or {}).get("schema")
+    if rf.get("type") == "json_object" and isinstance(rf.get("schema"), dict):
+        return rf["schema"]
+    for message in reversed(body.get("messages") or []):
+        content = message.get("content")
+        if not isinstance(content, str):
+            continue
+        at = content.rfind("JSON schema")
+        if at == -1:
+            continue
+        start = content.find("{", at)
+        if start == -1:
+            continue
+        try:
+            obj, _ = json.JSONDecoder().raw_decode(content[start:])
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            return obj
+    return None
+
+
+def reply_for(body: dict[str, Any], raw: bytes, seed: int) -> str:
+    """The reply text for one request: a schema instance, or a line of speech (deterministic per request)."""
+    rng = random.Random(hashlib.sha256(str(seed).encode() + b"\0" + raw).digest())
+    schema = schema_of_request(body)
+    if schema is not None:
+        prompt = "\n".join(m.get("content") or "" for m in body.get("messages") or [] if isinstance(m, dict))
+        return json.dumps(instance_for_schema(schema, rng, quotable=quotable_spans(prompt)))
+    return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+# -- the server --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Stats:
+    requests: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    ok: int = 0
+    http_429: int = 0
+    http_500: int = 0
+    hang: int = 0
+    malformed: int = 0
+    bad_content: int = 0
+
+
+class _App:
+    def __init__(self, *, latency_s: float, faults: FaultRates, seed: int, hang_s: float, record: bool):
+        self.latency_s, self.faults, self.seed, self.hang_s, self.record = latency_s, faults, seed, hang_s, record
+        self.rng = random.Random(seed)
+        self.stats = _Stats()
+        self.recorded: list[str] = []
+
+    def build(self) -> Any:
+        from aiohttp import web
+
+        app = web.Application(client_max_size=64 * 1024**2)
+        app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_post("/chat/completions", self.chat)
+        app.router.add_get("/v1/models", self.models)
+        app.router.add_get("/models", self.models)
+        app.router.add_get("/_fake/stats", self.get_stats)
+        app.router.add_post("/_fake/reset", self.reset)
+        app.router.add_get("/_fake/requests", self.get_requests)
+        return app
+
+    def _fault(self) -> str | None:
+        f = self.faults
+        r = self.rng.random()
+        for name in ("http_429", "http_500", "hang", "malformed", "bad_content"):
+            rate = getattr(f, name)
+            if r < rate:
+                return name
+            r -= rate
+        return None
+
+    async def chat(self, request: Any) -> Any:
+        from aiohttp import web
+
+        s = self.stats
+        s.requests += 1
+        s.in_flight += 1
+        s.max_in_flight = max(s.max_in_flight, s.in_flight)
+        try:
+            raw = await request.read()
+            if self.record:
+                self.recorded.append(raw.decode("utf-8"))
+            fault = self._fault()
+            if fault == "hang":
+                s.hang += 1
+                await asyncio.sleep(self.hang_s)
+                return web.Response(status=504, text="hung")
+            await asyncio.sleep(self.latency_s)
+            if fault == "http_429":
+                s.http_429 += 1
+                err = {"error": {"message": "Rate limit reached (fake)", "type": "rate_limit_error", "code": "429"}}
+                return web.json_response(err, status=429, headers={"retry-after-ms": "50"})
+            if fault == "http_500":
+                s.http_500 += 1
+                err = {"error": {"message": "Internal server error (fake)", "type": "server_error", "code": "500"}}
+                return web.json_response(err, status=500)
+            if fault == "malformed":
+                s.malformed += 1
+                return web.Response(status=200, text='{"id": "chatcmpl-fake", "choices": [{"mess', content_type="application/json")
+            try:
+                body = json.loads(raw)
+            except json.JSONDecodeError:
+                return web.json_response({"error": {"message": "request body is not JSON"}}, status=400)
+            if fault == "bad_content":
+                s.bad_content += 1
+                text = "Sure! Here is what I think about that, in my own words."
+            else:
+                s.ok += 1
+                text = reply_for(body, raw, self.seed)
+            prompt_chars = sum(len(m.get("content") or "") for m in body.get("messages") or [] if isinstance(m, dict))
+            payload = {
+                "id": f"chatcmpl-fake{s.requests}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "fake"),
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                ],
+                "usage": {
+                    "prompt_tokens": max(1, prompt_chars // 4),
+                    "completion_tokens": _tokens(text),
+                    "total_tokens": max(1, prompt_chars // 4) + _tokens(text),
+                },
+            }
+            return web.Response(body=json.dumps(payload).encode(), content_type="application/json")
+        finally:
+            s.in_flight -= 1
+
+    async def models(self, request: Any) -> Any:
+        from aiohttp import web
+
+        return web.json_response({"object": "list", "data": [{"id": "fake", "object": "model", "owned_by": "fake"}]})
+
+    async def get_stats(self, request: Any) -> Any:
+        from aiohttp import web
+
+        return web.json_response(vars(self.stats))
+
+    async def reset(self, request: Any) -> Any:
+        from aiohttp import web
+
+        self.stats = _Stats(in_flight=self.stats.in_flight)
+        self.recorded = []
+        self.rng = random.Random(self.seed)
+        return web.json_response({"reset": True})
+
+    async def get_requests(self, request: Any) -> Any:
+        from aiohttp import web
+
+        return web.json_response(self.recorded)
+
+
+class FakeOpenAIServer:
+    """The fake server in a background thread of this process (for unit tests). A context manager."""
+
+    def __init__(
+        self,
+        *,
+        latency_s: float = 0.0,
+        faults: FaultRates | None = None,
+        seed: int = 0,
+        hang_s: float = 3600.0,
+        record: bool = False,
+        port: int = 0,
+    ):
+        self._app = _App(latency_s=latency_s, faults=faults or FaultRates(), seed=seed, hang_s=hang_s, record=record)
+        self._port = port
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: Any = None
+        self.port: int | None = None
+
+    @property
+    def url(self) -> str:
+        """Base URL for OpenAI clients (`.../v1`)."""
+        return f"http://{HOST}:{self.port}/v1"
+
+    def stats(self) -> dict[str, int]:
+        return dict(vars(self._app.stats))
+
+    def reset(self) -> None:
+        self._app.stats = _Stats(in_flight=self._app.stats.in_flight)
+        self._app.recorded = []
+        self._app.rng = random.Random(self._app.seed)
+
+    @property
+    def recorded(self) -> list[str]:
+        return list(self._app.recorded)
+
+    def start(self) -> FakeOpenAIServer:
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def main() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            try:
+                self.port = loop.run_until_complete(self._start_site())
+            except BaseException as err:  # noqa: BLE001 - reported to the starting thread
+                failure.append(err)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._runner.cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=main, name="fake-openai", daemon=True)
+        self._thread.start()
+        ready.wait(30)
+        if failure:
+            raise failure[0]
+        return self
+
+    async def _start_site(self) -> int:
+        from aiohttp import web
+
+        self._runner = web.AppRunner(self._app.build(), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, HOST, self._port, backlog=1024)
+        await site.start()
+        return site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop = self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class SpawnedServer:
+    """The fake server in a child process; stats and recorded requests are read over HTTP."""
+
+    def __init__(self, proc: subprocess.Popen, port: int):
+        self.proc, self.port = proc, port
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}/v1"
+
+    def _get(self, path: str, method: str = "GET") -> Any:
+        req = urllib.request.Request(f"http://{HOST}:{self.port}{path}", method=method, data=b"" if method == "POST" else None)
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return json.loads(resp.read())
+
+    def stats(self) -> dict[str, int]:
+        return self._get("/_fake/stats")
+
+    def reset(self) -> None:
+        self._get("/_fake/reset", method="POST")
+
+    @property
+    def recorded(self) -> list[str]:
+        return self._get("/_fake/requests")
+
+    def cpu_s(self) -> float:
+        """CPU seconds the server process has used (Linux /proc)."""
+        with open(f"/proc/{self.proc.pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        import os
+
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(10)
+        if self.proc.poll() is None:
+            self.proc.kill()
+
+    def __enter__(self) -> SpawnedServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def spawn_server(
+    *,
+    latency_s: float = 0.0,
+    faults: FaultRates | None = None,
+    seed: int = 0,
+    hang_s: float = 3600.0,
+    record: bool = False,
+) -> SpawnedServer:
+    """Start the fake server as `python -m simulator.testing.fake_openai` and wait until it listens."""
+    f = faults or FaultRates()
+    cmd = [
+        sys.executable,
+        "-c",
+        "from simulator.testing.fake_openai import main; main()",
+        "--latency",
+        str(latency_s),
+        "--seed",
+        str(seed),
+        "--hang-s",
+        str(hang_s),
+        "--rate-429",
+        str(f.http_429),
+        "--rate-500",
+        str(f.http_500),
+        "--rate-hang",
+        str(f.hang),
+        "--rate-malformed",
+        str(f.malformed),
+        "--rate-bad-content",
+        str(f.bad_content),
+    ] + (["--record"] if record else [])
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline() if proc.stdout else ""
+    if not line.startswith("listening "):
+        proc.kill()
+        raise RuntimeError(f"fake server did not start: {line!r}")
+    port = int(line.strip().rsplit(":", 1)[1].split("/")[0])
+    return SpawnedServer(proc, port)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m simulator.testing.fake_openai", description=__doc__.splitlines()[0])
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--latency", type=float, default=0.2, help="Seconds before each answer.")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--hang-s", type=float, default=3600.0)
+    p.add_argument("--rate-429", type=float, default=0.0)
+    p.add_argument("--rate-500", type=float, default=0.0)
+    p.add_argument("--rate-hang", type=float, default=0.0)
+    p.add_argument("--rate-malformed", type=float, default=0.0)
+    p.add_argument("--rate-bad-content", type=float, default=0.0)
+    p.add_argument("--record", action="store_true", help="Keep request bodies for GET /_fake/requests.")
+    a = p.parse_args(argv)
+    faults = FaultRates(
+        http_429=a.rate_429, http_500=a.rate_500, hang=a.rate_hang, malformed=a.rate_malformed, bad_content=a.rate_bad_content
+    )
+    app = _App(latency_s=a.latency, faults=faults, seed=a.seed, hang_s=a.hang_s, record=a.record)
+
+    async def serve() -> None:
+        from aiohttp import web
+
+        runner = web.AppRunner(app.build(), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, HOST, a.port, backlog=1024)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        print(f"listening http://{HOST}:{port}/v1", flush=True)
+        await asyncio.Event().wait()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()
