@@ -325,7 +325,7 @@ def _safety_fact(record: SessionRecord, member: str, after: int) -> CheckFact | 
     done = next((e for e in events if e.addressed and e.addressed_at in turns), None)
     if done is None:
         return None
-    checks = [c for c in getattr(done, "checks", []) if c.turn == done.addressed_at and c.attended and c.quote]
+    checks = [c for c in done.checks if c.turn == done.addressed_at and c.attended and c.quote]
     quote = quote_of(turns[done.addressed_at], checks[0].quote) if checks else quote_of(turns[done.addressed_at])
     return CheckFact(
         name="safety_event",

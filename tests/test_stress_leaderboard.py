@@ -93,3 +93,29 @@ def test_leaderboard_cli_shows_the_stress_tables(tmp_path):
     assert "Perturbations: behavioural checks" in result.output
     assert "crisis_disclosure*" in result.output and "0.50 k=2" in result.output and "3/4 75%" in result.output
     assert "2/6 (33%)" in result.output
+
+
+def test_flip_rate_beside_the_mean_from_repeated_judgments(tmp_path):
+    import asyncio
+
+    from judges import judge_session, load_rubric, write_judgment, write_trial
+    from simulator.llm.fake import FakeModelClient
+    from tests._session_fixtures import couple_session, fill_reply
+
+    folder = RunFolder(tmp_path / "run")
+    folder.open({"supporter": "fake/supporter"})
+    rec = couple_session("a")
+    folder.write_session(rec)
+    client = FakeModelClient(default=lambda call: fill_reply(call.schema, score_index=2 + 2 * call.trial))
+    for trial in (0, 1):
+        j = asyncio.run(judge_session(rec, client, ["fake/judge"], load_rubric(), trial=trial))
+        (write_judgment if trial == 0 else write_trial)(folder, j)
+    (row,) = build_leaderboard([folder.path]).rows
+    assert row.judge_trials == 2
+    assert row.judge_flip_rate["overall_quality"] == 1.0  # 3 then 5
+    assert row.judge_flip_rate["side_taking"] == 0.0
+    assert row.dimension("overall_quality").value.mean == 3.0  # the mean is trial 0's
+    cli_app._register()
+    result = CliRunner().invoke(cli_app.app, ["leaderboard", str(folder.path)], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    assert "flip 100%" in result.output

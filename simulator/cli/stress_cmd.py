@@ -112,6 +112,8 @@ def stress(
         used = {settings.model_for(r) for r in ("member", "tracker")}
         if config.judge:
             used |= set(config.judges or [settings.model_for("judge")])
+        if any(p.check.rubric for p in matrix.perturbations):
+            used.add(settings.model_for("check"))
         used |= {s for s in config.supporters if "/" in s and "://" not in s and ":" not in s.split("/")[0]}
         for m in sorted(used - set(settings.api_bases)):
             preflight(m)

@@ -367,7 +367,7 @@ def _post_session(
     rubric_path: Path | None,
     on_judged: Callable[[Any], None] | None,
     on_checked: Callable[[Any], None] | None,
-    summary_ref: list[StressSummary],
+    summary: StressSummary,
 ):
     """The hook that judges a completed session and runs its perturbation's check (each skipped when done)."""
     from judges import check_session, judgment_path, load_rubric, read_check, read_judgment, write_check
@@ -380,7 +380,7 @@ def _post_session(
         if config.judge and judgment is None:
             judgment = await judge_session(record, client, panel, rubric, config.per_intervention)
             write_judgment(folder, judgment)
-            summary_ref[0].judged += 1
+            summary.judged += 1
             if on_judged:
                 on_judged(judgment)
         p = perts.get(record.perturbation or "")
@@ -396,7 +396,7 @@ def _post_session(
                 per_intervention=config.per_intervention,
             )
             write_check(folder, result)
-            summary_ref[0].checked += 1
+            summary.checked += 1
             if on_checked:
                 on_checked(result)
 
@@ -426,11 +426,9 @@ async def run_stress(
     rubric_path = None
     if config.rubric:
         rubric_path = Path(config.rubric) if Path(config.rubric).is_absolute() else base / config.rubric
-    holder: list[StressSummary] = []
-    hook = _post_session(config, perts, client, panel, check_model, rubric_path, on_judged, on_checked, holder)
+    summary = StressSummary(run=RunSummary(folder=RunFolder(out_dir)))  # `run` is filled in when it ends
+    hook = _post_session(config, perts, client, panel, check_model, rubric_path, on_judged, on_checked, summary)
     models = {r: (config.model_for(r) or client.model_for(r)) for r in ("member", "tracker", "judge")}  # type: ignore[arg-type]
-    placeholder = StressSummary(run=RunSummary(folder=RunFolder(out_dir)))
-    holder.append(placeholder)
     run = await run_specs(
         matrix.specs,
         client,
@@ -445,25 +443,24 @@ async def run_stress(
         supporter_factory=supporter_factory,
         models=models,
     )
-    placeholder.run = run
-    placeholder.errors.update(run.judge_errors)
+    summary.run = run
+    summary.errors.update(run.judge_errors)
     if run.stopped_by is None:  # sessions judged earlier but never checked (a kill between the two)
+        from judges import read_check
+        from simulator.llm.types import ModelError
+
         for spec in matrix.specs:
-            if spec.perturbation is None or spec.session_id in placeholder.errors:
+            if spec.perturbation is None or spec.session_id in summary.errors:
                 continue
             if run.folder.status(spec.session_id) != SessionStatus.COMPLETED:
                 continue
-            from judges import read_check
-
             if read_check(run.folder, spec.session_id) is None:
                 try:
                     await hook(run.folder.load_session(spec.session_id), run.folder)
                 except Exception as err:  # noqa: BLE001 - recorded with its reason, the rest goes on
-                    from simulator.llm.types import ModelError
-
                     reason = err.reason if isinstance(err, ModelError) else f"{type(err).__name__}: {err}"
-                    placeholder.errors[spec.session_id] = reason
-    return placeholder
+                    summary.errors[spec.session_id] = reason
+    return summary
 
 
 def check_table(folder: RunFolder, session_ids: Sequence[str]) -> list[Any]:
