@@ -167,11 +167,14 @@ def validate(
 ) -> None:
     """Measure the relation-state tracker and the judge against RESCUE's human-verified gold.
 
-    Tracker: replayed over each transcript exactly as in a session (prompt, window, cadence), scored on group
-    pattern, emotion intensity, viewpoints, risk flags and jitter. Judge: strategy labels of given therapist
-    turns and the preferred target of the next one. Writes a validity card per instrument (keyed by model id and
-    prompt digest) that `leaderboard` and `bench` show next to their numbers. Failed calls are excluded and
-    counted; exit code 1 when an instrument scored nothing. A rerun is answered from the call cache.
+    Tracker: replayed over each transcript as in a session (same prompt, window, cadence);
+    scored on group pattern, emotion intensity, viewpoints, risk flags and jitter.
+
+    Judge: strategy labels of given therapist turns; preferred target of the next one.
+
+    Writes a validity card per instrument (model id + prompt digest) that `leaderboard`
+    and `bench` show next to their numbers. Failed calls are excluded and counted;
+    exit code 1 when an instrument scored nothing. Reruns come from the call cache.
     """
     from judges.validity import (
         INSTRUMENTS,
