@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Literal
 
@@ -123,7 +124,7 @@ def _addressed(targets: Sequence[str], members: Sequence[str]) -> str | None:
 def _transitions(sequences: Sequence[Sequence[str]]) -> dict[str, Counter[str]]:
     out: dict[str, Counter[str]] = {}
     for seq in sequences:
-        for a, b in zip(seq, seq[1:]):
+        for a, b in pairwise(seq):
             out.setdefault(a, Counter())[b] += 1
     return out
 

@@ -149,7 +149,7 @@ def _case_language(text: str) -> str:
 
 def session_language(case: Case) -> str:
     """The language the case card is written in (the session is held in it); English when unclear."""
-    return _case_language(" ".join([case.presenting_problem, case.history, case.setting]))
+    return _case_language(f"{case.presenting_problem} {case.history} {case.setting}")
 
 
 def foreign_script(text: str, language: str) -> str | None:
@@ -438,7 +438,9 @@ def unearned_softening(move: str, cue: str, turns: Sequence[Turn], speaker: str)
         detail = f"`{move}` needs `cue`: the counsellor's words that did something from {speaker}'s softeners"
         return _flag(FidelityCheck.UNEARNED_SOFTENING, detail, move, "cue")
     if not cue_in(cue, cause.text):
-        detail = f"`cue` ('{cue}') is not what the counsellor said in turn {cause.index}; quote them or pick another move"
+        detail = (
+            f"`cue` ('{cue}') is not what the counsellor said in turn {cause.index}; quote them or pick another move"
+        )
         return _flag(FidelityCheck.UNEARNED_SOFTENING, detail, cue, "cue")
     return None
 

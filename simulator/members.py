@@ -33,7 +33,7 @@ from simulator.fidelity import (
 )
 from simulator.llm.structured import max_words, soft_max_words
 from simulator.llm.types import CallRecord, Completion, ModelClient, ModelError, Prompt
-from simulator.records import FidelityCheck, FidelityFlag, Feeling, InnerState, Reask, Turn
+from simulator.records import Feeling, FidelityCheck, FidelityFlag, InnerState, Reask, Turn
 from simulator.transcript import last_line, shared_context
 
 MAX_SOFTEN_STEP = 2.0
@@ -190,7 +190,9 @@ async def _attempts(
         tried.append((nxt, check(nxt)))
     best = min(range(len(tried)), key=lambda i: (len(tried[i][1]), -i))
     reasks = [
-        Reask(part=part, attempt=i + 1, text=c.text, flags=f, calls=[c.call]) for i, (c, f) in enumerate(tried) if i != best
+        Reask(part=part, attempt=i + 1, text=c.text, flags=f, calls=[c.call])
+        for i, (c, f) in enumerate(tried)
+        if i != best
     ]
     return tried[best][0], tried[best][1], reasks + failures
 
@@ -228,8 +230,8 @@ async def member_turn(
     can_soften = softening_cause(turns, speaker) is not None
     schema = state_schema(case, speaker, can_soften=can_soften)
     cue_rule = (
-        "cue = the counsellor's own words from their last line that did something from the \"What can soften\" "
-        "list, or \"\" if nothing did (soften and repair_attempt need a cue);"
+        'cue = the counsellor\'s own words from their last line that did something from the "What can soften" '
+        'list, or "" if nothing did (soften and repair_attempt need a cue);'
         if can_soften
         else ""
     )

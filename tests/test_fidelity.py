@@ -299,9 +299,7 @@ def test_a_model_error_on_a_reask_keeps_the_earlier_attempt(case):
 def test_flags_and_reasks_are_part_of_the_session_record(case, tmp_path):
     """RoomScript says the same line every turn: from turn 2 on each line is re-asked, then recorded flagged."""
     client = FakeModelClient(default=RoomScript(case))
-    rec = asyncio.run(
-        run_session(case, SilentSupporter(), client, SessionConfig(max_turns=3, seed=1), session_id="f")
-    )
+    rec = asyncio.run(run_session(case, SilentSupporter(), client, SessionConfig(max_turns=3, seed=1), session_id="f"))
     members = [t for t in rec.turns if t.kind == "member"]
     assert members[0].flags == [] and members[0].reasks == []
     for t in members[1:]:

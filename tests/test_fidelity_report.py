@@ -87,7 +87,8 @@ def test_audit_counts_repeats_flags_and_moves_of_an_old_style_record():
 
 def test_insider_vs_tracker_gap_comes_from_the_record():
     case = resolve_case("arjun-and-meera")
-    observed = TrackerState(pattern="pursue_withdraw", emotions=[{"person": "Arjun", "emotion": "calm", "intensity": 2}])
+    calm = {"person": "Arjun", "emotion": "calm", "intensity": 2}
+    observed = TrackerState(pattern="pursue_withdraw", emotions=[calm])
     turns = [Turn(index=1, speaker="Arjun", kind="member", addressees=["Therapist"], text="I am fine, really.",
                   inner=_inner(intensity=6), tracker=observed, move="deflect")]  # fmt: skip
     rec = SessionRecord(session_id="g", case=case, supporter="scripted", models={}, seed=1, max_turns=1, turns=turns)
