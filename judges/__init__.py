@@ -43,6 +43,19 @@ from judges._fidelity import (
 )
 from judges._leaderboard import DimensionSummary, Leaderboard, SupporterRow, build_leaderboard, session_values
 from judges._panel import DISAGREEMENT_POINTS, aggregate_scores, dimension_agreement, panel_agreement, simulator_check
+from judges._repeat import (
+    STABILITY_SCHEMA_VERSION,
+    DimensionStability,
+    JudgeStability,
+    dimension_stability,
+    judge_stability,
+    read_stability,
+    read_trials,
+    stability_path,
+    trial_path,
+    write_stability,
+    write_trial,
+)
 from judges._sim_vs_real import ComparisonRow, SimVsReal, TransitionRow, compare_runs_with_rescue, load_golds
 from judges._records import (
     JUDGMENT_SCHEMA_VERSION,
