@@ -397,3 +397,19 @@ def test_rescue_samples_with_a_constant_tracker(rescue_dir):
     assert t.viewpoints.no_speaker_view == t.viewpoints.items and t.viewpoints.gold_pairs.k == 0
     assert not t.risk.gold_marked and t.risk.flagged_checkpoints == 0
     assert t.jitter.tracker_warmth.steps == 0 and t.jitter.gold_warmth.steps > 0
+
+
+def test_cli_cadence_options_reach_the_replay(monkeypatch, tmp_path):
+    replies = [TRACKER_REPLIES[0], TRACKER_REPLIES[0], TRACKER_REPLIES[1], TRACKER_REPLIES[2]]
+    client = fixture_client(tracker=replies)
+    app = _cli(monkeypatch, client)
+    out = tmp_path / "c.json"
+    args = ["validate", "--data", str(FIXTURE), "--only", "tracker", "--tracker-every", "2", "--window", "4"]
+    res = CliRunner().invoke(app, [*args, "--no-vp-judge", "--card", str(out), "--no-store"])
+    assert res.exit_code == 0, res.output
+    (card,) = [ValidityCard.model_validate(c) for c in json.loads(out.read_text())]
+    assert card.tracker.settings.model_dump() == {"tracker_every": 2, "window": 4, "seed": 0}
+    assert [c.row for c in card.tracker.items] == [2, 5, 8, 11]
+    # window 4 slides in steps of 2: after 11 turns it shows turns 9-11
+    assert "[8 earlier turns not shown]" in [c for c in client.calls if c.role == "tracker"][-1].prompt.context
+    assert not validity_dir().exists()  # --no-store
