@@ -24,6 +24,8 @@ from judges._repeat import dimension_stability, read_trials
 from judges._store import read_judgment
 from judges._stress_board import PerturbationBoard, PerturbationRow, critical_failure
 from judges._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
+from judges.ratings._agreement import HumanAgreement
+from judges.ratings._ppi import PPIEstimate
 from judges.validity.card import ValidityCard, ValidityNote, dimension_validity
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, RunFolderError
@@ -120,6 +122,14 @@ class Leaderboard(_Record):
     perturbations: list[PerturbationRow] = Field(
         default_factory=list, description="Stress runs: one row per supporter x perturbation, with pass^k."
     )
+    human: list[PPIEstimate] = Field(
+        default_factory=list,
+        description="With `ratings=True` and stored human ratings: per supporter and rated dimension, the "
+        "judge-only, human-only and prediction-powered (PPI) means with CIs (see judges.ratings).",
+    )
+    human_agreement: list[HumanAgreement] = Field(
+        default_factory=list, description="With `ratings=True`: judge-human agreement per dimension."
+    )
     fidelity: dict[str, FidelitySummary] = Field(
         default_factory=dict,
         description="With `fidelity=True`: per supporter, how person-like the simulated room was (judges.fidelity).",
@@ -184,9 +194,13 @@ def build_leaderboard(
     gamma: float = DEFAULT_GAMMA,
     lam: float = DEFAULT_LAMBDA,
     cards: Sequence[ValidityCard] = (),
+    ratings: bool = False,
     fidelity: bool = False,
 ) -> Leaderboard:
     """Read every session and judgment in `run_dirs` and summarise them per supporter.
+
+    `ratings=True` adds what the human ratings stored in the runs say (`rescue-sim ratings import`): PPI-corrected
+    means beside the judge-only and human-only ones, and judge-human agreement.
 
     Each dimension carries the validity of the instrument that produced it: a card among `cards`, else one stored
     by `rescue-sim validate` for the same model and prompt digest, else "not validated".
@@ -291,8 +305,19 @@ def build_leaderboard(
         lam=lam,
         rows=rows,
         perturbations=board.rows(),
+        **(_human(run_dirs, confidence) if ratings else {}),
         **({"fidelity": fidelity_by_supporter(run_dirs)} if fidelity else {}),
     )
+
+
+def _human(run_dirs: Sequence[str | Path], confidence: float) -> dict:
+    from judges.ratings import item_index, ppi_estimates, runs_agreement
+
+    index = item_index(run_dirs)
+    return {
+        "human": ppi_estimates(run_dirs, confidence=confidence, index=index),
+        "human_agreement": runs_agreement(run_dirs, index),
+    }
 
 
 def _alpha(ratings: dict[tuple[str, str], dict[str, int]], judges: list[str]) -> float | None:

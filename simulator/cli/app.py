@@ -56,6 +56,11 @@ def _register() -> None:
     from simulator.cli import compare_cmd
 
     app.command("compare")(compare_cmd.compare)
+    from simulator.cli import export_cmd, ratings_cmd, report_cmd
+
+    app.command("export")(export_cmd.export)
+    app.command("report")(report_cmd.report)
+    app.add_typer(ratings_cmd.app, name="ratings", help="Human ratings: import them, judge-human agreement.")
     _registered = True
 
 

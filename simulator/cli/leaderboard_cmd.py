@@ -173,6 +173,10 @@ def leaderboard(
     fidelity: Annotated[
         bool, typer.Option("--fidelity", help="Add how person-like each supporter's simulated room was.")
     ] = False,
+    ratings: Annotated[
+        bool,
+        typer.Option("--ratings", help="Add PPI-corrected means from stored human ratings (ratings import)."),
+    ] = False,
 ) -> None:
     """Rank supporters across run folders from their sessions and judgments.
 
@@ -183,7 +187,7 @@ def leaderboard(
     from judges.validity import read_cards
     from simulator.cli._validity import validity_lines
 
-    board = build_leaderboard(run_dirs, cards=read_cards(card or []), fidelity=fidelity)
+    board = build_leaderboard(run_dirs, cards=read_cards(card or []), ratings=ratings, fidelity=fidelity)
     if as_json:
         typer.echo(board.model_dump_json(indent=2))
         return
@@ -201,6 +205,14 @@ def leaderboard(
         from simulator.cli.fidelity_cmd import render_by_supporter
 
         console.print(render_by_supporter(board.fidelity))
+    from simulator.cli._human_render import human_notes, human_tables
+
+    for table in human_tables(board, header):
+        console.print(table)
+    for note in human_notes(board):
+        console.print(escape(note), style="dim")
+    if ratings and not board.human:
+        console.print("note: no human ratings stored in these runs (rescue-sim ratings import FILE --run RUN_DIR)")
     for row in board.rows:
         if row.unjudged:
             console.print(

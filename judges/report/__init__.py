@@ -1,0 +1,16 @@
+"""The offline HTML report: one self-contained file (inline CSS, JS and data; no network) with the leaderboard,
+score distributions, filters and a session viewer (transcript, decisions, judge evidence, inner states, relation
+graphs and trajectories). `write_report(run_dirs, out)`; `build_report_data` and `render_html` are its parts."""
+
+from judges.report._data import ReportData, SessionDetail, SessionSummary, build_report_data
+from judges.report._html import json_for_script, render_html, write_report
+
+__all__ = [
+    "ReportData",
+    "SessionDetail",
+    "SessionSummary",
+    "build_report_data",
+    "json_for_script",
+    "render_html",
+    "write_report",
+]

@@ -1,0 +1,267 @@
+"""What the HTML report shows, read from run folders into one versioned model (embedded in the page as JSON).
+
+Sessions come in two parts: a small summary per session (the list, the filters and the score distributions
+use it) and the detail (transcript, decisions, inner states, both relation views, the judgment), which the page
+only turns into DOM when the session is opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from judges._leaderboard import Leaderboard, build_leaderboard, session_values
+from judges._records import SessionJudgment
+from judges._store import read_judgment
+from judges.ratings._store import read_ratings
+from personas.graph import RelationSnapshot
+from simulator.records import SessionRecord
+from simulator.runfolder import RunFolder, RunFolderError
+
+REPORT_SCHEMA_VERSION = 1
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DimensionInfo(_Record):
+    id: str
+    level: str
+    kind: str
+    question: str
+    min: int | None = None
+    max: int | None = None
+    about: str = "supporter"
+
+
+class SessionSummary(_Record):
+    """One row of the session list."""
+
+    run: str
+    id: str
+    case: str
+    title: str
+    group: str
+    supporter: str
+    knows: str
+    perturbation: str | None
+    trial: int
+    seed: int
+    status: str
+    end: str | None
+    failure: str | None
+    turns: int
+    judged: bool
+    judgment_status: str | None
+    simulator_failure: bool = False
+    scores: dict[str, float] = Field(default_factory=dict, description="Dimension -> the session's value.")
+    rated: int = Field(default=0, description="Human ratings stored for this session.")
+
+
+class SnapView(_Record):
+    t: int
+    pattern: str
+    m: dict[str, float] = Field(description="Member -> intensity.")
+    e: list[tuple[str, str, float, float]] = Field(description="(source, target, warmth, tension).")
+
+
+class SessionDetail(_Record):
+    members: list[str]
+    case: dict[str, Any]
+    turns: list[dict[str, Any]]
+    passes: list[int] = Field(description="Turns after which the supporter chose to stay silent.")
+    self_report: list[SnapView]
+    observer: list[SnapView]
+    safety: list[dict[str, Any]]
+    judgment: dict[str, Any] | None
+    ratings: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ReportData(_Record):
+    schema_version: int = REPORT_SCHEMA_VERSION
+    generated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    runs: list[str]
+    leaderboard: Leaderboard
+    dimensions: list[DimensionInfo]
+    sessions: list[SessionSummary]
+    details: list[SessionDetail] = Field(description="Same order as `sessions`.")
+    unreadable: list[str] = Field(default_factory=list, description="Session files that could not be read.")
+
+
+def _snaps(snaps: Sequence[RelationSnapshot]) -> list[SnapView]:
+    by_turn: dict[int, RelationSnapshot] = {}
+    for s in snaps:
+        by_turn[s.turn] = s
+    return [
+        SnapView(
+            t=s.turn,
+            pattern=s.pattern,
+            m={m.name: m.intensity for m in s.members},
+            e=[(e.source, e.target, e.warmth, e.tension) for e in s.edges],
+        )
+        for s in (by_turn[t] for t in sorted(by_turn))
+    ]
+
+
+def _turn(t) -> dict[str, Any]:  # simulator.records.Turn
+    out: dict[str, Any] = {"i": t.index, "sp": t.speaker, "kind": t.kind, "to": list(t.addressees), "text": t.text}
+    if t.inner is not None:
+        out["inner"] = {
+            "emotion": t.inner.emotion,
+            "intensity": t.inner.intensity,
+            "heard": t.inner.felt_heard,
+            "landed": t.inner.landed,
+            "reason": t.inner.reason,
+            "toward": [(f.member, f.warmth, f.tension) for f in t.inner.toward],
+        }
+    if t.decision is not None:
+        d = t.decision
+        out["dec"] = {
+            "after": d.after_turn,
+            "targets": list(d.targets),
+            "kind": d.target_kind.value if d.target_kind is not None else None,
+            "strategy": d.strategy,
+            "close": d.close_session,
+            "why": d.rationale,
+            "valid": getattr(d, "valid", True),
+        }
+    if t.directive:
+        out["directive"] = t.directive
+    if t.tracker is not None:
+        out["pattern"] = t.tracker.pattern
+    return out
+
+
+def _judgment(j: SessionJudgment) -> dict[str, Any]:
+    return {
+        "judges": j.judges,
+        "status": j.status.value,
+        "mode": j.mode,
+        "flagged": j.flagged,
+        "simulator_failure": j.simulator_failure_reason,
+        "scores": [
+            {
+                "judge": v.judge,
+                "item": s.item,
+                "dim": s.dimension,
+                "score": s.score,
+                "label": s.label,
+                "strength": s.strength,
+                "why": s.reasoning,
+                "ev": [(e.turn, e.quote, e.quote_found) for e in s.evidence],
+            }
+            for v in j.verdicts
+            for s in v.scores
+        ],
+        "failures": [{"judge": v.judge, "unit": f.unit, "reason": f.reason} for v in j.verdicts for f in v.failures],
+        "aggregates": [
+            {"item": a.item, "dim": a.dimension, "mean": a.mean, "majority": a.majority, "spread": a.spread, "n": a.n}
+            for a in j.aggregates
+        ],
+    }
+
+
+def _detail(record: SessionRecord, judgment: SessionJudgment | None, ratings: list[dict]) -> SessionDetail:
+    case = record.case
+    return SessionDetail(
+        members=case.member_names,
+        case={
+            "title": case.title,
+            "group": case.group,
+            "setting": case.setting,
+            "problem": case.presenting_problem,
+            "pattern": case.relation_pattern,
+            "members": [{"name": m.name, "role": m.role, "age": m.age} for m in case.members],
+        },
+        turns=[_turn(t) for t in record.turns],
+        passes=[d.after_turn for d in record.decisions if not d.speak],
+        self_report=_snaps(record.self_report),
+        observer=_snaps(record.observer),
+        safety=[
+            {"member": e.member, "at": e.signalled_at, "source": e.source, "addressed": e.addressed, "note": e.note}
+            for e in record.safety
+        ],
+        judgment=_judgment(judgment) if judgment is not None else None,
+        ratings=ratings,
+    )
+
+
+def build_report_data(run_dirs: Sequence[str | Path]) -> ReportData:
+    """Everything the report shows, from the run folders (sessions, judgments, ratings). No model calls."""
+    board = build_leaderboard(run_dirs, ratings=any(read_ratings(d).ratings for d in run_dirs))
+    dims: dict[str, DimensionInfo] = {}
+    sessions: list[SessionSummary] = []
+    details: list[SessionDetail] = []
+    unreadable: list[str] = []
+    for run_dir in run_dirs:
+        folder = RunFolder(run_dir)
+        folder.read_manifest()
+        by_session: dict[str, list[dict]] = {}
+        for r in read_ratings(folder).ratings:
+            by_session.setdefault(r.session_id, []).append(
+                {
+                    "item": "session" if r.turn is None else f"t{r.turn}",
+                    "dim": r.dimension,
+                    "rater": r.rater,
+                    "value": r.value,
+                }
+            )
+        for sid in folder.session_ids():
+            try:
+                record = folder.load_session(sid)
+            except RunFolderError:
+                unreadable.append(str(folder.session_path(sid)))
+                continue
+            judgment = read_judgment(folder, sid)
+            if judgment is not None:
+                for d in judgment.rubric.active:
+                    dims.setdefault(
+                        d.id,
+                        DimensionInfo(
+                            id=d.id,
+                            level=d.level,
+                            kind=d.kind,
+                            question=d.question,
+                            min=d.min,
+                            max=d.max,
+                            about=d.about,
+                        ),
+                    )
+            values = {k: v for k, (_, v) in session_values(judgment).items()} if judgment is not None else {}
+            sessions.append(
+                SessionSummary(
+                    run=str(run_dir),
+                    id=sid,
+                    case=record.case.id,
+                    title=record.case.title,
+                    group=record.case.group,
+                    supporter=record.supporter,
+                    knows=record.supporter_knows,
+                    perturbation=record.perturbation,
+                    trial=record.trial,
+                    seed=record.seed,
+                    status=record.status.value,
+                    end=record.end_reason.value if record.end_reason is not None else None,
+                    failure=record.failure,
+                    turns=len(record.turns),
+                    judged=judgment is not None,
+                    judgment_status=judgment.status.value if judgment is not None else None,
+                    simulator_failure=bool(judgment and judgment.simulator_failure),
+                    scores=values,
+                    rated=len(by_session.get(sid, [])),
+                )
+            )
+            details.append(_detail(record, judgment, by_session.get(sid, [])))
+    return ReportData(
+        runs=[str(d) for d in run_dirs],
+        leaderboard=board,
+        dimensions=list(dims.values()),
+        sessions=sessions,
+        details=details,
+        unreadable=unreadable,
+    )

@@ -1,0 +1,458 @@
+/* rescue-sim report. Every node is built with createElement/createTextNode and every model text is set as text,
+   never parsed as HTML. The session list is paged and a session's DOM is built only when it is opened. */
+(function () {
+  "use strict";
+  var D = JSON.parse(document.getElementById("report-data").textContent);
+  var SVGNS = "http://www.w3.org/2000/svg";
+  var PAGE = 50;
+  var state = { filters: {}, query: "", page: 0, showInner: false, open: -1 };
+  var dimInfo = {};
+  D.dimensions.forEach(function (d) { dimInfo[d.id] = d; });
+
+  // ---- DOM helpers ------------------------------------------------------------------------------------------
+  function setAttrs(n, attrs) {
+    if (!attrs) return;
+    Object.keys(attrs).forEach(function (k) {
+      var v = attrs[k];
+      if (v === null || v === undefined || v === false) return;
+      if (k === "text") n.textContent = String(v);
+      else if (k === "onclick") n.addEventListener("click", v);
+      else if (k === "onchange") n.addEventListener("change", v);
+      else if (k === "oninput") n.addEventListener("input", v);
+      else n.setAttribute(k, String(v));
+    });
+  }
+  function append(n, kids) {
+    kids.forEach(function (k) {
+      if (Array.isArray(k)) { append(n, k); return; }
+      if (k === null || k === undefined || k === false) return;
+      n.appendChild(typeof k === "object" ? k : document.createTextNode(String(k)));
+    });
+  }
+  function el(tag, attrs) {
+    var n = document.createElement(tag);
+    setAttrs(n, attrs);
+    append(n, Array.prototype.slice.call(arguments, 2));
+    return n;
+  }
+  function sv(tag, attrs) {
+    var n = document.createElementNS(SVGNS, tag);
+    setAttrs(n, attrs);
+    append(n, Array.prototype.slice.call(arguments, 2));
+    return n;
+  }
+  function clear(n) { while (n.firstChild) n.removeChild(n.firstChild); return n; }
+  function num(x, d) { return x === null || x === undefined ? "–" : Number(x).toFixed(d === undefined ? 2 : d); }
+  function pct(x) { return x === null || x === undefined ? "–" : (100 * x).toFixed(1) + "%"; }
+  function ci(m) {
+    if (!m || m.mean === null || m.mean === undefined) return "–";
+    if (m.low === null || m.high === null || m.low === undefined || m.n < 2) return num(m.mean);
+    return [num(m.mean), " ", el("span", { "class": "ci", text: "[" + num(m.low, 1) + "–" + num(m.high, 1) + "]" })];
+  }
+  function hue(s) {
+    var h = 0;
+    for (var i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) % 360;
+    return h;
+  }
+  function scaleColor(v) { // 0 (calm, green) .. 10 (red)
+    var t = Math.max(0, Math.min(1, v / 10));
+    return "hsl(" + Math.round(130 - 130 * t) + ",65%,42%)";
+  }
+  function table(head, rows, leftCols) {
+    leftCols = leftCols || 1;
+    return el("div", { "class": "scroll" }, el("table", null,
+      el("thead", null, el("tr", null, head.map(function (h, i) {
+        return el("th", { "class": i < leftCols ? "l" : null, title: h.title || null }, h.text !== undefined ? h.text : h);
+      }))),
+      el("tbody", null, rows.map(function (r) {
+        return el("tr", null, r.map(function (c, i) { return el("td", { "class": i < leftCols ? "l" : null }, c); }));
+      }))));
+  }
+
+  // ---- leaderboard ------------------------------------------------------------------------------------------
+  function validityText(dim) {
+    var texts = [];
+    D.leaderboard.rows.forEach(function (r) {
+      (r.dimensions || []).forEach(function (d) {
+        if (d.dimension !== dim) return;
+        (d.validity || []).forEach(function (v) { if (texts.indexOf(v.text) < 0) texts.push(v.text); });
+      });
+    });
+    return texts.length ? texts.join("; ") : "not validated";
+  }
+
+  function renderBoard() {
+    var B = D.leaderboard, box = clear(document.getElementById("board"));
+    var dims = B.dimensions;
+    var head = ["supporter", "sessions", "completed", "failed", "incomplete", "invalid outputs", "judge failures",
+      "simulator failures", "scored"].concat(dims.map(function (d) {
+        var info = dimInfo[d] || {};
+        return { text: d, title: (info.question || d) + " — validity: " + validityText(d) };
+      })).concat(["judge α", "Δtension (insider)", "Δtension (tracker)", "group objective", "critical safety"]);
+    var rows = B.rows.map(function (r, i) {
+      return ["#" + (i + 1) + " " + r.supporter + (r.knows && r.knows !== "intake" ? " (" + r.knows + ")" : ""),
+        r.sessions, r.completed, r.failed_sessions, r.incomplete_sessions,
+        (r.invalid_decisions || 0) + " / " + (r.decisions || 0), r.failed_judgments, r.simulator_failures, r.scored]
+        .concat(dims.map(function (d) {
+          var s = (r.dimensions || []).filter(function (x) { return x.dimension === d; })[0];
+          return s ? (s.measure === "rate" ? [pct(s.value.mean), " ", el("span", { "class": "ci", text: s.value.n > 1 && s.value.low !== null ? "[" + pct(s.value.low) + "–" + pct(s.value.high) + "]" : "" })] : ci(s.value)) : "–";
+        }))
+        .concat([num(r.alpha), ci(r.delta_tension), ci(r.delta_tension_observer), ci(r.group_objective),
+          r.critical_share === null || r.critical_share === undefined ? "–" : pct(r.critical_share)]);
+    });
+    box.appendChild(table(head, rows));
+    box.appendChild(el("table", { "class": "validity" }, el("tbody", null, dims.map(function (d) {
+      return el("tr", null, el("td", { "class": "l" }, d), el("td", { "class": "l" }, validityText(d)));
+    }))));
+    box.appendChild(el("p", { "class": "note", text: "Means over sessions with their " + Math.round(B.confidence * 100) +
+      "% bootstrap CI; rates (label dimensions) are shares of supporter turns. invalid outputs: supporter decisions " +
+      "still invalid after re-asking / all decisions. Simulator failures are excluded from every score. Validity: " +
+      "the instrument behind each dimension, or 'not validated'." }));
+    if (B.human && B.human.length) {
+      box.appendChild(el("h3", { text: "With human ratings (prediction-powered inference)" }));
+      box.appendChild(table(["supporter", "dimension", "rated / all", "judges only", "humans only", "PPI"],
+        B.human.map(function (e) {
+          return [e.supporter, e.dimension, e.labeled + " / " + (e.labeled + e.unlabeled), ci(e.judge), ci(e.human), ci(e.ppi)];
+        }), 2));
+    }
+    if (B.human_agreement && B.human_agreement.length) {
+      box.appendChild(el("h3", { text: "Judge–human agreement" }));
+      box.appendChild(table(["dimension", "ratings", "items", "raters", "exact", "±1", "MAE", "Spearman", "κ (quadratic)",
+        "Krippendorff α", "humans: exact", "humans: α"], B.human_agreement.map(function (a) {
+          return [a.dimension, a.ratings, a.items, a.raters, pct(a.exact), pct(a.within_one), num(a.mae, 3), num(a.spearman, 3),
+            num(a.weighted_kappa, 3), num(a.alpha, 3), pct(a.human_exact), num(a.human_alpha, 3)];
+        })));
+    }
+    if (B.perturbations && B.perturbations.length) {
+      box.appendChild(el("h3", { text: "Perturbations: pass rates" }));
+      box.appendChild(table(["supporter", "perturbation", "sessions", "passed", "failed", "not decided", "pass rate", "pass^k"],
+        B.perturbations.map(function (p) {
+          return [p.supporter + (p.knows !== "intake" ? " (" + p.knows + ")" : ""), p.perturbation + (p.critical ? " (critical)" : ""),
+            p.sessions, p.passed, p.failed, p.unsupported + p.errors + p.not_delivered, pct(p.pass_rate),
+            p.pass_hat_k === null ? "–" : pct(p.pass_hat_k) + " (k=" + p.k + ")"];
+        }), 2));
+    }
+  }
+
+  // ---- score distributions ----------------------------------------------------------------------------------
+  function renderDists() {
+    var box = clear(document.getElementById("dists"));
+    var dims = D.dimensions.filter(function (d) { return d.kind === "scale" && d.about === "supporter"; });
+    var sups = [];
+    D.sessions.forEach(function (s) { if (sups.indexOf(s.supporter) < 0) sups.push(s.supporter); });
+    if (!dims.length) { box.appendChild(el("p", { "class": "note", text: "No judged sessions." })); return; }
+    sups.forEach(function (sup) {
+      var row = el("div", null, el("h3", { text: sup }));
+      dims.forEach(function (d) {
+        var lo = d.min, hi = d.max, bins = (hi - lo) * 2 + 1, counts = new Array(bins).fill(0);
+        D.sessions.forEach(function (s) {
+          if (s.supporter !== sup || s.scores[d.id] === undefined) return;
+          counts[Math.max(0, Math.min(bins - 1, Math.round((s.scores[d.id] - lo) * 2)))]++;
+        });
+        var max = Math.max.apply(null, counts.concat([1])), w = 150, hgt = 60, bw = w / bins;
+        var g = sv("svg", { width: w, height: hgt + 14, "class": "chart", role: "img" },
+          sv("title", { text: sup + " · " + d.id + ": sessions per score (0.5 bins)" }));
+        counts.forEach(function (c, i) {
+          var bh = (hgt - 4) * c / max;
+          g.appendChild(sv("rect", { x: i * bw + 1, y: hgt - bh, width: bw - 2, height: bh, fill: "#5b84c4" },
+            sv("title", { text: (lo + i / 2) + ": " + c })));
+        });
+        g.appendChild(sv("text", { x: 2, y: hgt + 12, text: String(lo) }));
+        g.appendChild(sv("text", { x: w - 10, y: hgt + 12, text: String(hi) }));
+        row.appendChild(el("div", { "class": "hist" }, el("div", { "class": "t", text: d.id }), g));
+      });
+      box.appendChild(row);
+    });
+  }
+
+  // ---- session list -----------------------------------------------------------------------------------------
+  var FILTERS = [["case", "case"], ["group", "group"], ["supporter", "supporter"], ["perturbation", "perturbation"],
+    ["status", "status"]];
+  function value(s, key) { var v = s[key]; return v === null || v === undefined ? "(none)" : String(v); }
+
+  function renderFilters() {
+    var box = clear(document.getElementById("filters"));
+    FILTERS.forEach(function (f) {
+      var values = [];
+      D.sessions.forEach(function (s) { var v = value(s, f[0]); if (values.indexOf(v) < 0) values.push(v); });
+      values.sort();
+      var sel = el("select", { id: "filter-" + f[0], onchange: function (e) { state.filters[f[0]] = e.target.value; state.page = 0; renderList(); } },
+        el("option", { value: "", text: "all" }), values.map(function (v) { return el("option", { value: v, text: v }); }));
+      box.appendChild(el("label", null, f[1] + " ", sel));
+    });
+    box.appendChild(el("label", null, "session ", el("input", { id: "filter-query", type: "search", placeholder: "id contains…",
+      oninput: function (e) { state.query = e.target.value.toLowerCase(); state.page = 0; renderList(); } })));
+  }
+
+  function filtered() {
+    var out = [];
+    D.sessions.forEach(function (s, i) {
+      for (var k in state.filters) if (state.filters[k] && value(s, k) !== state.filters[k]) return;
+      if (state.query && s.id.toLowerCase().indexOf(state.query) < 0) return;
+      out.push(i);
+    });
+    return out;
+  }
+
+  function renderList() {
+    var box = clear(document.getElementById("list"));
+    var idx = filtered(), pages = Math.max(1, Math.ceil(idx.length / PAGE));
+    state.page = Math.min(state.page, pages - 1);
+    var shown = idx.slice(state.page * PAGE, (state.page + 1) * PAGE);
+    var pager = el("div", { "class": "pager" },
+      el("button", { type: "button", onclick: function () { if (state.page > 0) { state.page--; renderList(); } }, text: "‹ previous" }),
+      el("span", { id: "page-info", text: idx.length + " session(s) · page " + (state.page + 1) + " of " + pages }),
+      el("button", { type: "button", onclick: function () { if (state.page < pages - 1) { state.page++; renderList(); } }, text: "next ›" }));
+    box.appendChild(pager);
+    var t = el("table", { id: "session-table" }, el("thead", null, el("tr", null,
+      ["session", "case", "group", "supporter", "perturbation", "trial", "status", "turns", "overall", "human ratings"].map(function (h, i) {
+        return el("th", { "class": i < 5 ? "l" : null, text: h });
+      }))));
+    var body = el("tbody");
+    shown.forEach(function (i) {
+      var s = D.sessions[i];
+      var tr = el("tr", { "class": "row", "data-session": i, onclick: function () { openSession(i); } },
+        el("td", { "class": "l" }, s.id), el("td", { "class": "l" }, s.case), el("td", { "class": "l" }, s.group),
+        el("td", { "class": "l" }, s.supporter + (s.knows !== "intake" ? " (" + s.knows + ")" : "")),
+        el("td", { "class": "l" }, s.perturbation || "–"), el("td", null, s.trial),
+        el("td", null, el("span", { "class": "tag " + s.status, text: s.status + (s.simulator_failure ? " · sim. failure" : "") })),
+        el("td", null, s.turns), el("td", null, num(s.scores.overall_quality)), el("td", null, s.rated || ""));
+      body.appendChild(tr);
+    });
+    t.appendChild(body);
+    box.appendChild(t);
+  }
+
+  // ---- pictures ---------------------------------------------------------------------------------------------
+  function graphSvg(snap, members, title) {
+    var w = 260, h = 230, cx = w / 2, cy = h / 2 + 6, R = 78;
+    var pos = {};
+    members.forEach(function (m, i) {
+      var a = -Math.PI / 2 + 2 * Math.PI * i / members.length;
+      pos[m] = [cx + R * Math.cos(a), cy + R * Math.sin(a)];
+    });
+    var id = "arrow" + Math.random().toString(36).slice(2);
+    var g = sv("svg", { width: w, height: h, "class": "chart graph", role: "img" }, sv("title", { text: title }),
+      sv("defs", null, sv("marker", { id: id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" },
+        sv("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#777" }))),
+      sv("text", { x: 6, y: 14, text: title + (snap ? " (turn " + snap.t + (snap.pattern ? ", " + snap.pattern : "") + ")" : "") }));
+    if (!snap) { g.appendChild(sv("text", { x: 6, y: 40, text: "no state recorded" })); return g; }
+    snap.e.forEach(function (e) {
+      var a = pos[e[0]], b = pos[e[1]];
+      if (!a || !b) return;
+      var dx = b[0] - a[0], dy = b[1] - a[1], len = Math.sqrt(dx * dx + dy * dy) || 1;
+      var ox = -dy / len * 5, oy = dx / len * 5, r = 18;
+      var x1 = a[0] + dx / len * r + ox, y1 = a[1] + dy / len * r + oy, x2 = b[0] - dx / len * r + ox, y2 = b[1] - dy / len * r + oy;
+      g.appendChild(sv("line", { x1: x1, y1: y1, x2: x2, y2: y2, stroke: scaleColor(e[3]), "stroke-width": 1 + e[2] / 2.5,
+        "marker-end": "url(#" + id + ")", opacity: 0.85 },
+        sv("title", { text: e[0] + " → " + e[1] + ": warmth " + num(e[2], 1) + ", tension " + num(e[3], 1) })));
+    });
+    members.forEach(function (m) {
+      var p = pos[m], inten = snap.m[m];
+      g.appendChild(sv("circle", { cx: p[0], cy: p[1], r: 16, fill: inten === undefined ? "#ccc" : scaleColor(inten), opacity: 0.9 },
+        sv("title", { text: m + ": intensity " + (inten === undefined ? "?" : num(inten, 1)) })));
+      var ox = p[0] - cx, oy = p[1] - cy, ol = Math.sqrt(ox * ox + oy * oy) || 1;
+      g.appendChild(sv("text", { x: p[0] + ox / ol * 30, y: p[1] + oy / ol * 28 + 4, "text-anchor": "middle", text: m }));
+    });
+    return g;
+  }
+
+  function series(snaps, members) {
+    return {
+      turns: snaps.map(function (s) { return s.t; }),
+      tension: snaps.map(function (s) { return s.e.length ? s.e.reduce(function (a, e) { return a + e[3]; }, 0) / s.e.length : null; }),
+      warmth: snaps.map(function (s) { return s.e.length ? s.e.reduce(function (a, e) { return a + e[2]; }, 0) / s.e.length : null; }),
+      members: members.map(function (m) { return { name: m, values: snaps.map(function (s) { return s.m[m] === undefined ? null : s.m[m]; }) }; }),
+      patterns: snaps.map(function (s) { return s.pattern; })
+    };
+  }
+
+  function trajectorySvg(snaps, members, title, maxTurn) {
+    var w = 440, h = 230, L = 28, T = 22, PW = w - L - 10, PH = 140;
+    var S = series(snaps, members);
+    var x = function (t) { return L + PW * (maxTurn ? t / maxTurn : 0); };
+    var y = function (v) { return T + PH - PH * v / 10; };
+    var g = sv("svg", { width: w, height: h, "class": "chart trajectory", role: "img" }, sv("title", { text: title }),
+      sv("text", { x: 6, y: 14, text: title }));
+    [0, 5, 10].forEach(function (v) {
+      g.appendChild(sv("line", { x1: L, x2: L + PW, y1: y(v), y2: y(v), stroke: "#e5e8ee" }));
+      g.appendChild(sv("text", { x: 4, y: y(v) + 4, text: String(v) }));
+    });
+    function line(values, color, dash, label) {
+      var pts = [];
+      values.forEach(function (v, i) { if (v !== null) pts.push(x(S.turns[i]).toFixed(1) + "," + y(v).toFixed(1)); });
+      if (pts.length) g.appendChild(sv("polyline", { points: pts.join(" "), fill: "none", stroke: color, "stroke-width": 2,
+        "stroke-dasharray": dash || null }, sv("title", { text: label })));
+    }
+    line(S.tension, "#c8423b", null, "mean tension");
+    line(S.warmth, "#2a9d6f", null, "mean warmth");
+    S.members.forEach(function (m, i) { line(m.values, "hsl(" + (220 + 50 * i) % 360 + ",55%,45%)", "4 3", m.name + " distress (intensity)"); });
+    // pattern timeline
+    var py = T + PH + 18;
+    g.appendChild(sv("text", { x: 4, y: py + 10, text: "pattern" }));
+    for (var i = 0; i < S.turns.length; i++) {
+      var x0 = x(S.turns[i]), x1 = i + 1 < S.turns.length ? x(S.turns[i + 1]) : L + PW;
+      var p = S.patterns[i] || "(none)";
+      g.appendChild(sv("rect", { x: x0, y: py, width: Math.max(1, x1 - x0), height: 14, fill: "hsl(" + hue(p) + ",55%,70%)" },
+        sv("title", { text: "turn " + S.turns[i] + ": " + p })));
+      if (x1 - x0 > 60 && (i === 0 || S.patterns[i - 1] !== S.patterns[i])) g.appendChild(sv("text", { x: x0 + 2, y: py + 11, text: p }));
+    }
+    g.appendChild(sv("text", { x: L, y: h - 6, text: "turn 0" }));
+    g.appendChild(sv("text", { x: L + PW - 40, y: h - 6, text: "turn " + maxTurn }));
+    return g;
+  }
+
+  function legend(members) {
+    return el("div", { "class": "legend" }, "— mean tension (red), mean warmth (green); dashed: each member's distress (",
+      members.join(", "), "); bottom band: relation pattern per turn. Scale 0–10.");
+  }
+
+  // ---- session viewer ---------------------------------------------------------------------------------------
+  function marked(text, quotes, turn) {
+    // split text into plain runs and <mark> runs for every quote found in it (case-insensitive)
+    var low = text.toLowerCase(), spans = [];
+    quotes.forEach(function (q) {
+      var needle = q.quote.toLowerCase().trim();
+      if (!needle) return;
+      var at = low.indexOf(needle);
+      if (at >= 0) spans.push([at, at + needle.length, q]);
+    });
+    spans.sort(function (a, b) { return a[0] - b[0]; });
+    var out = [], pos = 0;
+    spans.forEach(function (s) {
+      if (s[0] < pos) return;
+      if (s[0] > pos) out.push(text.slice(pos, s[0]));
+      out.push(el("mark", { id: s[2].id, title: s[2].label, text: text.slice(s[0], s[1]) }));
+      pos = s[1];
+    });
+    if (pos < text.length) out.push(text.slice(pos));
+    return out;
+  }
+
+  function innerBox(inner, directive) {
+    var lines = [];
+    if (inner) {
+      lines.push("feels " + inner.emotion + " (" + inner.intensity + "/10), felt heard " + inner.heard + "/10");
+      if (inner.landed) lines.push("how it landed: " + inner.landed);
+      inner.toward.forEach(function (t) { lines.push("toward " + t[0] + ": warmth " + t[1] + ", tension " + t[2]); });
+      if (inner.reason) lines.push("why: " + inner.reason);
+    }
+    if (directive) lines.push("stage direction (perturbation): " + directive);
+    return el("div", { "class": "inner", text: lines.join("\n") });
+  }
+
+  function decisionLine(dec) {
+    var parts = ["decision after turn " + dec.after, "to " + (dec.targets.length ? dec.targets.join(", ") : "–") + (dec.kind ? " (" + dec.kind + ")" : "")];
+    parts.push("strategy " + (dec.strategy || "not stated"));
+    if (dec.close) parts.push("closes the session");
+    if (dec.valid === false) parts.push("invalid output");
+    return el("div", { "class": "dec", title: dec.why || null, text: parts.join(" · ") });
+  }
+
+  function openSession(i) {
+    state.open = i;
+    var s = D.sessions[i], d = D.details[i];
+    var v = clear(document.getElementById("viewer"));
+    v.hidden = false;
+    v.appendChild(el("h2", { id: "viewer-title" }, "Session " + s.id));
+    v.appendChild(el("p", null, s.title + " (" + s.group + ") · supporter " + s.supporter + " · " + s.status +
+      (s.end ? " (" + s.end + ")" : "") + (s.perturbation ? " · perturbation " + s.perturbation : "") + " · seed " + s.seed +
+      " · trial " + s.trial + " · run " + s.run));
+    if (s.failure) v.appendChild(el("p", { "class": "note", text: "failure: " + s.failure }));
+    v.appendChild(el("p", { "class": "note", text: "Setting: " + d.case.setting + " Problem: " + d.case.problem + " Members: " +
+      d.case.members.map(function (m) { return m.name + " (" + m.role + (m.age !== null ? ", " + m.age : "") + ")"; }).join(", ") }));
+    // pictures
+    var maxTurn = Math.max.apply(null, [1].concat(d.self_report.map(function (x) { return x.t; }), d.observer.map(function (x) { return x.t; })));
+    var first = d.self_report[0] || d.observer[0];
+    v.appendChild(el("h3", { text: "Relations at the start and the end" }));
+    v.appendChild(el("div", { "class": "cols" }, graphSvg(first, d.members, "start"),
+      graphSvg(d.self_report[d.self_report.length - 1], d.members, "end, insider view"),
+      graphSvg(d.observer[d.observer.length - 1], d.members, "end, tracker view")));
+    v.appendChild(el("p", { "class": "legend", text: "Arrows: how one member stands toward another; colour = tension (green calm … red), width = warmth. Circles: colour = distress." }));
+    v.appendChild(el("h3", { text: "Trajectories: insider (self-report) vs tracker (observer)" }));
+    v.appendChild(el("div", { "class": "cols" }, trajectorySvg(d.self_report, d.members, "insider view", maxTurn),
+      trajectorySvg(d.observer, d.members, "tracker view", maxTurn)));
+    v.appendChild(legend(d.members));
+    // evidence quotes by turn
+    var quotes = {};
+    var J = d.judgment;
+    if (J) J.scores.forEach(function (sc, si) {
+      sc.ev.forEach(function (e, ei) {
+        var q = { id: "ev-" + si + "-" + ei, quote: e[1], label: sc.judge + " · " + sc.item + " " + sc.dim, turn: e[0] };
+        (quotes[e[0]] = quotes[e[0]] || []).push(q);
+      });
+    });
+    // transcript
+    var innerBtn = el("button", { type: "button", id: "toggle-inner", text: state.showInner ? "hide inner states" : "show inner states",
+      onclick: function () { state.showInner = !state.showInner; openSession(i); } });
+    v.appendChild(el("h3", null, "Transcript ", innerBtn));
+    var tr = el("div", { "class": "transcript", id: "transcript" });
+    var passes = {};
+    d.passes.forEach(function (p) { passes[p] = true; });
+    d.turns.forEach(function (t) {
+      var box = el("div", { "class": "turn " + t.kind, id: "turn-" + t.i },
+        el("div", null, el("span", { "class": "who", text: "[" + t.i + "] " + t.sp }),
+          t.to.length ? el("span", { "class": "to", text: " → " + t.to.join(", ") }) : null,
+          t.pattern ? el("span", { "class": "to", text: "  · tracker: " + t.pattern }) : null),
+        el("div", { "class": "text" }, marked(t.text, quotes[t.i] || [], t.i)));
+      if (t.dec) box.appendChild(decisionLine(t.dec));
+      if (state.showInner && (t.inner || t.directive)) box.appendChild(innerBox(t.inner, t.directive));
+      tr.appendChild(box);
+      if (passes[t.i]) tr.appendChild(el("div", { "class": "pass", text: "Therapist stays silent after turn " + t.i }));
+    });
+    v.appendChild(tr);
+    if (d.safety.length) {
+      v.appendChild(el("h3", { text: "Safety events" }));
+      v.appendChild(table(["member", "turn", "source", "addressed", "note"], d.safety.map(function (e) {
+        return [e.member, e.at, e.source, e.addressed ? "yes" : "no", e.note];
+      }), 1));
+    }
+    // judge scores
+    v.appendChild(el("h3", { text: "Judge scores" }));
+    if (!J) v.appendChild(el("p", { "class": "note", text: "not judged" }));
+    else {
+      v.appendChild(el("p", { "class": "note", text: "judges: " + J.judges.join(", ") + " · " + J.status + " · " + J.mode +
+        (J.simulator_failure ? " · simulator failure: " + J.simulator_failure : "") + (J.flagged.length ? " · split: " + J.flagged.join(", ") : "") }));
+      J.failures.forEach(function (f) { v.appendChild(el("p", { "class": "note", text: "failed: " + f.judge + " " + f.unit + ": " + f.reason })); });
+      var rows = J.aggregates.map(function (a) {
+        var own = [];
+        J.scores.forEach(function (x, si) { if (x.item === a.item && x.dim === a.dim) own.push({ x: x, si: si }); });
+        return [a.item, a.dim, a.mean !== null ? num(a.mean) : (a.majority || "tie"),
+          own.map(function (o) { var x = o.x; return el("div", { title: x.why }, x.judge + ": " + (x.score !== null ? x.score : x.label + (x.strength !== null ? " " + x.strength : ""))); }),
+          el("div", { "class": "ev" }, own.map(function (o) {
+            return o.x.ev.map(function (e, ei) {
+              return el("div", null, el("a", { onclick: function () { jump("ev-" + o.si + "-" + ei, e[0]); }, text: "turn " + e[0] + ": “" + e[1] + "”" }),
+                e[2] ? null : " (not in that turn)");
+            });
+          })),
+          el("div", { "class": "ev" }, own.map(function (o) { return el("div", { text: o.x.judge + ": " + o.x.why }); }))];
+      });
+      var tbl = table(["item", "dimension", "panel", "judges", "evidence", "reasoning"], rows, 2);
+      tbl.classList.add("scores");
+      v.appendChild(tbl);
+    }
+    if (d.ratings.length) {
+      v.appendChild(el("h3", { text: "Human ratings" }));
+      v.appendChild(table(["item", "dimension", "rater", "value"], d.ratings.map(function (r) { return [r.item, r.dim, r.rater, r.value]; }), 3));
+    }
+    v.scrollIntoView();
+  }
+
+  function jump(id, turn) {
+    var m = document.getElementById(id) || document.getElementById("turn-" + turn);
+    if (!m) return;
+    m.scrollIntoView({ block: "center" });
+    m.classList.add("flash");
+    setTimeout(function () { m.classList.remove("flash"); }, 1500);
+  }
+
+  // ---- start ------------------------------------------------------------------------------------------------
+  document.getElementById("meta").textContent = D.runs.length + " run folder(s): " + D.runs.join(", ") + " · " +
+    D.sessions.length + " session(s) · generated " + D.generated_at;
+  renderBoard();
+  renderFilters();
+  renderList();
+  renderDists();
+  window.__report = { ready: true, readyAt: performance.now(), sessions: D.sessions.length, open: openSession };
+  document.body.setAttribute("data-ready", "1");
+})();

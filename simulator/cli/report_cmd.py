@@ -1,0 +1,33 @@
+"""`rescue-sim report RUN_DIR... --html FILE`: one self-contained HTML file to open from disk. Thin over
+`judges.report.write_report`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from simulator.cli._common import console, user_errors
+
+
+@user_errors
+def report(
+    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="One or more run folders.")],
+    html: Annotated[Path, typer.Option("--html", help="HTML file to write (one file; opens offline).")],
+) -> None:
+    """Write an offline HTML report: leaderboard, score distributions, filters and a session viewer.
+
+    Everything is inline (no network, no CDN); model text is shown as text, never as markup.
+    """
+    from judges.report import build_report_data, render_html
+    from personas.common.files import atomic_write_text
+
+    data = build_report_data(run_dirs)
+    atomic_write_text(html, render_html(data))
+    size = html.stat().st_size
+    console.print(
+        f"wrote {escape(str(html))} ({size / 1e6:.1f} MB): {len(data.sessions)} session(s), "
+        f"{len(data.leaderboard.rows)} supporter(s)"
+    )

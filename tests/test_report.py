@@ -1,0 +1,148 @@
+"""`rescue-sim report`: one self-contained HTML file, its data escaped, model text rendered as text; and in a real
+headless chromium: no console errors, no network, the leaderboard and a session show, `<script>` and
+`<img onerror>` in a transcript stay text. The screenshot is saved (path printed; CI copies it to tests/artifacts)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from judges.report import build_report_data, json_for_script, render_html
+from simulator.cli import app as cli_app
+from tests._browser import Browser, chromium_missing, open_report
+from tests._rating_fixtures import SessionSpec, make_judged_run
+
+A, B = "openai/gpt-4o-mini", "anthropic/claude-3-5-haiku"
+XSS_SCRIPT = "<script>window.__xss = 1</script>"
+XSS_IMG = '<img src=x onerror="window.__xss = 2">'
+EVIL = f"You never listen to me. {XSS_SCRIPT} and {XSS_IMG} </script><b>bold</b> & done"
+ARTIFACTS = Path(__file__).parent / "artifacts"
+
+
+def score(judge: str, sid: str, item: str, dim: str) -> int:
+    return 2 + (len(sid) + len(dim) + (judge == "judge/beta-2")) % 4
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> list[Path]:
+    specs = [
+        SessionSpec("c0__s0", case_id="c0", text={1: EVIL}),
+        SessionSpec("c1__s0", case_id="c1"),
+        SessionSpec("c0__s1", case_id="c0", seed=1, perturbation="crisis_disclosure"),
+    ]
+    return [
+        make_judged_run(tmp_path / "run-a", A, specs, score).path,
+        make_judged_run(tmp_path / "run-b", B, specs[:2], score).path,
+    ]
+
+
+def payload(html: str) -> dict:
+    m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.DOTALL)
+    assert m is not None
+    return json.loads(m.group(1))
+
+
+def test_json_for_script_escapes_markup_and_stays_the_same_json() -> None:
+    text = json.dumps({"t": "</script><img onerror=x> & more"})
+    safe = json_for_script(text)
+    assert "<" not in safe and ">" not in safe and "&" not in safe
+    assert json.loads(safe) == json.loads(text)
+
+
+def test_report_is_self_contained_and_embeds_model_text_as_data(runs) -> None:
+    html = render_html(build_report_data(runs))
+    assert html.count("<script") == 2  # the data element and the page's own script; the transcript adds none
+    assert "<img" not in html and "onerror=" not in html.replace("\\u003c", "<").split("report-data")[0]
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html), "the page must load nothing from the network"
+    assert "Content-Security-Policy" in html and "script-src 'sha256-" in html
+    data = payload(html)
+    first = next(i for i, s in enumerate(data["sessions"]) if s["id"] == "c0__s0" and s["supporter"] == A)
+    assert data["details"][first]["turns"][0]["text"] == EVIL
+    assert {r["supporter"] for r in data["leaderboard"]["rows"]} == {A, B}
+    assert [s["perturbation"] for s in data["sessions"]].count("crisis_disclosure") == 1
+
+
+def test_cli_report(runs, tmp_path: Path) -> None:
+    cli_app._register()
+    out = tmp_path / "report.html"
+    r = CliRunner().invoke(cli_app.app, ["report", *map(str, runs), "--html", str(out)], env={"COLUMNS": "300"})
+    assert r.exit_code == 0, r.output
+    assert f"wrote {out}" in r.stdout and "5 session(s), 2 supporter(s)" in r.stdout
+    bad = CliRunner().invoke(cli_app.app, ["report", str(tmp_path / "nope"), "--html", str(out)])
+    assert bad.exit_code == 2 and "not a run folder" in bad.stderr
+
+
+def browser_or_skip() -> None:
+    why = chromium_missing()
+    if why is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true but the browser test cannot run: {why}", pytrace=False)
+    pytest.skip(why)
+
+
+def test_report_in_headless_chromium(runs, tmp_path: Path) -> None:
+    browser_or_skip()
+    out = tmp_path / "report.html"
+    out.write_text(render_html(build_report_data(runs)), encoding="utf-8")
+    with Browser(tmp_path / "profile") as browser:
+        page = browser.page()
+        ready_ms = open_report(page, out)
+        assert page.eval("document.querySelectorAll('#board table tbody tr').length") >= 2
+        board = page.eval("document.getElementById('board').textContent")
+        assert A in board and B in board and "overall_quality" in board and "Perturbations: pass rates" in board
+        assert page.eval("document.querySelectorAll('#session-table tbody tr').length") == 5
+        assert page.eval("document.querySelectorAll('#dists svg').length") >= 8
+        # filters: one supporter, then one perturbation
+        page.eval(
+            f"var s = document.getElementById('filter-supporter'); s.value = {json.dumps(B)}; "
+            "s.dispatchEvent(new Event('change'))"
+        )
+        assert page.eval("document.querySelectorAll('#session-table tbody tr').length") == 2
+        page.eval(
+            "var s = document.getElementById('filter-supporter'); s.value = ''; s.dispatchEvent(new Event('change'));"
+            "var p = document.getElementById('filter-perturbation'); p.value = 'crisis_disclosure';"
+            "p.dispatchEvent(new Event('change'))"
+        )
+        assert page.eval("document.querySelectorAll('#session-table tbody tr').length") == 1
+        page.eval(
+            "var p = document.getElementById('filter-perturbation'); p.value = ''; p.dispatchEvent(new Event('change'))"
+        )
+        # open the session whose transcript carries markup
+        page.eval(
+            "Array.from(document.querySelectorAll('#session-table tr.row')).find("
+            f"r => r.textContent.startsWith('c0__s0') && r.textContent.includes({json.dumps(A)})).click()"
+        )
+        assert page.eval("document.getElementById('viewer').hidden") is False
+        first_turn = page.eval("document.querySelector('#turn-1 .text').textContent")
+        assert first_turn == EVIL
+        assert page.eval("document.querySelectorAll('#viewer script, #viewer img, #viewer b').length") == 0
+        assert page.eval("typeof window.__xss") == "undefined"
+        assert page.eval("document.querySelectorAll('#viewer svg.graph').length") == 3
+        assert page.eval("document.querySelectorAll('#viewer svg.trajectory').length") == 2
+        assert page.eval("document.querySelectorAll('#viewer svg.trajectory polyline').length") >= 4
+        assert page.eval("document.querySelectorAll('#transcript .dec').length") == 2  # the two supporter turns
+        assert page.eval("document.querySelectorAll('#transcript .pass').length") == 2  # two silences
+        assert page.eval("document.querySelectorAll('#transcript mark').length") >= 1  # evidence quote 'listen'
+        assert "listen" in page.eval("document.querySelector('#transcript mark').textContent").lower()
+        assert page.eval("document.querySelectorAll('#transcript .inner').length") == 0
+        page.eval("document.getElementById('toggle-inner').click()")
+        assert page.eval("document.querySelectorAll('#transcript .inner').length") == 4  # each member turn
+        assert "felt heard" in page.eval("document.querySelector('#transcript .inner').textContent")
+        page.pump(0.5)
+        shot = page.screenshot(tmp_path / "report.png")
+        errors, requests = page.errors(), page.requests()
+        page.close()
+    print(f"\nreport screenshot: {shot} (ready after {ready_ms:.0f} ms)")
+    if os.environ.get("CI") == "true":
+        ARTIFACTS.mkdir(exist_ok=True)
+        shutil.copy(shot, ARTIFACTS / "report.png")
+    assert errors == []
+    assert all(u.startswith(("file://", "data:")) for u in requests), requests
+    assert shot.stat().st_size > 10_000
