@@ -311,3 +311,43 @@ def test_ray_executor_gives_the_local_executors_results(server, tmp_path):
     assert len(summary.completed) == 4 and summary.progress.calls > 0
     assert transcripts(RunFolder(tmp_path / "ray")) == transcripts(RunFolder(tmp_path / "local"))
     assert sorted(raw_result_ids(RunFolder(tmp_path / "ray"))) == sorted(s.session_id for s in specs)
+
+
+# -- the CLI -------------------------------------------------------------------------------------------------------
+
+
+def test_run_concurrency_option_runs_every_session_and_reports_progress(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from simulator.cli import app as cli_app
+
+    cli_app._register()
+    cases = load_library()
+    fake = FakeModelClient(default=RoomScript(cases[0]))
+    monkeypatch.setattr("simulator.cli.run_cmd.make_client", lambda settings: fake)
+    out = tmp_path / "r"
+    args = ["run", "--case", "all", "--supporter", "scripted", "--turns", "2", "--no-judge", "--concurrency", "4"]
+    res = CliRunner().invoke(cli_app.app, [*args, "--out", str(out)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert f"sessions {len(cases)}/{len(cases)}" in res.output and "0 running" in res.output
+    results = RunFolder(out).results()
+    assert sorted(r.case_id for r in results) == sorted(c.id for c in cases)
+    assert all(r.status == SessionStatus.COMPLETED for r in results)
+    again = CliRunner().invoke(cli_app.app, [*args, "--out", str(out)], env={"COLUMNS": "200"})
+    assert again.exit_code == 0 and f"{len(cases)} already done" in again.output
+
+
+def test_provider_concurrency_comes_from_the_environment(monkeypatch):
+    from personas.common.errors import UserError
+    from simulator.cli._models import model_settings
+
+    monkeypatch.setenv("RESCUE_SIM_PROVIDER_CONCURRENCY", "openai=64, hosted_vllm=128")
+    s = model_settings("openai/gpt-4o-mini")
+    assert s.concurrency == {"openai": 64, "hosted_vllm": 128, "local": 1} and s.default_concurrency == 8
+    monkeypatch.setenv("RESCUE_SIM_PROVIDER_CONCURRENCY", "32")
+    assert model_settings("openai/gpt-4o-mini").default_concurrency == 32
+    monkeypatch.setenv("RESCUE_SIM_PROVIDER_CONCURRENCY", "local=4")
+    assert model_settings().concurrency["local"] == 1  # the embedded model is never run in parallel
+    monkeypatch.setenv("RESCUE_SIM_PROVIDER_CONCURRENCY", "lots")
+    with pytest.raises(UserError, match="RESCUE_SIM_PROVIDER_CONCURRENCY"):
+        model_settings()

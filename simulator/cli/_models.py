@@ -19,11 +19,16 @@ def model_settings(
 
     With no model anywhere, the embedded offline model is used (RESCUE_SIM_GGUF picks another GGUF file).
     RESCUE_SIM_THREADS sets llama.cpp threads; RESCUE_SIM_HOME moves the cache folder.
+    RESCUE_SIM_PROVIDER_CONCURRENCY caps model calls in flight per provider: `64` (every hosted provider) or
+    `openai=64,anthropic=16` (the embedded `local` provider always stays at 1).
     """
     gguf = os.environ.get("RESCUE_SIM_GGUF") or None
     default = model or os.environ.get("RESCUE_SIM_MODEL") or local_model_id(gguf)
     threads = os.environ.get("RESCUE_SIM_THREADS")
+    default_limit, limits = provider_limits(os.environ.get("RESCUE_SIM_PROVIDER_CONCURRENCY", ""))
     return ModelSettings(
+        **({"default_concurrency": default_limit} if default_limit else {}),
+        concurrency={**limits, "local": 1},
         default=default,
         roles={k: v for k, v in (roles or {}).items() if v},
         api_bases=dict(api_bases or {}),
@@ -31,6 +36,29 @@ def model_settings(
         gguf=gguf,
         n_threads=int(threads) if threads else None,
     )
+
+
+def provider_limits(text: str) -> tuple[int | None, dict[str, int]]:
+    """`64` -> (64, {}); `openai=64,anthropic=16` -> (None, {...}); a bad value is one line naming the variable."""
+    from personas.common.errors import UserError
+
+    default, limits = None, {}
+    try:
+        for part in (p.strip() for p in text.split(",") if p.strip()):
+            name, eq, value = part.rpartition("=")
+            n = int(value)
+            if n < 1:
+                raise ValueError
+            if eq:
+                limits[name.strip()] = n
+            else:
+                default = n
+    except ValueError:
+        raise UserError(
+            f"RESCUE_SIM_PROVIDER_CONCURRENCY={text!r}: use a number such as 64, or provider=number pairs such as "
+            "openai=64,anthropic=16"
+        ) from None
+    return default, limits
 
 
 def make_client(settings: ModelSettings) -> LiteLLMClient:

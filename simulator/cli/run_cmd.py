@@ -79,6 +79,15 @@ def run(
             "the case card and the tracker's view (`oracle`; never ranked beside `intake`).",
         ),
     ] = "intake",
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Sessions in parallel (the embedded model still answers one call at a time). Above 1: a progress "
+            "line instead of the live transcript.",
+            envvar="RESCUE_SIM_CONCURRENCY",
+        ),
+    ] = 1,
 ) -> None:
     """Run simulated sessions with a supporter under test; re-running the same command resumes."""
     from simulator.cli._render import LiveSession, Tally, Waiting, session_footer
@@ -119,12 +128,18 @@ def run(
     preflight(settings, client, uses)  # every model checked once, before anything is written
     live = None
     waiting = Waiting(console)
+    board = None
+    if concurrency > 1:  # sessions in parallel: one progress line, not a transcript or a spinner per call
+        from simulator.cli._progress import RunProgress
+
+        no_live, board = True, RunProgress(console)
     total = len(cases) * len(config.seeds)
     waiting.batch = Tally("sessions", total) if total > 1 else None
 
     def started(sid: str, c, resumed: bool) -> None:
         nonlocal live
-        console.rule(f"[bold]{sid}[/]" + (" [dim](resuming)[/]" if resumed else ""))
+        if board is None:  # in parallel, sessions start and end interleaved: only their footers are printed
+            console.rule(f"[bold]{sid}[/]" + (" [dim](resuming)[/]" if resumed else ""))
         live = None if no_live else LiveSession(console, show_inner=not hide_inner)
 
     def update(record) -> None:
@@ -139,6 +154,8 @@ def run(
         console.print(f"[dim]saved[/] {path}")
 
     def progressed(p) -> None:
+        if board is not None:
+            board.update(p)
         if waiting.batch is not None:
             waiting.batch.done = p.done + p.failed + p.skipped
             waiting.batch.failed = p.failed
@@ -153,9 +170,12 @@ def run(
     judged: list = []
     judge_hook = None if no_judge else _judge_hook(client, config.judges, waiting, judged)
     try:
-        with waiting, watching(waiting.hook):
+        display = board or waiting
+        with display, watching(display.hook):
             summary = asyncio.run(
-                run_sessions(config, cases, client, sup, out_dir, events=events, judge_hook=judge_hook)
+                run_sessions(
+                    config, cases, client, sup, out_dir, events=events, judge_hook=judge_hook, concurrency=concurrency
+                )
             )
     except KeyboardInterrupt:
         err_console.print(f"[yellow]interrupted[/]: session saved as incomplete in {out_dir}; rerun to resume")

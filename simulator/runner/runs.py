@@ -22,6 +22,7 @@ What a run promises (and the tests check):
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import re
@@ -530,6 +531,9 @@ async def run_sessions(
     Completed sessions are skipped; failed and incomplete ones run again (the call cache replays what already
     succeeded). On Ctrl-C the sessions in flight are saved as incomplete before the interrupt propagates.
     """
+    metered = client if isinstance(client, MeteredClient) else MeteredClient(client)
+    if dataclasses.is_dataclass(supporter) and isinstance(getattr(supporter, "client", None), ModelClient):
+        supporter = dataclasses.replace(supporter, client=metered)  # its calls count in progress and budgets too
     specs = [
         SessionSpec(
             session_id=session_id_for(case, seed),
@@ -543,7 +547,7 @@ async def run_sessions(
     ]
     return await run_specs(
         specs,
-        client,
+        metered,
         out_dir,
         concurrency=concurrency,
         budget=budget,
