@@ -70,7 +70,7 @@ def _report(folders: list[Path]) -> None:
     from simulator.records import SessionRecord
 
     print(
-        f"{'run':<34}{'sessions':>9}{'turns':>7}{'verbatim':>9}{'near-dup':>9}{'trunc.':>7}"
+        f"{'run':<34}{'sessions':>9}{'turns':>7}{'verbatim':>9}{'near-dup':>9}{'fields':>7}"
         f"{'flags/100':>10}{'re-ask%':>8}{'wall s':>8}{'s/turn':>8}{'member s/turn':>14}{'gen tok/turn':>13}"
     )
     kinds_all: dict[str, dict[str, float]] = {}
@@ -80,7 +80,9 @@ def _report(folders: list[Path]) -> None:
         turns = sum(a.member_turns for a in audits)
         verbatim = sum(a.verbatim_repeats for a in audits)
         near = sum(a.near_duplicates for a in audits)
-        trunc = sum(a.flag_counts.get("cut_off", 0) for a in audits)
+        cuts = [f for a in audits for fl in a.turn_flags.values() for f in fl if f.check == "cut_off"]
+        trunc = sum(f.field != "text" for f in cuts)  # self-report fields cut off
+        lines_cut = sum(f.field == "text" for f in cuts)
         flags = sum(sum(a.flag_counts.values()) for a in audits)
         reasked = sum(a.reasked_turns for a in audits)
         meta = json.loads((folder / "bench.json").read_text()) if (folder / "bench.json").exists() else {}
@@ -95,6 +97,7 @@ def _report(folders: list[Path]) -> None:
             f"{trunc:>7}{per100:>10.1f}{100 * reasked / t:>7.0f}%{wall:>8.0f}{wall / t:>8.1f}{member_s / t:>14.1f}"
             f"{gen / t:>13.1f}"
         )
+        print(f"{'':<34}cut-off lines: {lines_cut}; truncated self-report fields: {trunc}")
         failed = [f"{r.session_id}: {r.failure}" for r in recs if r.failure]
         for line in failed:
             print(f"{'':<34}failed: {line[:150]}")
