@@ -233,19 +233,26 @@ def judge(
     if records:
         client = make_client(settings)
         all_trials: dict[str, list[SessionJudgment]] = {}
-        judgments = asyncio.run(
-            judge_all(
-                records,
-                client,
-                panel,
-                used,
-                per_intervention,
-                folder,
-                trials=repeat,
-                temperature=temperature,
-                all_trials=all_trials,
+        from judges import judge_calls
+        from simulator.cli._render import Tally, Waiting
+        from simulator.llm.progress import watching
+
+        calls = sum(len(judge_calls(r, used, per_intervention)) for r in records) * len(panel) * repeat
+        with Waiting(console) as waiting, watching(waiting.hook):  # judge calls done/total with an ETA
+            waiting.judging = Tally("judging", calls)
+            judgments = asyncio.run(
+                judge_all(
+                    records,
+                    client,
+                    panel,
+                    used,
+                    per_intervention,
+                    folder,
+                    trials=repeat,
+                    temperature=temperature,
+                    all_trials=all_trials,
+                )
             )
-        )
         console.print(render(judgments))
         if repeat > 1:
             from judges import judge_stability, write_stability
@@ -273,4 +280,6 @@ def judge(
     if judgments:
         console.print(f"judgments written to {escape(str(folder.judgments_dir))}")
     if any(j.status != JudgmentStatus.OK for j in judgments):
+        bad = sum(j.status != JudgmentStatus.OK for j in judgments)
+        err_console.print(f"[red]{bad} of {len(judgments)} judgment(s) failed or partial[/] (rerun to retry them)")
         raise typer.Exit(EXIT_FAILED)

@@ -20,22 +20,38 @@ ROLES = ("member", "supporter", "tracker", "judge")
 # What a user sets to change the model of a role (named in preflight errors).
 ROLE_OPTIONS = {
     "supporter": "--supporter",
-    "member": "--member-model or --model",
-    "tracker": "--tracker-model or --model",
-    "judge": "--judges, --judge-model or --model (or --no-judge)",
+    "member": "--member-model",
+    "tracker": "--tracker-model",
+    "judge": "--judge-model or --judges",
 }
 
 
-def problem_line(problem: Problem) -> str:
-    """`supporter model 'x/y': unknown model; use provider/model, … (set it with --supporter)`."""
+def _fix(roles: tuple[str, ...]) -> str:
+    own = [ROLE_OPTIONS.get(r, f"the {r} model") for r in roles]
+    text = "change it with " + ", ".join(own)
+    if any(r != "supporter" for r in roles):
+        per_role = ", ".join(o for r, o in zip(roles, own, strict=True) if r != "supporter")
+        text = "change it with --model, or per role with " + per_role
+        if "supporter" in roles:
+            text += ", and --supporter"
+    if "judge" in roles:
+        text += "; or skip judging with --no-judge"
+    return text
+
+
+def problem_line(problem: Problem, label: str | None = None) -> str:
+    """`supporter model 'x/y': unknown model; use provider/model, … (change it with --supporter)`."""
     reason = problem.reason.removeprefix(f"model {problem.model!r}: ")
     reason = reason.replace(f"unknown model {problem.model!r}", "unknown model")
-    options = "; ".join(ROLE_OPTIONS.get(r, f"the {r} model") for r in problem.roles)
-    return f"{', '.join(problem.roles)} model {problem.model!r}: {reason} (set it with {options})"
+    what = f"{label!r}" if label else f"model {problem.model!r}"
+    return f"{', '.join(problem.roles)} {what}: {reason} ({_fix(problem.roles)})"
 
 
-def preflight(settings: ModelSettings, client, uses: list[tuple[str, str]]) -> None:
-    """Check every (role, model) once before any work; raise one UserError listing each unusable model."""
+def preflight(
+    settings: ModelSettings, client, uses: list[tuple[str, str]], labels: dict[str, str] | None = None
+) -> None:
+    """Check every (role, model) once before any work; raise one UserError listing each unusable model
+    (`labels`: how to name a model to the user, e.g. the `URL#model` they typed for an endpoint)."""
     from personas.common.errors import UserError
     from simulator.llm.preflight import check_models
 
@@ -46,7 +62,7 @@ def preflight(settings: ModelSettings, client, uses: list[tuple[str, str]]) -> N
         check_models(client, uses, endpoints=dict(settings.api_bases), probe_client=probe_client)
     )
     if problems:
-        raise UserError("\n       ".join(problem_line(p) for p in problems))
+        raise UserError("\n       ".join(problem_line(p, (labels or {}).get(p.model)) for p in problems))
 
 
 @user_errors

@@ -222,9 +222,13 @@ def _enricher(src: Path, model: str | None):
     from simulator.cli._models import make_client, model_settings
     from simulator.enrich import enrich_cases
 
+    from simulator.cli._render import Waiting
+    from simulator.llm.progress import watching
+
     samples = load_rescue(src)
     client = make_client(model_settings(model))
-    outcome = asyncio.run(enrich_cases([(case_from_sample(s), s) for s in samples], client))
+    with Waiting(console) as waiting, watching(waiting.hook):  # a spinner per model call while cards are enriched
+        outcome = asyncio.run(enrich_cases([(case_from_sample(s), s) for s in samples], client))
 
     def lookup(case, sample):
         return outcome.enriched.get(sample.sample_id, case)

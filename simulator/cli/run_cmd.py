@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from personas.library import load_library, resolve_case
+from personas.common.errors import UserError
 from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings
 
@@ -22,8 +23,6 @@ ModelOpt = Annotated[
 
 def parse_seeds(seed: int, seeds: str | None) -> list[int]:
     """`--seeds 0,1,2` or `0-9` (inclusive); an empty or backwards range is an error, not an empty run."""
-    from personas.common.errors import UserError
-
     if not seeds:
         return [seed]
     hint = "use a list like 0,1,2 or a range like 0-9"
@@ -93,6 +92,7 @@ def run(
     from simulator.cli._render import LiveSession, Tally, Waiting, session_footer
     from simulator.cli.models_cmd import preflight
     from simulator.llm.progress import watching
+    from simulator.redact import redact
     from simulator.runner.runs import RunConfig, RunEvents, default_run_dir, run_sessions
     from simulator.supporters import FreeTextSupporter, HumanSupporter, ModelSupporter, parse_supporter_spec
 
@@ -105,8 +105,6 @@ def run(
     spec = supporter or settings.default
     sup = parse_supporter_spec(spec, client, api_bases=api_bases)
     if isinstance(sup, HumanSupporter):
-        from personas.common.errors import UserError
-
         raise UserError("--supporter human: use `rescue-sim play --case ID` to be the supporter yourself")
     settings.api_bases.update(api_bases)
     panel = [j.strip() for j in judges.split(",") if j.strip()] if judges else []
@@ -125,7 +123,8 @@ def run(
     uses = [("supporter", sup.model)] if isinstance(sup, ModelSupporter | FreeTextSupporter) else []
     uses += [(r, config.models[r]) for r in ("member", "tracker")]
     uses += [("judge", j) for j in config.judges] if config.judge else []
-    preflight(settings, client, uses)  # every model checked once, before anything is written
+    labels = {sup.model: redact(spec)} if isinstance(sup, FreeTextSupporter) else {}
+    preflight(settings, client, uses, labels)  # every model checked once, before anything is written
     live = None
     waiting = Waiting(console)
     board = None
@@ -142,7 +141,10 @@ def run(
             console.rule(f"[bold]{sid}[/]" + (" [dim](resuming)[/]" if resumed else ""))
         live = None if no_live else LiveSession(console, show_inner=not hide_inner)
 
+    latest: dict = {}  # session id -> its latest record, to save a session a config error stopped
+
     def update(record) -> None:
+        latest[record.session_id] = record
         if live is not None:
             live(record)
 
@@ -180,6 +182,13 @@ def run(
     except KeyboardInterrupt:
         err_console.print(f"[yellow]interrupted[/]: session saved as incomplete in {out_dir}; rerun to resume")
         raise typer.Exit(130) from None
+    except UserError:  # e.g. a model unknown to litellm mid-session: the run stops, the session says failed
+        from simulator.runfolder import RunFolder
+
+        for record in latest.values():
+            if record.status.value == "failed":
+                RunFolder(out_dir).write_session(record)
+        raise
     stats = getattr(client, "embedded_stats", lambda: None)()
     if stats and stats["prompt_tokens"]:
         share = stats["cached_prompt_tokens"] / stats["prompt_tokens"]

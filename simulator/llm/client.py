@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import random
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from simulator.llm.cache import CallCache
+from simulator.llm import progress
 from simulator.redact import redact
 from simulator.llm.embedded import (
     DEFAULT_LOCAL_MODEL,
@@ -152,6 +154,12 @@ class LiteLLMClient:
             return
         lib = self._lib()
         try:
+            lib.get_llm_provider(model=model)  # litellm's own lookup: an unknown provider fails here, not mid-session
+        except Exception:  # noqa: BLE001 - litellm raises BadRequestError for providers it does not know
+            raise ModelConfigError(
+                f"unknown model {model!r}; use provider/model, e.g. openai/gpt-4o-mini"
+            ) from None
+        try:
             env = lib.validate_environment(model=model)
         except Exception as err:  # noqa: BLE001 - litellm raises many kinds for unknown models
             raise ModelConfigError(
@@ -247,6 +255,8 @@ class LiteLLMClient:
         """One logical call with retries for provider errors and timeouts."""
         key = self._key(model, messages, params, schema) if self._cache is not None else ""
         if self._cache is not None and (hit := self._cache.get(key)) is not None:
+            if (watch := progress.start(role, model)) is not None:  # a watcher counts replayed calls too
+                watch.finish()
             finish = hit.get("finish_reason")
             return _Attempt(hit["text"], Usage(**hit["usage"]), hit.get("cost"), 0, 0.0, True, finish)
         direct = self._direct(model)
@@ -269,34 +279,41 @@ class LiteLLMClient:
             kwargs["api_base"] = self.settings.api_bases[model]
             kwargs.setdefault("api_key", os.environ.get("RESCUE_SIM_ENDPOINT_KEY", "none"))
         attempt, seconds = 0, 0.0
-        while True:
-            attempt += 1
-            try:
-                async with self._semaphore(model):
-                    began = time.perf_counter()  # model time only: waiting for a concurrency slot is not latency
-                    try:
-                        response = await asyncio.wait_for(
-                            (direct or lib).acompletion(**kwargs), timeout=self.settings.timeout_s * 1.05 + 0.5
-                        )
-                    finally:
-                        seconds += time.perf_counter() - began
-                break
-            except asyncio.TimeoutError:
-                reason = f"timed out after {self.settings.timeout_s:.0f}s"
-            except Exception as err:  # noqa: BLE001 - classified by litellm's exception names below
-                name = type(err).__name__
-                if name in _CONFIG:
-                    raise ModelConfigError(f"model {model!r}: {name}: {_one_line(err)}") from None
-                if name == "BadRequestError" and "LLM Provider NOT provided" in str(err):
-                    raise ModelConfigError(
-                        f"unknown model {model!r}; use provider/model, e.g. openai/gpt-4o-mini"
-                    ) from None
-                if name not in _RETRYABLE:
-                    raise ModelError(model, f"{name}: {_one_line(err)}", attempts=attempt) from None
-                reason = f"{name}: {_one_line(err)}"
-            if attempt > self.settings.max_retries:
-                raise ModelError(model, f"failed after {attempt} attempts: {reason}", attempts=attempt)
-            await asyncio.sleep(min(30.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random()))
+        watch = progress.start(role, model)  # None unless a live view is watching
+        try:
+            while True:
+                attempt += 1
+                try:
+                    async with self._semaphore(model):
+                        began = time.perf_counter()  # model time only: waiting for a concurrency slot is not latency
+                        try:
+                            with progress.in_flight(watch):
+                                response = await asyncio.wait_for(
+                                    (direct or lib).acompletion(**kwargs), timeout=self.settings.timeout_s * 1.05 + 0.5
+                                )
+                        finally:
+                            seconds += time.perf_counter() - began
+                    break
+                except asyncio.TimeoutError:
+                    reason = f"timed out after {self.settings.timeout_s:.0f}s"
+                except Exception as err:  # noqa: BLE001 - classified by litellm's exception names below
+                    name = type(err).__name__
+                    if name in _CONFIG:
+                        raise ModelConfigError(f"model {model!r}: {name}: {_one_line(err)}") from None
+                    if name == "BadRequestError" and "LLM Provider NOT provided" in str(err):
+                        raise ModelConfigError(
+                            f"unknown model {model!r}; use provider/model, e.g. openai/gpt-4o-mini"
+                        ) from None
+                    if name not in _RETRYABLE:
+                        raise ModelError(model, f"{name}: {_one_line(err)}", attempts=attempt) from None
+                    reason = f"{name}: {_one_line(err)}"
+                if attempt > self.settings.max_retries:
+                    raise ModelError(model, f"failed after {attempt} attempts: {reason}", attempts=attempt)
+                await asyncio.sleep(min(30.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random()))
+        except BaseException:
+            if watch is not None:
+                watch.finish(failed=True)
+            raise
         text = response.choices[0].message.content or ""
         finish = getattr(response.choices[0], "finish_reason", None)
         u = getattr(response, "usage", None)
@@ -307,6 +324,13 @@ class LiteLLMClient:
             cached_prompt_tokens=getattr(details, "cached_tokens", 0) or 0,
         )
         cost = 0.0 if provider_of(model) == LOCAL_PROVIDER else (response._hidden_params or {}).get("response_cost")
+        if watch is not None:
+            watch.finish(
+                prompt_tokens=usage.prompt_tokens,
+                prompt_done=usage.prompt_tokens,
+                cached_tokens=usage.cached_prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+            )
         if self._cache is not None:
             self._cache.put(key, {"text": text, "usage": usage.model_dump(), "cost": cost, "finish_reason": finish})
         return _Attempt(text, usage, cost, attempt, seconds, False, finish)
@@ -544,9 +568,14 @@ def _wants_response_format(lib: Any, model: str) -> bool:
         return False
 
 
+_OBJECT_REPR = re.compile(r"(?:\w+:)?<([\w.]+) object at 0x[0-9a-fA-F]+>")
+
+
 def _one_line(err: BaseException) -> str:
-    """An exception as one short line, with secrets removed (provider errors sometimes echo keys)."""
-    return redact(" ".join(str(err).split()))[:300]
+    """An exception as one short line, with secrets removed (provider errors sometimes echo keys) and object
+    reprs such as `ssl:<ssl.SSLContext object at 0x7f…>` dropped: they say nothing a user can act on."""
+    text = _OBJECT_REPR.sub("", " ".join(str(err).split()))
+    return redact(" ".join(text.split()))[:300]
 
 
 def _register_local_provider(litellm: Any, settings: ModelSettings) -> None:
@@ -577,6 +606,14 @@ def _register_local_provider(litellm: Any, settings: ModelSettings) -> None:
             schema = (
                 (rf.get("json_schema") or {}).get("schema") if rf.get("type") == "json_schema" else rf.get("schema")
             )
+            watch, on_progress = progress.current(), None
+            if watch is not None:  # a live view is watching: report reading and writing as it happens
+
+                def on_progress(total: int, done: int, cached: int, generated: int) -> None:
+                    watch.update(
+                        prompt_tokens=total, prompt_done=done, cached_tokens=cached, completion_tokens=generated
+                    )
+
             result = await asyncio.to_thread(
                 engine.generate,
                 messages,
@@ -585,6 +622,7 @@ def _register_local_provider(litellm: Any, settings: ModelSettings) -> None:
                 seed=optional_params.get("seed"),
                 stop=optional_params.get("stop"),
                 json_schema=schema,
+                progress=on_progress,
             )
             model_response.choices[0].message.content = result.text
             model_response.choices[0].finish_reason = result.finish_reason

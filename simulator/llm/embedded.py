@@ -15,9 +15,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from personas.common.errors import UserError
+from simulator.llm.kvstate import PrefixStates
 
 DEFAULT_LOCAL_MODEL = "local/qwen2.5-coder-1.5b"
 # Ids earlier versions used for the same weights; they keep working and are recorded under the true name.
@@ -30,6 +32,7 @@ INSTALL_HINT = "pip install 'rescue-sim[local]'"
 # ChatML, the template Qwen2.5 was trained with. Rendered by hand so a trailing assistant message becomes a
 # pre-filled reply the model continues, and so the prompt bytes (and llama.cpp's prefix cache) stay stable.
 _IM_START, _IM_END = "<|im_start|>", "<|im_end|>"
+PROMPT_CHUNK = 256  # tokens per prompt-reading step (progress granularity; llama.cpp batches up to 512)
 
 
 class EmbeddedModelError(UserError):
@@ -202,6 +205,7 @@ class EmbeddedStats:
     cached_prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    prefix_restores: int = 0  # calls that started from a saved KV state of an earlier prompt of their kind
 
 
 @dataclass
@@ -220,6 +224,7 @@ class EmbeddedModel:
     path: Path
     n_threads: int = field(default_factory=default_threads)
     n_ctx: int = 8192
+    prefix_states: int = 4  # KV snapshots kept (members+tracker, supporter, judge each keep their prefix)
     stats: EmbeddedStats = field(default_factory=EmbeddedStats)
 
     def __post_init__(self) -> None:
@@ -237,6 +242,23 @@ class EmbeddedModel:
             verbose=False,
         )
         self._grammars: dict[str, Any] = {}
+        self._states = PrefixStates(capacity=self.prefix_states)
+
+    def _read_prompt(
+        self, tokens: list[int], cached: int, progress: Callable[[int, int, int, int], None] | None
+    ) -> None:
+        """Evaluate the prompt after its cached prefix in chunks (all but its last token, which the completion
+        call evaluates), reporting progress: the same work llama.cpp would do in one go, made visible."""
+        llm, total = self._llm, len(tokens)
+        if progress is not None:
+            progress(total, cached, cached, 0)
+        if cached >= total - 1:
+            return
+        llm.n_tokens = cached  # keep the shared prefix; eval() drops the cache after it
+        for start in range(cached, total - 1, PROMPT_CHUNK):
+            llm.eval(tokens[start : min(total - 1, start + PROMPT_CHUNK)])
+            if progress is not None:
+                progress(total, llm.n_tokens, cached, 0)
 
     def _grammar(self, schema: dict[str, Any]) -> Any:
         # llama-cpp-python ignores OpenAI-style json_schema response formats; constrain with a grammar instead.
@@ -256,7 +278,10 @@ class EmbeddedModel:
         seed: int | None,
         stop: list[str] | None = None,
         json_schema: dict[str, Any] | None = None,
+        progress: Callable[[int, int, int, int], None] | None = None,
     ) -> EmbeddedResult:
+        """One completion. `progress(prompt_tokens, read, cached, generated)` is called as the prompt is read
+        (in chunks) and after every generated token, from this (worker) thread."""
         prompt = render_chatml(messages)
         with self._lock:
             started = time.perf_counter()
@@ -265,11 +290,16 @@ class EmbeddedModel:
                 raise ValueError(
                     f"prompt of {len(tokens)} tokens + {max_tokens} to generate exceeds n_ctx={self.n_ctx}"
                 )
-            cached = 0
-            for a, b in zip(self._llm._input_ids[: self._llm.n_tokens], tokens):
-                if a != b:
-                    break
-                cached += 1
+            cached = self._states.prepare(self._llm, tokens)  # this role's last state, if it shares more
+            self._read_prompt(tokens, cached, progress)
+            report = None
+            if progress is not None:
+                n = len(tokens)
+
+                def report(ids: Any, _logits: Any) -> bool:  # llama-cpp-python's per-token stopping hook
+                    progress(n, n, cached, max(0, len(ids) - n + 1))
+                    return False
+
             out = self._llm.create_completion(
                 tokens,
                 max_tokens=max_tokens,
@@ -279,7 +309,9 @@ class EmbeddedModel:
                 seed=seed if seed is not None else 0,
                 stop=[_IM_END, *(stop or [])],
                 grammar=self._grammar(json_schema) if json_schema is not None else None,
+                stopping_criteria=report,
             )
+            self._states.save(self._llm)
             elapsed = time.perf_counter() - started
         choice = out["choices"][0]
         usage = out["usage"]
@@ -289,6 +321,7 @@ class EmbeddedModel:
         self.stats.cached_prompt_tokens += cached
         self.stats.completion_tokens += usage["completion_tokens"]
         self.stats.seconds += elapsed
+        self.stats.prefix_restores = self._states.restored
         return EmbeddedResult(
             text=choice["text"],
             prompt_tokens=usage["prompt_tokens"],
