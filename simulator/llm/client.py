@@ -497,14 +497,7 @@ class _DirectOpenAI:
     ) -> _Response:
         import aiohttp
 
-        body: dict[str, Any] = {"model": model.split("/", 1)[1], "messages": messages, "temperature": temperature}
-        body["max_tokens"] = max_tokens
-        if seed is not None:
-            body["seed"] = seed
-        if stop:
-            body["stop"] = stop
-        if response_format is not None:
-            body["response_format"] = response_format
+        body = chat_body(model, messages, max_tokens, temperature, seed, stop, response_format)
         url = api_base.rstrip("/") + "/chat/completions"
         headers = {"Content-Type": "application/json", "Authorization": f"Bearer {api_key}"}
         session = await self._session()
@@ -537,6 +530,27 @@ class _DirectOpenAI:
             ),
             _hidden_params={"response_cost": None},  # as litellm: the cost of a self-hosted model is unknown
         )
+
+
+def chat_body(
+    model: str,
+    messages: list[dict[str, str]],
+    max_tokens: int,
+    temperature: float,
+    seed: int | None = None,
+    stop: list[str] | None = None,
+    response_format: dict | None = None,
+) -> dict[str, Any]:
+    """The JSON body of one chat completion request on the lean path (what litellm sends for `hosted_vllm/`)."""
+    body: dict[str, Any] = {"model": model.split("/", 1)[1], "messages": messages, "temperature": temperature}
+    body["max_tokens"] = max_tokens
+    if seed is not None:
+        body["seed"] = seed
+    if stop:
+        body["stop"] = stop
+    if response_format is not None:
+        body["response_format"] = response_format
+    return body
 
 
 async def _session_holder() -> Any:

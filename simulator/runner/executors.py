@@ -6,10 +6,13 @@ folder. So a cluster needs no shared filesystem for results, and kill-safety is 
 
 - `local`: one asyncio task per session over one shared, metered ModelClient (its per-provider semaphores
   and its call cache are shared by all sessions). Unfinished sessions are checkpointed as they go.
-- `ray`: one Ray task per session. Each task builds its own client: from the picklable `ModelSettings` when the
-  client is the litellm client (the usual case), else from a pickled copy of the client (e.g. a test fake).
-  A task returns the finished record and its call counts; nothing is checkpointed mid-session, so a killed
-  driver reruns the sessions that were in flight (each node's call cache replays what had succeeded).
+- `ray`: each session is one Ray actor task, on one of `min(concurrency, cluster CPUs)` async actors
+  (`SessionWorker`) that each run up to concurrency / workers sessions at once in their own event loop, so
+  sessions waiting on a model cost no CPU slot. Each actor builds its own client: from the picklable
+  `ModelSettings` when the client is the litellm client (the usual case), else from a pickled copy of it (a
+  test fake). A task returns the finished record and its call counts; nothing is checkpointed mid-session, so
+  a killed driver (its actors die with it) reruns the sessions that were in flight, and each node's call cache
+  replays what had succeeded.
 """
 
 from __future__ import annotations
@@ -176,25 +179,34 @@ def _build_client(payload: tuple[str, Any]) -> ModelClient:
     return value
 
 
-def ray_session(payload: tuple[str, Any], spec_json: str, factory: Any, models: dict[str, str]) -> tuple[str, tuple]:
-    """The body of one Ray task: build a client, run the session, return the record and the call counts."""
-    from simulator.runner.runs import MeteredClient, SessionSpec, run_one
+class SessionWorker:
+    """A Ray actor (one per CPU it is given) running many sessions at once in its own event loop, over one
+    client of its own: the client's connection pool, per-provider limits and call cache serve all of them."""
 
-    spec = SessionSpec.model_validate_json(spec_json)
-    client = MeteredClient(_build_client(payload))
-    state: dict[str, Any] = {}
+    def __init__(self, payload: tuple[str, Any], factory: Any, models: dict[str, str]):
+        self.client = _build_client(payload)
+        self.factory, self.models = factory, models
 
-    def update(record: SessionRecord) -> None:
-        state["last"] = record
+    async def run(self, spec_json: str) -> tuple[str, tuple]:
+        """One session: the record (JSON) and its call counts (calls, tokens, cost, cache hits, failed calls)."""
+        from simulator.runner.runs import MeteredClient, SessionSpec, run_one
 
-    try:
-        record = asyncio.run(run_one(spec, client, factory(spec, client), models=models, on_update=update))
-    except UserError:
-        raise
-    except Exception as err:  # noqa: BLE001 - recorded as a failed session, as locally
-        record = _crashed(spec, models, err, state.get("last"))
-    counts = (client.calls, client.tokens, client.cost_usd, client.cache_hits, client.failed_calls)
-    return record.model_dump_json(), counts
+        spec = SessionSpec.model_validate_json(spec_json)
+        client = MeteredClient(self.client)  # per session, so concurrent sessions are counted apart
+        state: dict[str, Any] = {}
+
+        def update(record: SessionRecord) -> None:
+            state["last"] = record
+
+        try:
+            supporter = self.factory(spec, client)
+            record = await run_one(spec, client, supporter, models=self.models, on_update=update)
+        except UserError:
+            raise
+        except Exception as err:  # noqa: BLE001 - recorded as a failed session, as locally
+            record = _crashed(spec, self.models, err, state.get("last"))
+        counts = (client.calls, client.tokens, client.cost_usd, client.cache_hits, client.failed_calls)
+        return record.model_dump_json(), counts
 
 
 async def execute_ray(
@@ -216,20 +228,29 @@ async def execute_ray(
             ray.init(address=address, log_to_driver=False)
         else:
             ray.init(include_dashboard=False, log_to_driver=False)
-    remote = ray.remote(max_retries=0)(ray_session)
-    payload = ray.put(_client_payload(client.inner))
+    cpus = int(ray.cluster_resources().get("CPU", 1)) or 1
+    n_workers = max(1, min(concurrency, cpus))
+    per_worker = -(-concurrency // n_workers)
+    worker_cls = ray.remote(num_cpus=1, max_concurrency=per_worker, max_restarts=0)(SessionWorker)
+    payload = _client_payload(client.inner)
+    workers = [worker_cls.remote(payload, factory, models) for _ in range(n_workers)]
+    load = [0] * n_workers
     refs: dict[asyncio.Future, Any] = {}
 
     def start(spec: SessionSpec) -> asyncio.Future:
         hooks.started(spec)
-        ref = remote.remote(payload, spec.model_dump_json(), factory, models)
-        fut = asyncio.ensure_future(_collect(spec, ref))
+        i = min(range(n_workers), key=load.__getitem__)  # the least busy worker
+        load[i] += 1
+        ref = workers[i].run.remote(spec.model_dump_json())
+        fut = asyncio.ensure_future(_collect(spec, ref, i))
         refs[fut] = ref
         return fut
 
-    async def _collect(spec: SessionSpec, ref: Any) -> None:
+    async def _collect(spec: SessionSpec, ref: Any, worker: int) -> None:
         try:
             record_json, counts = await ref
+        except asyncio.CancelledError:
+            raise
         except UserError:
             raise
         except Exception as err:  # noqa: BLE001 - a worker that died: the session failed, with why
@@ -238,14 +259,20 @@ async def execute_ray(
                 raise cause from None
             await hooks.finished(spec, _crashed(spec, models, cause, None))
             return
+        finally:
+            load[worker] -= 1
         client.add(*counts)
         await hooks.finished(spec, SessionRecord.model_validate_json(record_json))
 
     async def stop(running: dict[asyncio.Future, SessionSpec]) -> None:
         for fut, spec in running.items():
-            ray.cancel(refs[fut], force=True)
+            ray.cancel(refs[fut])  # an async actor task: cancelled in its event loop
             fut.cancel()
             hooks.abandoned(spec)
         await asyncio.gather(*running, return_exceptions=True)
 
-    return await _supervise(pending, start, hooks, concurrency, stop)
+    try:
+        return await _supervise(pending, start, hooks, concurrency, stop)
+    finally:
+        for w in workers:
+            ray.kill(w)

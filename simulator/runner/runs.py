@@ -28,6 +28,7 @@ import json
 import re
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -44,6 +45,8 @@ from simulator.supporters import Supporter
 from simulator.view import SupporterKnows
 
 ROLES = ("member", "tracker", "judge")
+# The session whose work is running in this task (and the tasks it starts): for attributing calls and logs.
+CURRENT_SESSION: ContextVar[str | None] = ContextVar("rescue_sim_current_session", default=None)
 CHECKPOINT_EVERY_S = 5.0  # unfinished sessions are saved at most this often (and always when they end)
 
 
@@ -324,6 +327,7 @@ async def run_one(
         if on_update is not None:
             on_update(_finalise(record, spec))
 
+    CURRENT_SESSION.set(spec.session_id)  # each session runs in its own task, so this stays with it
     record = await run_session(
         spec.case,
         supporter,

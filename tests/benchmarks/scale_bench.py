@@ -5,7 +5,10 @@ process, so its CPU is not counted as the runner's. Four parts, printed side by 
 
 a. Throughput of the runner (`run_specs`, sessions of 4 member turns, supporter = a structured model) at
    concurrency 1, 8, 32 and 64 with 200 ms model latency, next to a bare aiohttp client replaying the very same
-   request bodies at the same concurrency. Target: runner / bare >= 0.8 at every concurrency.
+   request bodies: (1) session by session, each session's requests in order, the same number of sessions in
+   flight (the runner's own workload minus everything but HTTP: the ratio against it is the target,
+   >= 0.8), and (2) all requests at once, `concurrency` in flight, no order (an upper bound: no session has to
+   wait for its previous reply).
 b. CPU per model call, all-in, broken down by subtraction over the same calls: I/O (the bare client's CPU per
    request), validation (parsing and validating the replies), client (the model client's own work: prompt
    rendering, cache keys, retries, accounting) and graph (everything above the client: LangGraph, the engine,
@@ -92,22 +95,52 @@ class Recorder:
         return out
 
 
-async def bare_replay(url: str, bodies: list[str], concurrency: int) -> tuple[float, float]:
-    """POST the recorded bodies with a plain aiohttp session; returns (wall s, CPU s)."""
+async def bare_replay(url: str, sessions: list[list[str]], concurrency: int, ordered: bool) -> tuple[float, float]:
+    """POST the recorded bodies with a plain aiohttp session; returns (wall s, CPU s).
+
+    `ordered`: `concurrency` workers each take the next session and send its requests one after another (as
+    the runner does); else every request is independent, `concurrency` in flight."""
     import aiohttp
 
-    sem = asyncio.Semaphore(concurrency)
     headers = {"Content-Type": "application/json", "Authorization": "Bearer none"}
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
 
-        async def one(body: str) -> None:
-            async with sem:
-                async with session.post(url + "/chat/completions", data=body, headers=headers) as resp:
-                    json.loads(await resp.read())
+        async def post(body: str) -> None:
+            async with session.post(url + "/chat/completions", data=body, headers=headers) as resp:
+                json.loads(await resp.read())
+
+        queue = list(reversed(sessions)) if ordered else [[b] for s in reversed(sessions) for b in reversed(s)]
+
+        async def worker() -> None:
+            while queue:
+                for body in queue.pop():
+                    await post(body)
 
         t0, c0 = time.perf_counter(), time.process_time()
-        await asyncio.gather(*(one(b) for b in bodies))
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
         return time.perf_counter() - t0, time.process_time() - c0
+
+
+def record_bodies(client: Any) -> dict[str, list[str]]:
+    """Keep every HTTP body the client's lean path sends, per session (benchmark instrumentation)."""
+    from collections import defaultdict
+
+    from simulator.llm.client import chat_body
+    from simulator.runner.runs import CURRENT_SESSION
+
+    bodies: dict[str, list[str]] = defaultdict(list)
+    send = client._http.acompletion
+
+    async def recording(**kw: Any) -> Any:
+        body = chat_body(
+            kw["model"], kw["messages"], kw["max_tokens"], kw["temperature"], kw.get("seed"), kw.get("stop"),
+            kw.get("response_format"),
+        )
+        bodies[CURRENT_SESSION.get() or ""].append(json.dumps(body))
+        return await send(**kw)
+
+    client._http.acompletion = recording
+    return bodies
 
 
 async def client_replay(client: Any, calls: list, concurrency: int) -> tuple[float, float]:
@@ -133,34 +166,33 @@ def validation_cpu(calls: list) -> float:
 
 def run_runner(url: str, specs: list[SessionSpec], concurrency: int, *, litellm: bool = False, record: bool = False):
     client: Any = LiteLLMClient(settings_for(url, litellm=litellm, timeout_s=30))
+    bodies = record_bodies(client) if not litellm else {}
     recorder = Recorder(client) if record else None
     with tempfile.TemporaryDirectory() as d:
         t0, c0 = time.perf_counter(), time.process_time()
         summary = asyncio.run(run_specs(specs, recorder or client, d, concurrency=concurrency))
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return summary, wall, cpu, recorder
+    return summary, wall, cpu, recorder, list(bodies.values())
 
 
 # -- a + b ---------------------------------------------------------------------------------------------------------
 
 
 def bench_throughput(levels: list[int], per_level: int, litellm: bool) -> dict[int, dict]:
-    print("\n== a. throughput at 200 ms model latency (runner vs bare aiohttp client, same requests) ==")
+    path = "litellm path" if litellm else "lean HTTP path"
+    print(f"\n== a. throughput at 200 ms model latency, {path} (runner vs a bare aiohttp client, same requests) ==")
     print(
         f"{'conc':>4} {'sessions':>8} {'calls':>6} | {'runner calls/s':>14} {'sessions/min':>12} {'in flight':>9}"
-        f" | {'bare calls/s':>12} | {'ratio':>5} | {'CPU ms/call':>11}"
+        f" | {'bare, by session':>16} {'ratio':>5} | {'bare, unordered':>15} {'ratio':>5} | {'CPU ms/call':>11}"
     )
     rows: dict[int, dict] = {}
-    with spawn_server(latency_s=0.2, record=True) as srv:
+    with spawn_server(latency_s=0.2) as srv:
         run_runner(srv.url, specs_for(2), 2, litellm=litellm)  # warm imports, schemas and the connection pool
         for c in levels:
             specs = specs_for(max(2, per_level * c))
             srv.reset()
-            summary, wall, cpu, recorder = run_runner(srv.url, specs, c, litellm=litellm, record=c == 32)
+            summary, wall, cpu, recorder, sessions = run_runner(srv.url, specs, c, litellm=litellm, record=c == 32)
             st = srv.stats()
-            bodies = srv.recorded
-            srv.reset()
-            bwall, bcpu = asyncio.run(bare_replay(srv.url, bodies, c))
             calls = st["requests"]
             row = dict(
                 sessions=len(specs),
@@ -170,21 +202,64 @@ def bench_throughput(levels: list[int], per_level: int, litellm: bool) -> dict[i
                 cpu=cpu,
                 rate=calls / wall,
                 spm=len(summary.finished) / wall * 60,
-                bare_rate=len(bodies) / bwall,
-                bare_cpu=bcpu / max(1, len(bodies)),
                 in_flight=st["max_in_flight"],
                 recorder=recorder,
             )
-            row["ratio"] = row["rate"] / row["bare_rate"]
+            if sessions:
+                n = sum(len(s) for s in sessions)
+                bwall, bcpu = asyncio.run(bare_replay(srv.url, sessions, c, ordered=True))
+                uwall, _ = asyncio.run(bare_replay(srv.url, sessions, c, ordered=False))
+                row.update(bare_rate=n / bwall, bare_cpu=bcpu / n, flat_rate=n / uwall)
+                row["ratio"] = row["rate"] / row["bare_rate"]
+                row["flat_ratio"] = row["rate"] / row["flat_rate"]
+                bare = f"{row['bare_rate']:>16.1f} {row['ratio']:>5.2f} | {row['flat_rate']:>15.1f} {row['flat_ratio']:>5.2f}"
+            else:
+                bare = f"{'-':>16} {'-':>5} | {'-':>15} {'-':>5}"
             rows[c] = row
             print(
                 f"{c:>4} {len(specs):>8} {calls:>6} | {row['rate']:>14.1f} {row['spm']:>12.1f} {st['max_in_flight']:>9}"
-                f" | {row['bare_rate']:>12.1f} | {row['ratio']:>5.2f} | {cpu / calls * 1000:>11.2f}"
+                f" | {bare} | {cpu / calls * 1000:>11.2f}"
             )
             if row["completed"] != len(specs):
                 print(f"     note: {len(specs) - row['completed']} session(s) did not complete: "
                       + "; ".join(sorted({r.failure or '' for r in summary.failed})[:3]))
     return rows
+
+
+rows_io: dict[str, float] = {}
+
+
+def bench_ray(levels: list[int], per_level: int, rows: dict[int, dict]) -> None:
+    """The same workloads on `--executor ray` (a local Ray with one async actor per core), against the same
+    bare figures (the requests are the same: replies depend only on the request)."""
+    import ray
+
+    print("\n== a'. throughput with --executor ray on this machine (one async worker actor per core) ==")
+    print(f"{'conc':>4} {'sessions':>8} {'calls':>6} | {'runner calls/s':>14} {'sessions/min':>12} | {'bare, by session':>16} {'ratio':>5}")
+    t0 = time.perf_counter()
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    print(f"  (ray.init took {time.perf_counter() - t0:.1f}s)")
+    try:
+        with spawn_server(latency_s=0.2) as srv:
+            warm = specs_for(4)
+            with tempfile.TemporaryDirectory() as d:
+                asyncio.run(run_specs(warm, LiteLLMClient(settings_for(srv.url, timeout_s=30)), d, concurrency=4, executor="ray"))
+            for c in levels:
+                specs = specs_for(max(2, per_level * c))
+                srv.reset()
+                client = LiteLLMClient(settings_for(srv.url, timeout_s=30))
+                with tempfile.TemporaryDirectory() as d:
+                    t0 = time.perf_counter()
+                    summary = asyncio.run(run_specs(specs, client, d, concurrency=c, executor="ray"))
+                    wall = time.perf_counter() - t0
+                calls = srv.stats()["requests"]
+                rate = calls / wall
+                base = rows.get(c, {}).get("bare_rate")
+                ratio = f"{rate / base:>5.2f}" if base else f"{'-':>5}"
+                print(f"{c:>4} {len(specs):>8} {calls:>6} | {rate:>14.1f} {len(summary.finished) / wall * 60:>12.1f}"
+                      f" | {base or 0:>16.1f} {ratio}")
+    finally:
+        ray.shutdown()
 
 
 def bench_breakdown(row: dict, url_latency: float = 0.2, litellm: bool = False, label: str = "") -> None:
@@ -197,7 +272,7 @@ def bench_breakdown(row: dict, url_latency: float = 0.2, litellm: bool = False, 
         _, ccpu = asyncio.run(client_replay(client, calls, 32))
     total = row["cpu"] / n * 1000
     client_all = ccpu / len(calls) * 1000
-    io = row["bare_cpu"] * 1000
+    io = row.get("bare_cpu", rows_io.get("bare_cpu", 0.0)) * 1000
     validation = validation_cpu(calls) / len(calls) * 1000
     client_only = max(0.0, client_all - io - validation)
     graph = max(0.0, total - client_all)
@@ -316,6 +391,7 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="Fewer sessions per level (noisier).")
     p.add_argument("--litellm", action="store_true", help="Also measure the litellm path (the client before).")
     p.add_argument("--only", default="abcd", help="Parts to run, e.g. 'ab'.")
+    p.add_argument("--ray", action="store_true", help="Also run part a on `--executor ray` (needs the ray extra).")
     p.add_argument("--child", nargs=4, metavar=("OUT", "URL", "N", "CONC"), help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.child:
@@ -327,14 +403,19 @@ def main() -> None:
     per_level = 1 if a.quick else 2
     if "a" in a.only or "b" in a.only:
         rows = bench_throughput([1, 8, 32, 64], per_level, litellm=False)
+        rows_io["bare_cpu"] = rows[32]["bare_cpu"]
         if "b" in a.only:
             bench_breakdown(rows[32], label=" (lean HTTP path)")
         if a.litellm:
             print("\n-- the same with the litellm path (direct_http=False) --")
             lrows = bench_throughput([32], per_level, litellm=True)
             bench_breakdown(lrows[32], litellm=True, label=" (litellm path)")
+        if a.ray:
+            bench_ray([32, 64], per_level, rows)
         ratios = [rows[c]["ratio"] for c in rows]
-        print(f"\n  throughput ratio runner/bare: min {min(ratios):.2f}, median {statistics.median(ratios):.2f}")
+        flat = [rows[c]["flat_ratio"] for c in rows]
+        print(f"\n  runner / bare by session: min {min(ratios):.2f}, median {statistics.median(ratios):.2f} (target >= 0.8)")
+        print(f"  runner / bare unordered: min {min(flat):.2f}, median {statistics.median(flat):.2f}")
     if "c" in a.only:
         bench_faults()
     if "d" in a.only:
