@@ -225,7 +225,7 @@
 
   // ---- pictures ---------------------------------------------------------------------------------------------
   function graphSvg(snap, members, title) {
-    var w = 260, h = 230, cx = w / 2, cy = h / 2 + 6, R = 78;
+    var w = 260, h = 250, cx = w / 2, cy = 138, R = 72;
     var pos = {};
     members.forEach(function (m, i) {
       var a = -Math.PI / 2 + 2 * Math.PI * i / members.length;
@@ -270,7 +270,7 @@
   function trajectorySvg(snaps, members, title, maxTurn) {
     var w = 440, h = 230, L = 28, T = 22, PW = w - L - 10, PH = 140;
     var S = series(snaps, members);
-    var x = function (t) { return L + PW * (maxTurn ? t / maxTurn : 0); };
+    var x = function (t) { return L + PW * t / (maxTurn + 1); }; // one column per turn; the last one has width too
     var y = function (v) { return T + PH - PH * v / 10; };
     var g = sv("svg", { width: w, height: h, "class": "chart trajectory", role: "img" }, sv("title", { text: title }),
       sv("text", { x: 6, y: 14, text: title }));
@@ -286,25 +286,27 @@
     }
     line(S.tension, "#c8423b", null, "mean tension");
     line(S.warmth, "#2a9d6f", null, "mean warmth");
-    S.members.forEach(function (m, i) { line(m.values, "hsl(" + (220 + 50 * i) % 360 + ",55%,45%)", "4 3", m.name + " distress (intensity)"); });
+    S.members.forEach(function (m, i) { line(m.values, memberColor(i), "4 3", m.name + " distress (intensity)"); });
     // pattern timeline
     var py = T + PH + 18;
-    g.appendChild(sv("text", { x: 4, y: py + 10, text: "pattern" }));
+    g.appendChild(sv("text", { x: L, y: py - 3, text: "relation pattern" }));
     for (var i = 0; i < S.turns.length; i++) {
-      var x0 = x(S.turns[i]), x1 = i + 1 < S.turns.length ? x(S.turns[i + 1]) : L + PW;
+      var x0 = x(S.turns[i]), x1 = i + 1 < S.turns.length ? x(S.turns[i + 1]) : x(S.turns[i] + 1);
       var p = S.patterns[i] || "(none)";
       g.appendChild(sv("rect", { x: x0, y: py, width: Math.max(1, x1 - x0), height: 14, fill: "hsl(" + hue(p) + ",55%,70%)" },
         sv("title", { text: "turn " + S.turns[i] + ": " + p })));
       if (x1 - x0 > 60 && (i === 0 || S.patterns[i - 1] !== S.patterns[i])) g.appendChild(sv("text", { x: x0 + 2, y: py + 11, text: p }));
     }
     g.appendChild(sv("text", { x: L, y: h - 6, text: "turn 0" }));
-    g.appendChild(sv("text", { x: L + PW - 40, y: h - 6, text: "turn " + maxTurn }));
+    g.appendChild(sv("text", { x: x(maxTurn) - 20, y: h - 6, text: "turn " + maxTurn }));
     return g;
   }
 
+  function memberColor(i) { return "hsl(" + (220 + 50 * i) % 360 + ",55%,45%)"; }
   function legend(members) {
-    return el("div", { "class": "legend" }, "— mean tension (red), mean warmth (green); dashed: each member's distress (",
-      members.join(", "), "); bottom band: relation pattern per turn. Scale 0–10.");
+    return el("div", { "class": "legend" }, "solid: mean tension (red), mean warmth (green); dashed, each member's distress: ",
+      members.map(function (m, i) { return [el("span", { style: "color:" + memberColor(i) + ";font-weight:600", text: "┄ " + m }), " "]; }),
+      "; band: relation pattern per turn (hover for names). Scale 0–10.");
   }
 
   // ---- session viewer ---------------------------------------------------------------------------------------
