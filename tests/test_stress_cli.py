@@ -136,6 +136,7 @@ def test_run_writes_sessions_checks_and_resumes(tmp_path, monkeypatch):
     record = folder.load_session("nguyen-family__silent__walkout_now__s0__t0")
     assert record.perturbation == "walkout_now" and record.turns[0].directive == "Say you are leaving."
     assert "behavioural checks" in result.output
+    assert "sessions 10/10" in result.output  # the final progress line (calls, tokens, ...)
     assert read_judgment(folder, ids[0]) is None  # judge: false
     calls = len(fake.calls)
     again = runner.invoke(app, ["stress", str(path), "--out", str(out)])

@@ -129,22 +129,26 @@ def stress(
     def checked(result) -> None:
         console.print(f"[dim]  check {escape(result.perturbation)}: {result.status.value} — {escape(result.reason)}[/]")
 
-    events = RunEvents(session_finished=finished)
+    from simulator.cli._progress import RunProgress
+
+    board = RunProgress(console)  # sessions done / failed / running, calls, tokens, cost, ETA
+    events = RunEvents(session_finished=finished, progress=board.update)
     try:
-        summary = asyncio.run(
-            run_stress(
-                config,
-                matrix,
-                client,
-                out_dir,
-                base=base,
-                concurrency=concurrency,
-                executor=executor,  # type: ignore[arg-type]
-                ray_address=ray_address,
-                events=events,
-                on_checked=checked,
+        with board:
+            summary = asyncio.run(
+                run_stress(
+                    config,
+                    matrix,
+                    client,
+                    out_dir,
+                    base=base,
+                    concurrency=concurrency,
+                    executor=executor,  # type: ignore[arg-type]
+                    ray_address=ray_address,
+                    events=events,
+                    on_checked=checked,
+                )
             )
-        )
     except KeyboardInterrupt:
         err_console.print(f"[yellow]interrupted[/]: rerun the same command to resume ({out_dir})")
         raise typer.Exit(130) from None
