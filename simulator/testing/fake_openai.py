@@ -90,6 +90,12 @@ def _text(rng: random.Random, node: dict[str, Any]) -> str:
 
 
 _QUOTED = re.compile(r'"([^"\n]{8,})"')
+_NUMBERED = re.compile(r'^\s*\[(\d+)\] [^:\n]+: "(.+)"\s*$', re.MULTILINE)
+
+
+def numbered_turns(prompt: str) -> dict[int, str]:
+    """Transcript lines `[n] Speaker (to X): "text"` (the judges' layout): turn number -> text."""
+    return {int(n): text for n, text in _NUMBERED.findall(prompt) if text.split()}
 
 
 def quotable_spans(prompt: str) -> list[str]:
@@ -114,12 +120,40 @@ def _quote(rng: random.Random, spans: list[str], hi: int) -> str:
     return " ".join(words[start : start + n])[:hi]
 
 
-def instance_for_schema(schema: dict[str, Any], rng: random.Random | None = None, *, quotable: list[str] = ()) -> Any:
+def _allowed_ints(node: dict[str, Any]) -> Any:
+    if "const" in node:
+        return lambda n: n == node["const"]
+    if "enum" in node:
+        return lambda n: n in node["enum"]
+    lo, hi = node.get("minimum", float("-inf")), node.get("maximum", float("inf"))
+    return lambda n: lo <= n <= hi
+
+
+def _evidence_keys(props: dict[str, Any], defs: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The (quote, turn) property names of an evidence object: by name (`quote`/`q`, `turn`/`t`) or description."""
+
+    def about(key: str, word: str, short: str) -> bool:
+        node = _resolve(props[key], defs)
+        return key.lower() == short or word in key.lower() or word in str(node.get("description", "")).lower()
+
+    quote = next((k for k in props if _resolve(props[k], defs).get("type") == "string" and about(k, "quote", "q")), None)
+    turn = next((k for k in props if _resolve(props[k], defs).get("type") == "integer" and about(k, "turn", "t")), None)
+    return quote, turn
+
+
+def instance_for_schema(
+    schema: dict[str, Any],
+    rng: random.Random | None = None,
+    *,
+    quotable: list[str] = (),
+    turns: dict[int, str] | None = None,
+) -> Any:
     """A JSON value valid under `schema` (the subset pydantic emits: $ref/$defs, anyOf/oneOf/allOf, enum,
     const, objects with required properties, arrays with min/maxItems, bounded numbers and strings).
 
     String properties whose name contains `quote` are filled with words from `quotable` (see `quotable_spans`),
-    so replies pass checks that a quote really occurs in the text it cites."""
+    so replies pass checks that a quote really occurs in the text it cites; an object with an integer `turn` and a
+    `quote` cites one of `turns` (turn number -> text, see `numbered_turns`) that the schema allows."""
     rng = rng or random.Random(0)
     defs = {**schema.get("$defs", {}), **schema.get("definitions", {})}
     spans = [s for s in quotable if s.split()]
@@ -144,7 +178,16 @@ def instance_for_schema(schema: dict[str, Any], rng: random.Random | None = None
             kind = next((k for k in kind if k != "null"), "null")
         if kind == "object" or (kind is None and "properties" in node):
             props = node.get("properties", {})
-            return {k: walk(v, k) for k, v in props.items()}
+            out = {k: walk(v, k) for k, v in props.items()}
+            quote_key, turn_key = _evidence_keys(props, defs)
+            if turns and quote_key and turn_key:
+                ok = _allowed_ints(_resolve(props[turn_key], defs))
+                choices = sorted(n for n in turns if ok(n))
+                if choices:
+                    n = rng.choice(choices)
+                    hi = int(_resolve(props[quote_key], defs).get("maxLength", 200))
+                    out[turn_key], out[quote_key] = n, _quote(rng, [turns[n]], hi)
+            return out
         if kind == "array":
             lo = int(node.get("minItems", 0))
             hi = int(node.get("maxItems", max(lo, 3)))
@@ -173,7 +216,7 @@ def instance_for_schema(schema: dict[str, Any], rng: random.Random | None = None
             return rng.random() < 0.7
         if kind == "null":
             return None
-        if "quote" in name.lower() and spans:
+        if ("quote" in name.lower() or name == "q") and spans:
             return _quote(rng, spans, int(node.get("maxLength", 200)))
         return _text(rng, node)
 
@@ -212,7 +255,9 @@ def reply_for(body: dict[str, Any], raw: bytes, seed: int) -> str:
     schema = schema_of_request(body)
     if schema is not None:
         prompt = "\n".join(m.get("content") or "" for m in body.get("messages") or [] if isinstance(m, dict))
-        return json.dumps(instance_for_schema(schema, rng, quotable=quotable_spans(prompt)))
+        return json.dumps(
+            instance_for_schema(schema, rng, quotable=quotable_spans(prompt), turns=numbered_turns(prompt))
+        )
     return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
 
 

@@ -295,7 +295,8 @@ def bench_faults(n: int = 32, concurrency: int = 32) -> None:
     specs = specs_for(n)
     faults = FaultRates.spread(0.2)
     with spawn_server(latency_s=0.05, faults=faults, hang_s=60) as srv, tempfile.TemporaryDirectory() as d:
-        client = MeteredClient(LiteLLMClient(settings_for(srv.url, timeout_s=1.0, max_retries=4)))
+        # 2 retries (not the default 4), so that some calls do fail for good and the failure paths are exercised
+        client = MeteredClient(LiteLLMClient(settings_for(srv.url, timeout_s=1.0, max_retries=2)))
         rubric = load_rubric()
 
         async def judge(record, folder) -> None:
@@ -312,7 +313,7 @@ def bench_faults(n: int = 32, concurrency: int = 32) -> None:
         accounted = len(results) == n and all(r.status in ("completed", "failed") for r in results.values())
         reasons = all(r.failure for r in failed)
         judged_failed = [r.session_id for r in failed if folder.has_judgment(r.session_id)]
-        leaks = 0
+        leaks = failed_units = 0
         statuses: dict[str, int] = {}
         for r in completed:
             j = read_judgment(folder, r.session_id)
@@ -321,6 +322,7 @@ def bench_faults(n: int = 32, concurrency: int = 32) -> None:
             for v in j.verdicts:
                 statuses[v.status] = statuses.get(v.status, 0) + 1
                 items = {s.item for s in v.scores}
+                failed_units += sum(not f.unsupported for f in v.failures)
                 for f in v.failures:
                     if f.unsupported:
                         leaks += any(f"{s.item}/{s.dimension}" == f.unit for s in v.scores)
@@ -333,7 +335,8 @@ def bench_faults(n: int = 32, concurrency: int = 32) -> None:
         print(f"  sessions: {len(completed)} completed, {len(failed)} failed, {n - len(results)} unaccounted; wall {wall:.1f}s")
         for r in failed[:5]:
             print(f"    failed {r.session_id}: {r.failure}")
-        print(f"  judge verdicts by status: {statuses}; judge errors: {len(summary.judge_errors)}")
+        print(f"  judge verdicts by status: { {str(k): v for k, v in statuses.items()} }; judge calls failed for good: "
+              f"{failed_units}; judge hook errors: {len(summary.judge_errors)}")
         print(f"  every session completed or failed with a reason: {accounted and reasons}")
         print(f"  failed sessions judged: {len(judged_failed)} (must be 0)")
         print(f"  scores derived from failed judge calls: {leaks} (must be 0)")
