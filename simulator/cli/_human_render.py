@@ -15,11 +15,12 @@ if TYPE_CHECKING:
 
 
 def _ci(ci: MeanCI) -> str:
+    """The mean, and its CI on a second line (keeps three estimates side by side within 80 columns)."""
     if ci.mean is None:
         return "-"
     if ci.low is None or ci.high is None:
         return f"{ci.mean:.2f}"
-    return f"{ci.mean:.2f} [{ci.low:.1f}–{ci.high:.1f}]"
+    return f"{ci.mean:.2f}\n[{ci.low:.1f}–{ci.high:.1f}]"
 
 
 def human_tables(board: Leaderboard, header: Callable[[str], str]) -> list[Table]:
@@ -32,7 +33,7 @@ def human_tables(board: Leaderboard, header: Callable[[str], str]) -> list[Table
         pad_edge=False,
         collapse_padding=True,
     )
-    table.add_column("", no_wrap=True)
+    table.add_column("", overflow="fold", max_width=30)
     table.add_column("rated", justify="right", no_wrap=True)
     table.add_column("judges only", justify="right", no_wrap=True)
     table.add_column("humans only", justify="right", no_wrap=True)
@@ -48,6 +49,7 @@ def human_tables(board: Leaderboard, header: Callable[[str], str]) -> list[Table
             _ci(e.judge),
             _ci(e.human),
             _ci(e.ppi),
+            end_section=True,
         )
     return [table]
 

@@ -21,39 +21,43 @@ if TYPE_CHECKING:
 app = typer.Typer(no_args_is_help=True, help="Human ratings: import them and measure the judges against them.")
 
 
-def _num(v: float | None, pct: bool = False) -> str:
+def _num(v: float | None, pct: bool = False, digits: int = 3) -> str:
     if v is None:
         return "-"
-    return f"{v:.1%}" if pct else f"{v:.3f}"
+    return f"{v:.0%}" if pct else f"{v:.{digits}f}"
 
 
 def agreement_table(rows: list[HumanAgreement]) -> Table:
+    from simulator.cli.leaderboard_cmd import header
+
     table = Table(
         title="Judge-human agreement",
         title_justify="left",
         box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
         caption=(
-            "each human rating vs the judge panel's score for the item. exact/±1: rounded panel mean; MAE and "
-            "Spearman: panel mean; κw: Cohen's kappa, quadratic weights; α: Krippendorff (interval, panel + each "
-            "rater); humans: exact match and α among raters on items two or more rated."
+            "n: human ratings / items. Each rating is compared with the judge panel's score for its item. exact, "
+            "±1: rounded panel mean; MAE, ρ (Spearman): panel mean; κw: Cohen's kappa, quadratic weights; α: "
+            "Krippendorff (interval, panel + each rater); among raters, on items two or more rated: h.exact, h.α."
         ),
         caption_justify="left",
     )
-    table.add_column("dimension", overflow="fold")
-    for col in ("n", "exact", "±1", "MAE", "Spearman", "κw", "α", "humans"):
-        table.add_column(col, justify="right")
+    table.add_column("dimension", overflow="fold", max_width=20)
+    for col in ("n", "exact", "±1", "MAE", "ρ", "κw", "α", "h.exact", "h.α"):
+        table.add_column(col, justify="right", no_wrap=True)
     for a in rows:
-        humans = "-" if not a.human_items else f"{_num(a.human_exact, True)} α {_num(a.human_alpha)}"
         table.add_row(
-            escape(a.dimension),
+            escape(header(a.dimension)),
             f"{a.ratings}/{a.items}",
             _num(a.exact, True),
             _num(a.within_one, True),
-            _num(a.mae),
-            _num(a.spearman),
-            _num(a.weighted_kappa),
-            _num(a.alpha),
-            humans,
+            _num(a.mae, digits=2),
+            _num(a.spearman, digits=2),
+            _num(a.weighted_kappa, digits=2),
+            _num(a.alpha, digits=2),
+            _num(a.human_exact, True) if a.human_items else "-",
+            _num(a.human_alpha, digits=2) if a.human_items else "-",
         )
     return table
 
