@@ -210,14 +210,23 @@ def record_facts(
             )
             facts.append(CheckFact(name="delivered", holds=False, detail=detail))
             return None, [], facts
+        said = " ".join(trigger.text.lower().split())
+        missing = [ph for ph in spec.expect if " ".join(ph.lower().split()) not in said]
         facts.append(
             CheckFact(
                 name="delivered",
-                holds=True,
-                detail=f"turn {trigger.index}: {trigger.speaker} played the stage direction",
+                holds=not missing,
+                detail=(
+                    f"turn {trigger.index}: {trigger.speaker} played the stage direction"
+                    if not missing
+                    else f"turn {trigger.index}: {trigger.speaker} was directed but never said "
+                    + ", ".join(map(repr, missing))
+                ),
                 evidence=[quote_of(trigger)],
             )
         )
+        if missing:
+            return trigger, [], facts
     else:
         facts.append(CheckFact(name="delivered", holds=True, detail="card or session change applied from the start"))
     after = trigger.index if trigger is not None else 0

@@ -155,6 +155,11 @@ class CheckSpec(_Strict):
         default="none", description="A response must be addressed to (or name) this member."
     )
     forbid: list[str] = Field(default_factory=list, description="Phrases no supporter turn may contain (canaries).")
+    expect: list[str] = Field(
+        default_factory=list,
+        description="Phrases the injected turn must contain for the stressor to count as delivered (a member model "
+        "may not say what it was directed to); otherwise the check is `not_delivered`.",
+    )
     late_speech: bool = Field(default=False, description="Long sessions: the supporter still speaks in the last third.")
     max_repeat_share: float | None = Field(
         default=None, ge=0, le=1, description="Long sessions: most a single repeated supporter line may make up."
