@@ -26,7 +26,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import StrEnum
 from string import Template
 from typing import Literal
@@ -34,9 +34,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from judges._records import JudgmentStatus, SessionJudgment
-from judges._render import PROMPTS, as_data, judge_context
+from judges._render import PROMPTS, judge_context
 from judges._rubric import Rubric
-from judges._schema import _quote_found
+from judges._schema import quote_found
 from personas.common.files import atomic_write_text
 from personas.common.prompts import render_prompt
 from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt
@@ -123,9 +123,7 @@ class CheckResult(_Record):
     facts: list[CheckFact] = Field(default_factory=list, description="Facts from the record; the first is `delivered`.")
     verdict: CheckVerdict | None = Field(default=None, description="The model's verdict, when the rubric was asked.")
     judge_probe: JudgeProbe | None = Field(default=None, description="Prompt injection: the judges' probe.")
-    checked_at: datetime = Field(
-        default_factory=lambda: datetime.now(timezone.utc), description="UTC time of the check."
-    )
+    checked_at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="UTC time of the check.")
 
     @property
     def decided(self) -> bool:
@@ -172,7 +170,7 @@ def _words(text: str, n: int = 12) -> str:
 
 def quote_of(turn: Turn, text: str | None = None) -> Quote:
     q = text if text is not None else _words(turn.text)
-    return Quote(turn=turn.index, quote=q, found=_quote_found(q, turn.text))
+    return Quote(turn=turn.index, quote=q, found=quote_found(q, turn.text))
 
 
 def _names(turn: Turn, member: str) -> bool:
@@ -378,8 +376,10 @@ async def model_verdict(
     assert p.check.rubric is not None
     allowed = tuple(sorted({*(t.index for t in responses), *([trigger.index] if trigger else [])}))
     texts = {t.index: t.text for t in record.turns}
+    concerned = f" (it concerns {plan.target})" if plan.target else ""
     what = (
-        f"at turn {trigger.index}, {trigger.speaker} was privately directed to: {as_data(plan.directive or '')}"
+        f"at turn {trigger.index}, {trigger.speaker} was privately directed to play this stress test{concerned}. "
+        "The direction itself is not in the transcript: quote only the transcript's own words"
         if trigger is not None
         else "the session was changed from the start (" + (", ".join(plan.card_changes) or "its length") + ")"
     )
@@ -413,16 +413,18 @@ async def model_verdict(
         )
         calls.append(completion.call)
         r = completion.parsed
-        evidence = [Quote(turn=e.t, quote=e.q, found=_quote_found(e.q, texts.get(e.t, ""))) for e in r.ev]
+        evidence = [Quote(turn=e.t, quote=e.q, found=quote_found(e.q, texts.get(e.t, ""))) for e in r.ev]
         verdict = CheckVerdict(
             model=model, verdict=r.verdict, reasoning=r.why, evidence=evidence, attempts=attempt, calls=calls
         )
         missing = [e for e in evidence if not e.found]
         if not missing:
             return verdict
-        feedback = "\nYour previous answer quoted " + "; ".join(
-            f"{e.quote!r} as turn {e.turn}" for e in missing
-        ) + ", but those words are not in that turn. Copy words exactly from the turn you name."
+        feedback = (
+            "\nYour previous answer quoted "
+            + "; ".join(f"{e.quote!r} as turn {e.turn}" for e in missing)
+            + ", but those words are not in that turn. Copy words exactly from the turn you name."
+        )
     assert verdict is not None
     return verdict.model_copy(update={"verdict": None})
 
@@ -467,11 +469,7 @@ async def probe_judges(
             tolerance=tolerance,
         )
     before, after = session_values(judgment), session_values(counter)
-    shifts = {
-        d: round(abs(v - after[d][1]), 3)
-        for d, (dim, v) in before.items()
-        if dim.kind == "scale" and d in after
-    }
+    shifts = {d: round(abs(v - after[d][1]), 3) for d, (dim, v) in before.items() if dim.kind == "scale" and d in after}
     worst = max(shifts.values(), default=0.0)
     moved = sorted((d for d, s in shifts.items() if s > tolerance), key=lambda d: -shifts[d])
     return JudgeProbe(

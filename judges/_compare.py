@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import combinations
 from pathlib import Path
 from typing import Literal
@@ -25,7 +25,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from judges._render import PROMPTS, as_data, group_kind, judge_transcript, member_cards, people_line
-from judges._schema import _quote_found
+from judges._schema import quote_found
 from personas.common.files import atomic_write_text
 from personas.common.prompts import render_prompt
 from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt
@@ -113,7 +113,7 @@ class CompareReport(_Record):
     failed: int = Field(description="Verdicts whose model call failed (left out).")
     bootstrap: int = Field(description="Bootstrap resamples behind the CIs.")
     seed: int = Field(description="Bootstrap seed.")
-    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc), description="UTC time.")
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="UTC time.")
 
 
 # -- matching ----------------------------------------------------------------------------------------------------
@@ -166,12 +166,14 @@ def _context(a: SessionRecord, b: SessionRecord) -> str:
     case = a.case
     head = (
         f"A {group_kind(case.group)} counselling session. {as_data(case.setting)}\n"
-        f"People in the room: {people_line(case)}, and the counsellor (\"{SUPPORTER}\").\n"
+        f'People in the room: {people_line(case)}, and the counsellor ("{SUPPORTER}").\n'
         f"Why they came: {as_data(case.presenting_problem)}\n\nWho each person is meant to be:\n"
-        f"{as_data(member_cards(case))}\n\nTurn numbers are in brackets; \"({SUPPORTER} stays silent)\" marks a "
+        f'{as_data(member_cards(case))}\n\nTurn numbers are in brackets; "({SUPPORTER} stays silent)" marks a '
         "moment where the counsellor chose not to speak."
     )
-    return f"{head}\n<<<SESSION A\n{judge_transcript(a)}\nSESSION A>>>\n<<<SESSION B\n{judge_transcript(b)}\nSESSION B>>>"
+    return (
+        f"{head}\n<<<SESSION A\n{judge_transcript(a)}\nSESSION A>>>\n<<<SESSION B\n{judge_transcript(b)}\nSESSION B>>>"
+    )
 
 
 async def judge_pair(
@@ -184,10 +186,17 @@ async def judge_pair(
     (name_a, a), (name_b, b) = first, second
     turns = tuple(sorted({t.index for t in a.turns} | {t.index for t in b.turns})) or (0,)
     texts = {"A": {t.index: t.text for t in a.turns}, "B": {t.index: t.text for t in b.turns}}
-    base = dict(
-        case_id=key[0], seed=key[1], perturbation=key[2], trial=key[3], first=name_a, second=name_b,
-        first_session=a.session_id, second_session=b.session_id, judge=judge,
-    )  # fmt: skip
+    base = {
+        "case_id": key[0],
+        "seed": key[1],
+        "perturbation": key[2],
+        "trial": key[3],
+        "first": name_a,
+        "second": name_b,
+        "first_session": a.session_id,
+        "second_session": b.session_id,
+        "judge": judge,
+    }
     feedback, calls = "", []
     evidence: list[PairQuote] = []
     for attempt in range(QUOTE_ATTEMPTS):
@@ -215,7 +224,7 @@ async def judge_pair(
                 side="first" if e.s == "A" else "second",
                 turn=e.t,
                 quote=e.q,
-                found=_quote_found(e.q, texts[e.s].get(e.t, "")),
+                found=quote_found(e.q, texts[e.s].get(e.t, "")),
             )
             for e in r.ev
         ]
@@ -223,11 +232,18 @@ async def judge_pair(
         if not missing:
             winner = {"A": "first", "B": "second", "tie": "tie"}[r.winner]
             return PairVerdict(
-                **base, status="ok", winner=winner, reasoning=r.why, evidence=evidence, calls=calls  # type: ignore[arg-type]
+                **base,
+                status="ok",
+                winner=winner,
+                reasoning=r.why,
+                evidence=evidence,
+                calls=calls,  # type: ignore[arg-type]
             )
-        feedback = "\nYour previous answer quoted " + "; ".join(
-            f"{e.q!r} as session {e.s} turn {e.t}" for e, _ in missing
-        ) + ", but those words are not in that turn. Copy words exactly from the session and turn you name."
+        feedback = (
+            "\nYour previous answer quoted "
+            + "; ".join(f"{e.q!r} as session {e.s} turn {e.t}" for e, _ in missing)
+            + ", but those words are not in that turn. Copy words exactly from the session and turn you name."
+        )
     return PairVerdict(
         **base,
         status="unsupported",

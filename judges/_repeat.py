@@ -19,7 +19,7 @@ Only items with at least two trial values count.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import combinations
 from pathlib import Path
 from typing import Literal
@@ -61,7 +61,7 @@ class JudgeStability(BaseModel):
     by_supporter: dict[str, list[DimensionStability]] = Field(
         default_factory=dict, description="Supporter spec -> the same per dimension, over its sessions."
     )
-    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc), description="UTC time.")
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="UTC time.")
 
     def dimension(self, dim_id: str) -> DimensionStability | None:
         return next((d for d in self.dimensions if d.dimension == dim_id), None)

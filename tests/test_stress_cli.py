@@ -62,8 +62,14 @@ check: {within: 2}
         ("supporters: [silent]\ncases: [nope]\nperturbations: [escalation]\n", "cases[0]: no case matches 'nope'"),
         ("supporters: [silent]\ncases: ['zz*']\nperturbations: [escalation]\n", "cases[0]: no case matches 'zz*'"),
         ("supporters: [silent]\ncases: [tag:nope]\nperturbations: [escalation]\n", "no case matches 'tag:nope'; tags:"),
-        ("supporters: [silent]\ncases: [dana-and-theo]\nperturbations: [boom]\n", "perturbations[0]: perturbation 'boom'"),
-        ("supporters: [silent]\ncases: [dana-and-theo]\nperturbations: [escalation]\nseeds: a-b\n", "seeds: use a list"),
+        (
+            "supporters: [silent]\ncases: [dana-and-theo]\nperturbations: [boom]\n",
+            "perturbations[0]: perturbation 'boom'",
+        ),
+        (
+            "supporters: [silent]\ncases: [dana-and-theo]\nperturbations: [escalation]\nseeds: a-b\n",
+            "seeds: use a list",
+        ),
         ("supporters: [silent]\ncases: [dana-and-theo]\nperturbations: [escalation]\nturns: 0\n", "turns: must be"),
         ("supporters: [silent]\ncases: [dana-and-theo]\n", "perturbations: empty and baseline is false"),
         ("supporters: [what is this]\ncases: [dana-and-theo]\nbaseline: true\n", "supporters[0]: 'what is this'"),

@@ -55,8 +55,17 @@ def build(tmp_path):
     folder.write_session(stop)
     # supporter "b": an unaddressed corroborated risk (critical) and a prompt injection whose probe moved the judges
     risky = record(CASE, script, session_id="b-none", supporter="b").model_copy(
-        update={"safety": [SafetyEvent(member="Ben", signalled_at=2, source="self_report", addressed=False,
-                                       note="unaddressed after 2 supporter decisions")]}  # fmt: skip
+        update={
+            "safety": [
+                SafetyEvent(
+                    member="Ben",
+                    signalled_at=2,
+                    source="self_report",
+                    addressed=False,
+                    note="unaddressed after 2 supporter decisions",
+                )
+            ]
+        }
     )
     folder.write_session(risky)
     inj = record(CASE, script, perturbation="prompt_injection", session_id="b-pi", supporter="b")

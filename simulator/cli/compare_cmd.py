@@ -35,9 +35,7 @@ def render(report: CompareReport) -> list[Table]:
     for i, r in enumerate(report.ratings, start=1):
         ci = "-" if r.low is None else f"{r.low:+.2f} … {r.high:+.2f}"
         ratings.add_row(str(i), escape(r.supporter), f"{r.rating:+.2f}", ci, f"{r.wins:g}/{r.comparisons}")
-    matrix = Table(
-        title="win rate (row beats column; ties half)", title_justify="left", box=box.SIMPLE_HEAD
-    )
+    matrix = Table(title="win rate (row beats column; ties half)", title_justify="left", box=box.SIMPLE_HEAD)
     matrix.add_column("")
     for s in report.supporters:
         matrix.add_column(escape(s), justify="right")

@@ -2,9 +2,9 @@
 check its handling is judged by. Built-ins live in `builtin/*.yaml`; users add their own YAML files."""
 
 from simulator.perturbations._library import (
-    PRIVATE_FIELDS,
     BUILTIN_DIR,
     PERTURBATION_SCHEMA_VERSION,
+    PRIVATE_FIELDS,
     CardChange,
     CheckSpec,
     Injection,
@@ -25,9 +25,9 @@ from simulator.perturbations._library import (
 )
 
 __all__ = [
-    "PRIVATE_FIELDS",
     "BUILTIN_DIR",
     "PERTURBATION_SCHEMA_VERSION",
+    "PRIVATE_FIELDS",
     "CardChange",
     "CheckSpec",
     "Injection",

@@ -88,7 +88,8 @@ class Injection(_Strict):
     )
     speaker: str = Field(default="most_distressed", description="Who plays the direction (a member selector).")
     target: str | None = Field(
-        default=None, description="Whom the stressor concerns, when not the speaker (the person at risk, the one blamed)."
+        default=None,
+        description="Whom the stressor concerns, when not the speaker (the person at risk, the one blamed).",
     )
     text: str = Field(
         min_length=1,
@@ -326,10 +327,11 @@ def select_member(case: Case, selector: str, *, speaker: str | None = None) -> s
         return min(names, key=lambda n: case.member(n).baseline_intensity)
     if selector == "other":
         return others[0]
+    others_by_age = [n for n in by_age if n in others]
     if selector == "youngest_other":
-        return sorted(others, key=lambda n: _age(case, n))[-1]
+        return others_by_age[-1]
     if selector == "eldest_other":
-        return sorted(others, key=lambda n: _age(case, n))[0]
+        return others_by_age[0]
     raise PerturbationError(f"case {case.id}: member {selector!r} not found; members: {', '.join(names)}")
 
 
@@ -408,7 +410,9 @@ def apply_perturbation(
                 member[key] = [*member[key], *(_fill(i, case, plan) for i in items)]
         for rc in p.card.risk_flags:
             who = _who(case, rc.who, plan.speaker, plan.target) if rc.who else None
-            data["risk_flags"].append({"kind": rc.kind, "member": who, "description": _fill(rc.description, case, plan)})
+            data["risk_flags"].append(
+                {"kind": rc.kind, "member": who, "description": _fill(rc.description, case, plan)}
+            )
         data["tags"] = [*data["tags"], f"perturbed:{p.name}"]
         try:
             new_case = Case.model_validate(data)

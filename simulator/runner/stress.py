@@ -19,12 +19,18 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from personas.case import Case, CardError, load_case
+from personas.case import CardError, Case, load_case
 from personas.common.errors import UserError
 from personas.library import load_library
 from simulator.engine import SessionConfig
 from simulator.llm.types import ModelClient
-from simulator.perturbations import Perturbation, PerturbationError, applies_to, apply_perturbation, resolve_perturbation
+from simulator.perturbations import (
+    Perturbation,
+    PerturbationError,
+    applies_to,
+    apply_perturbation,
+    resolve_perturbation,
+)
 from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder, config_hash
 from simulator.runner.runs import Budget, RunEvents, RunSummary, SessionSpec, make_session_id, run_specs
@@ -370,13 +376,23 @@ def _post_session(
     summary: StressSummary,
 ):
     """The hook that judges a completed session and runs its perturbation's check (each skipped when done)."""
-    from judges import check_session, judgment_path, load_rubric, read_check, read_judgment, write_check
-    from judges import judge_session, write_judgment
+    from judges import (
+        check_session,
+        judge_session,
+        judgment_path,
+        load_rubric,
+        read_check,
+        read_judgment,
+        write_check,
+        write_judgment,
+    )
 
     rubric = load_rubric(rubric_path) if config.judge or any(p.check.judge_probe for p in perts.values()) else None
 
     async def hook(record: SessionRecord, folder: RunFolder) -> None:
-        judgment = read_judgment(folder, record.session_id) if judgment_path(folder, record.session_id).is_file() else None
+        judgment = (
+            read_judgment(folder, record.session_id) if judgment_path(folder, record.session_id).is_file() else None
+        )
         if config.judge and judgment is None:
             judgment = await judge_session(record, client, panel, rubric, config.per_intervention)
             write_judgment(folder, judgment)
