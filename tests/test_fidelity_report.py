@@ -248,3 +248,10 @@ def test_leaderboard_shows_a_fidelity_section_when_asked(app, tmp_path):
     assert res.exit_code == 0, res.output
     assert "fidelity of the simulated room, per supporter" in res.output and "duplicate 75" in res.output
     assert "fidelity of the simulated room" not in invoke(app, "leaderboard", run.path).output
+
+
+def test_a_missing_rescue_source_names_the_option(app, tmp_path):
+    case = resolve_case("dana-and-theo")
+    run = simulate(tmp_path / "r", case, SilentSupporter(), RoomScript(case, intensity=9, tension=9), turns=1)
+    res = invoke(app, "fidelity", run.path, "--rescue", tmp_path / "missing.jsonl")
+    assert res.exit_code == 2 and "--rescue" in res.output and "no such file or folder" in res.output

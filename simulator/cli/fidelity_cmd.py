@@ -14,7 +14,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.cli._common import EXIT_FAILED, console, user_errors
+from simulator.cli._common import EXIT_FAILED, console, fail, user_errors
 
 if TYPE_CHECKING:
     from judges import FidelityReport, FidelitySummary, SimVsReal
@@ -164,6 +164,10 @@ def fidelity(
     real families. Exit code 1 when a case's null-supporter drift is flagged."""
     from judges import fidelity_report
 
+    if rescue is not None and not rescue.exists():
+        raise fail(
+            f"--rescue {escape(str(rescue))}: no such file or folder; pass RESCUE samples or an import-rescue folder"
+        )
     report = fidelity_report(run_dirs, rescue=rescue, threshold=threshold)
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
