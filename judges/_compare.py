@@ -364,9 +364,14 @@ async def compare_runs(
     seed: int = 0,
     at_once: int = 4,
     on_verdict=None,
+    limit: int | None = None,
 ) -> tuple[CompareReport, list[str]]:
-    """Judge every matched pair in both orders with every judge, then rate (see the module docstring)."""
+    """Judge every matched pair in both orders with every judge, then rate (see the module docstring).
+    `limit` judges only the first N matched groups (sorted by case, seed, perturbation, trial)."""
     groups, notes = match_sessions(run_dirs)
+    if limit is not None and len(groups) > limit:
+        notes.append(f"--limit {limit}: {len(groups) - limit} of {len(groups)} matched groups left out")
+        groups = dict(sorted(groups.items())[:limit])
     if not groups:
         raise RunFolderError(
             "no case + seed (+ perturbation, trial) was run by two or more supporters in "

@@ -69,6 +69,9 @@ def compare(
     out: Annotated[Path | None, typer.Option(help="Report file (default: <first run>/compare.json).")] = None,
     bootstrap: Annotated[int, typer.Option(min=0, max=100000, help="Bootstrap resamples for the CIs.")] = 500,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Judge only the first N matched groups (a time or cost budget).")
+    ] = None,
 ) -> None:
     """Rank supporters by pairwise judgments: every pair of supporters that ran the same case, seed,
     perturbation and trial is judged in both orders (ties allowed) and fitted into Bradley-Terry ratings.
@@ -91,8 +94,9 @@ def compare(
         )
 
     at_once = 1 if any(m.startswith(LOCAL_PREFIX) for m in panel) else 4
-    report, notes = asyncio.run(compare_runs(run_dirs, client, panel, bootstrap=bootstrap, at_once=at_once,
-                                             on_verdict=seen))  # fmt: skip
+    report, notes = asyncio.run(
+        compare_runs(run_dirs, client, panel, bootstrap=bootstrap, at_once=at_once, on_verdict=seen, limit=limit)
+    )
     path = write_report(out or Path(run_dirs[0]) / "compare.json", report)
     if as_json:
         typer.echo(report.model_dump_json(indent=2))

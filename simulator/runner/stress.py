@@ -197,8 +197,9 @@ class Matrix:
 
 
 def build_matrix(config: StressConfig, base: Path, source: str | Path = "config") -> Matrix:
-    """Every session of the experiment, ordered case > seed > perturbation > trial > supporter (neighbours share
-    prompt prefixes, and sessions that differ only in the supporter share their members' early calls)."""
+    """Every session of the experiment, ordered seed > case > perturbation > trial > supporter: a run stopped
+    early (a budget cap, a deadline) has covered every case and perturbation for the first seeds; neighbours
+    share prompt prefixes, and sessions that differ only in the supporter share their members' early calls."""
     cases = resolve_cases(config, base, source)
     perts = resolve_perturbations(config, base, source)
     if not perts and not config.baseline:
@@ -206,8 +207,8 @@ def build_matrix(config: StressConfig, base: Path, source: str | Path = "config"
     variants: list[Perturbation | None] = ([None] if config.baseline else []) + list(perts)
     specs: list[SessionSpec] = []
     skipped: list[str] = []
-    for case in cases:
-        for seed in config.seeds:
+    for seed in config.seeds:
+        for case in cases:
             for p in variants:
                 if p is not None and not applies_to(p, case):
                     if seed == config.seeds[0]:
