@@ -230,8 +230,8 @@ async def member_turn(
     can_soften = softening_cause(turns, speaker) is not None
     schema = state_schema(case, speaker, can_soften=can_soften)
     cue_rule = (
-        'cue = the counsellor\'s own words from their last line that did something from the "What can soften" '
-        'list, or "" if nothing did (soften and repair_attempt need a cue);'
+        'cue = the counsellor\'s words that did something from the "What can soften" list, or "" '
+        "(soften and repair_attempt need one);"
         if can_soften
         else ""
     )
@@ -294,7 +294,6 @@ async def member_turn(
             intensity=inner.intensity,
             landed=inner.landed or "-",
             move=move,
-            move_meaning=MEMBER_MOVES[move].rstrip(".").lower(),
             addressee=to,
             language=LANGUAGE_NAMES.get(language, language),
         )
