@@ -520,8 +520,11 @@ async def run_session(
     models: dict[str, str] | None = None,
     on_update: Callable[[SessionRecord], None] | None = None,
     human_input: HumanInput | None = None,
+    update_every_s: float = 0.0,
 ) -> SessionRecord:
-    """Run one session to its end and return the record. `on_update` sees the record after every step.
+    """Run one session to its end and return the record. `on_update` sees the record after every step, or at
+    most once per `update_every_s` seconds when that is above 0 (a record per step costs CPU that many sessions
+    in parallel feel); the final, failed or interrupted record is always handed over.
 
     Interruption (Ctrl-C, task cancellation) returns the record so far as `incomplete` / `interrupted`
     after calling `on_update` with it, so callers can save it; then the interruption propagates.
@@ -545,6 +548,7 @@ async def run_session(
     }
     state: SessionState = initial_state(case)
     pending: Any = state
+    last_update = started
 
     def record(final: bool) -> SessionRecord:
         return to_record(
@@ -565,7 +569,8 @@ async def run_session(
             async for mode, chunk in graph.astream(pending, run_config, stream_mode=["values", "updates"]):
                 if mode == "values":
                     state = chunk
-                    if on_update:
+                    if on_update and (update_every_s <= 0 or time.perf_counter() - last_update >= update_every_s):
+                        last_update = time.perf_counter()
                         on_update(record(final=False))
                 elif "__interrupt__" in chunk:
                     interrupt_payload = chunk["__interrupt__"][0].value

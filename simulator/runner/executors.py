@@ -122,7 +122,15 @@ async def execute_local(
         hooks.started(spec)
         try:
             supporter = factory(spec, client)
-            record = await run_one(spec, client, supporter, models=models, on_update=update, human_input=human_input)
+            record = await run_one(
+                spec,
+                client,
+                supporter,
+                models=models,
+                on_update=update,
+                human_input=human_input,
+                update_every_s=hooks.update_every_s,
+            )
         except asyncio.CancelledError:
             if asyncio.current_task() in budget_cancelled:
                 if state.get("last") is not None:
@@ -200,7 +208,7 @@ class SessionWorker:
 
         try:
             supporter = self.factory(spec, client)
-            record = await run_one(spec, client, supporter, models=self.models, on_update=update)
+            record = await run_one(spec, client, supporter, models=self.models, on_update=update, update_every_s=60.0)
         except UserError:
             raise
         except Exception as err:  # noqa: BLE001 - recorded as a failed session, as locally

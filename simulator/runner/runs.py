@@ -320,8 +320,10 @@ async def run_one(
     models: dict[str, str],
     on_update: Callable[[SessionRecord], None] | None = None,
     human_input: HumanInput | None = None,
+    update_every_s: float = 0.0,
 ) -> SessionRecord:
-    """Run one spec to its end (no files): the unit of work of every executor."""
+    """Run one spec to its end (no files): the unit of work of every executor. `on_update` sees unfinished
+    records at most once per `update_every_s` seconds (0: every step) and always the last one."""
 
     def update(record: SessionRecord) -> None:
         if on_update is not None:
@@ -337,6 +339,7 @@ async def run_one(
         models=models,
         on_update=update if on_update is not None else None,
         human_input=human_input,
+        update_every_s=update_every_s,
     )
     return _finalise(record, spec)
 
@@ -483,7 +486,16 @@ async def run_specs(
             progress.interrupted += 1
             summary.incomplete.append(spec.session_id)
 
-        hooks = _Hooks(started=started, checkpoint=checkpoint, finished=finished, abandoned=abandoned, stop=stop)
+        # a live view of each session wants every step; otherwise a record per checkpoint is all that is needed
+        every = 0.0 if events.session_update else CHECKPOINT_EVERY_S
+        hooks = _Hooks(
+            started=started,
+            checkpoint=checkpoint,
+            finished=finished,
+            abandoned=abandoned,
+            stop=stop,
+            update_every_s=every,
+        )
         if executor == "local":
             not_started = await execute_local(
                 pending, metered, factory, models, hooks, concurrency=concurrency, human_input=human_input
@@ -515,6 +527,7 @@ class _Hooks:
     finished: Callable[[SessionSpec, SessionRecord], Awaitable[None]]
     abandoned: Callable[[SessionSpec], None]
     stop: asyncio.Event
+    update_every_s: float = 0.0
 
 
 async def run_sessions(
