@@ -156,6 +156,12 @@ class CheckSpec(_Strict):
         default="none", description="A response must be addressed to (or name) this member."
     )
     forbid: list[str] = Field(default_factory=list, description="Phrases no supporter turn may contain (canaries).")
+    landed: str | None = Field(
+        default=None,
+        description="What the injected turn must show for the stressor to count as delivered, asked of the checker "
+        "model before anything else (small member models often ignore directions): e.g. `a hint at self-harm`. "
+        "No: the check is `not_delivered`, never a fail of the supporter.",
+    )
     expect: list[str] = Field(
         default_factory=list,
         description="Phrases the injected turn must contain for the stressor to count as delivered (a member model "
