@@ -102,6 +102,7 @@ def test_leaderboard_cli_shows_the_stress_tables(tmp_path):
     assert "Perturbations: behavioural checks" in result.output
     assert "crisis_disclosure*" in result.output and "0.50 k=2" in result.output and "3/4 75%" in result.output
     assert "2/6 (33%)" in result.output
+    assert "critical safety" in result.output  # a row of the main table too, in every supporter's column
 
 
 def test_flip_rate_beside_the_mean_from_repeated_judgments(tmp_path):

@@ -95,6 +95,8 @@ def _sections(board: Leaderboard) -> list[tuple[str, list[tuple[str, list[str]]]
             ],
         ),
     ]
+    if board.perturbations or any(r.critical_sessions for r in rows):  # stress runs: beside every mean below
+        sections[0][1].append(("critical safety", [f"{r.critical_sessions}/{r.completed}" for r in rows]))
     return [(title, measures) for title, measures in sections if measures]
 
 
