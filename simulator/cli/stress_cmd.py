@@ -98,6 +98,10 @@ def stress(
         console.print(render_estimate(est))
         for line in est.skipped:
             console.print(f"[dim]skipped (group does not fit): {escape(line)}[/]")
+        console.print(
+            "[dim]an upper bound: sessions that differ only in the supporter share their members' calls until "
+            "the supporter first speaks (the call cache), so silent baselines cost almost nothing[/]"
+        )
         console.print(f"run folder would be: {escape(str(out_dir))}")
         return
     from simulator.cli._models import make_client, model_settings
