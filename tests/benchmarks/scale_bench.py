@@ -39,33 +39,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from personas.library import load_library  # noqa: E402
-from simulator.engine import SessionConfig  # noqa: E402
 from simulator.llm.client import LiteLLMClient, ModelSettings  # noqa: E402
 from simulator.llm.structured import check_reply  # noqa: E402
 from simulator.runfolder import RunFolder  # noqa: E402
-from simulator.runner.runs import SessionSpec, make_session_id, run_specs  # noqa: E402
+from simulator.runner.runs import SessionSpec, run_specs  # noqa: E402
 from simulator.testing.fake_openai import FaultRates, spawn_server  # noqa: E402
+from tests._runner_child import MODEL, specs  # noqa: E402
 
-MODEL = "hosted_vllm/fake"
 TURNS = 4
 
 
 def specs_for(n: int, turns: int = TURNS) -> list[SessionSpec]:
-    cases = load_library()
-    out = []
-    for i in range(n):
-        case, seed = cases[i % len(cases)], i // len(cases)
-        out.append(
-            SessionSpec(
-                session_id=make_session_id(case.id, MODEL, None, seed),
-                case=case,
-                supporter=MODEL,
-                seed=seed,
-                config=SessionConfig(max_turns=turns, seed=seed),
-            )
-        )
-    return out
+    return specs(n, turns)  # the same matrix the kill/resume tests run (tests/_runner_child.py)
 
 
 def settings_for(url: str, *, cache_path: Path | None = None, litellm: bool = False, **kw: Any) -> ModelSettings:
