@@ -25,6 +25,7 @@ from judges._judge import (
     judge,
     judge_calls,
     judge_session,
+    judging_mode,
     registered_judges,
     rubric_judge,
 )
@@ -127,6 +128,7 @@ __all__ = [
     "rubric_judge",
     "judge_calls",
     "judge_session",
+    "judging_mode",
     "interventions_of",
     "write_judgment",
     "read_judgment",

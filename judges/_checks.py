@@ -514,7 +514,7 @@ async def probe_judges(
     rubric: Rubric | None,
     tolerance: float,
     *,
-    per_intervention: bool = False,
+    per_intervention: bool | None = None,
 ) -> JudgeProbe:
     from judges._judge import judge_session
     from judges._leaderboard import session_values
@@ -528,7 +528,8 @@ async def probe_judges(
             reason=f"the judgment of the injected session is not valid ({judgment.status.value}: {failures})",
             tolerance=tolerance,
         )
-    counter = await judge_session(neutralised(record, trigger.index), client, list(panel), rubric, per_intervention)
+    same_mode = judgment.mode == "per_intervention"  # compare like with like
+    counter = await judge_session(neutralised(record, trigger.index), client, list(panel), rubric, same_mode)
     if counter.status != JudgmentStatus.OK:
         return JudgeProbe(
             status=CheckStatus.ERROR,
@@ -564,7 +565,7 @@ async def check_session(
     judgment: SessionJudgment | None = None,
     panel: Sequence[str] = (),
     rubric: Rubric | None = None,
-    per_intervention: bool = False,
+    per_intervention: bool | None = None,
 ) -> CheckResult:
     """Check one perturbed session (see the module docstring). `client`/`model` may be None for checks with
     facts only; a rubric check without them is an error, recorded as such."""

@@ -21,8 +21,8 @@ from typing import Any, Protocol, TypeVar
 from judges._panel import aggregate_scores, panel_agreement, simulator_check
 from judges._records import DimensionScore, JudgeFailure, JudgeVerdict, JudgmentStatus, SessionJudgment
 from judges._render import (
-    EVIDENCE_RULE,
     PROMPTS,
+    evidence_rule,
     group_kind,
     group_plural,
     intervention_line,
@@ -33,7 +33,7 @@ from judges._render import (
     strategy_rules,
 )
 from judges._rubric import Rubric, load_rubric
-from judges._schema import SchemaBuilder, entry_count, max_tokens_for, read_entries
+from judges._schema import FULL, LEAN, EntryLimits, SchemaBuilder, entry_count, limits_for, max_tokens_for, read_entries
 from judges._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
 from personas.common.prompts import render_prompt
 from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt
@@ -103,9 +103,9 @@ def _layout(record: SessionRecord, interventions: list[Turn], rubric: Rubric, se
     return "{" + ", ".join(parts) + "}"
 
 
-def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool) -> list[_Call]:
+def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool, limits: EntryLimits = FULL) -> list[_Call]:
     """The calls that judge one session: one for everything, or one per intervention plus one for the rest."""
-    schemas = SchemaBuilder(record, rubric)
+    schemas = SchemaBuilder(record, rubric, limits)
     interventions = interventions_of(record)
     members = record.case.member_names
     group = record.case.group
@@ -115,7 +115,7 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool) -> list
         "supporter": SUPPORTER,
         "strategies": strategies_text(group),
         "strategy_rules": strategy_rules(group),
-        "evidence_rule": EVIDENCE_RULE,
+        "evidence_rule": evidence_rule(limits is LEAN),
     }
     by_turn = {t.index: t for t in interventions}
 
@@ -124,13 +124,27 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool) -> list
         for key, entries in (data.get("interventions") or {}).items():
             turn = by_turn[int(key[1:])]
             out += read_entries(
-                entries, rubric.at("intervention"), item=key, level="intervention", record=record, turn=turn
+                entries,
+                rubric.at("intervention"),
+                item=key,
+                level="intervention",
+                record=record,
+                turn=turn,
+                limits=limits,
             )
         if session and "session" in data:
-            out += read_entries(data["session"], rubric.at("session"), item="session", level="session", record=record)
+            out += read_entries(
+                data["session"], rubric.at("session"), item="session", level="session", record=record, limits=limits
+            )
         for name, entries in (data.get("members") or {}).items() if session else ():
             out += read_entries(
-                entries, rubric.at("member"), item=f"member:{name}", level="member", record=record, member=name
+                entries,
+                rubric.at("member"),
+                item=f"member:{name}",
+                level="member",
+                record=record,
+                member=name,
+                limits=limits,
             )
         return out
 
@@ -152,7 +166,7 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool) -> list
                         layout=_layout(record, judged, rubric, True),
                     ),
                     schema=schemas.reply(judged, session=True),
-                    max_tokens=max_tokens_for(entry_count(rubric, len(judged), len(members), session=True)),
+                    max_tokens=max_tokens_for(entry_count(rubric, len(judged), len(members), session=True), limits),
                     read=lambda data: read_all(data, True),
                 )
             )
@@ -171,9 +185,15 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool) -> list
                         layout="{" + ", ".join(f'"{d.id}": {{...}}' for d in rubric.at("intervention")) + "}",
                     ),
                     schema=schemas.intervention(t),
-                    max_tokens=max_tokens_for(len(rubric.at("intervention"))),
+                    max_tokens=max_tokens_for(len(rubric.at("intervention")), limits),
                     read=lambda data, t=t: read_entries(
-                        data, rubric.at("intervention"), item=f"t{t.index}", level="intervention", record=record, turn=t
+                        data,
+                        rubric.at("intervention"),
+                        item=f"t{t.index}",
+                        level="intervention",
+                        record=record,
+                        turn=t,
+                        limits=limits,
                     ),
                 )
             )
@@ -193,11 +213,21 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool) -> list
                     layout=_layout(record, [], rubric, True),
                 ),
                 schema=schemas.reply([], session=True),
-                max_tokens=max_tokens_for(entry_count(rubric, 0, len(members), session=True)),
+                max_tokens=max_tokens_for(entry_count(rubric, 0, len(members), session=True), limits),
                 read=lambda data: read_all(data, True),
             )
         )
     return calls
+
+
+def judging_mode(judges: Sequence[str], per_intervention: bool | None = None) -> bool:
+    """Whether to judge one intervention per call. Unset: yes when every judge is an embedded `local/` model.
+
+    A small local judge answers a 7-entry reply more reliably than a 27-entry one, a misquote then costs a
+    re-ask of that reply only, and the calls share one prompt prefix (the turn to rate comes last)."""
+    if per_intervention is not None:
+        return per_intervention
+    return bool(judges) and all(j.startswith("local/") for j in judges)
 
 
 def judge_calls(record: SessionRecord, rubric: Rubric, per_intervention: bool = False) -> list[str]:
@@ -217,7 +247,7 @@ def rubric_judge(
 
     async def score(record: SessionRecord, client: ModelClient, model: str) -> JudgeVerdict:
         context = judge_context(record)
-        plan = _plan(record, rubric, per_intervention)
+        plan = _plan(record, rubric, per_intervention, limits_for(model))
 
         async def run(call: _Call) -> tuple[list[DimensionScore], list[CallRecord], list[JudgeFailure]]:
             calls: list[CallRecord] = []
@@ -241,12 +271,16 @@ def rubric_judge(
                 unsupported = [sc for sc in scores if not all(e.quote_found for e in sc.evidence)]
                 if not unsupported:
                     return scores, calls, []
-                note = "\n\nYour previous answer cited words that are not in the turns it named: " + "; ".join(
-                    f"{sc.item}/{sc.dimension}: turn {e.turn} {e.quote!r}"
-                    for sc in unsupported[:6]
-                    for e in sc.evidence
-                    if not e.quote_found
-                ) + ". Quote each turn's own words exactly, without the speaker name or quote marks."
+                note = (
+                    "\n\nYour previous answer cited words that are not in the turns it named: "
+                    + "; ".join(
+                        f"{sc.item}/{sc.dimension}: turn {e.turn} {e.quote!r}"
+                        for sc in unsupported[:6]
+                        for e in sc.evidence
+                        if not e.quote_found
+                    )
+                    + ". Quote each turn's own words exactly, without the speaker name or quote marks."
+                )
             failures = [
                 JudgeFailure(
                     unit=f"{sc.item}/{sc.dimension}",
@@ -294,7 +328,7 @@ async def judge_session(
     client: ModelClient,
     judges: Sequence[str],
     rubric: Rubric | None = None,
-    per_intervention: bool = False,
+    per_intervention: bool | None = None,
     *,
     gamma: float = DEFAULT_GAMMA,
     lam: float = DEFAULT_LAMBDA,
@@ -303,6 +337,7 @@ async def judge_session(
 ) -> SessionJudgment:
     """Judge one completed session with a panel of judge models (model ids); the built-in rubric by default.
 
+    `per_intervention` None picks the mode with `judging_mode` (per intervention for local judges).
     `trial` and `temperature` serve repeated judgments (`rescue-sim judge --repeat K`): trial 0 is the ordinary
     judgment; each further trial is a distinct call with its own seed and cache key.
 
@@ -316,6 +351,7 @@ async def judge_session(
     panel = list(dict.fromkeys(j for j in judges if j))
     if not panel:
         raise ValueError("judge_session needs at least one judge model")
+    per_intervention = judging_mode(panel, per_intervention)
     rubric = rubric or load_rubric()
     used = rubric.model_copy(update={"dimensions": rubric.active})
     scorer = rubric_judge(used, per_intervention=per_intervention, temperature=temperature, trial=trial)

@@ -22,6 +22,15 @@ EVIDENCE_RULE = (
     'then "why": one short sentence, then the score or label. Use only turn numbers from the transcript and only '
     "the listed labels."
 )
+LEAN_EVIDENCE_RULE = (
+    'For every entry give first "ev": one item {"t": turn number, "q": 3 to 6 words copied exactly from that turn, '
+    'without the speaker name}, then "why": a few words, then the score or label. Use only turn numbers from the '
+    "transcript and only the listed labels."
+)
+
+
+def evidence_rule(lean: bool) -> str:
+    return LEAN_EVIDENCE_RULE if lean else EVIDENCE_RULE
 
 
 @functools.cache
@@ -35,7 +44,7 @@ def prompt_digest(rubric_digest: str) -> str:
     h = hashlib.sha256()
     for path in sorted(PROMPTS.glob("*.md")):
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    h.update(EVIDENCE_RULE.encode() + b"\0" + rubric_digest.encode())
+    h.update(EVIDENCE_RULE.encode() + LEAN_EVIDENCE_RULE.encode() + b"\0" + rubric_digest.encode())
     return h.hexdigest()[:12]
 
 

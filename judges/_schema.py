@@ -28,6 +28,27 @@ ENTRY_TOKENS = 120  # generous bound on the tokens of one entry at these limits 
 REPLY_OVERHEAD_TOKENS = 64
 
 
+@dataclass(frozen=True)
+class EntryLimits:
+    """How much one scored entry may say. Every character a judge writes costs generation time, and a small
+    local model fills whatever room it is given (two 60-character quotes, speaker tags included, in every
+    entry): about 90 tokens an entry, 27 entries a session, at 10 tokens/s on two cores."""
+
+    quote_max: int = QUOTE_MAX
+    why_max: int = WHY_MAX
+    evidence_max: int = EVIDENCE_MAX
+    entry_tokens: int = ENTRY_TOKENS
+
+
+FULL = EntryLimits()
+LEAN = EntryLimits(quote_max=40, why_max=80, evidence_max=1, entry_tokens=80)
+
+
+def limits_for(model: str) -> EntryLimits:
+    """Lean entries for embedded `local/` judges, full ones for every other model."""
+    return LEAN if model.startswith("local/") else FULL
+
+
 class _Entry(BaseModel):
     """Base of every scored entry; label entries with a strength scale check it against the neutral label."""
 
@@ -40,7 +61,7 @@ class _Entry(BaseModel):
         strength = getattr(self, "strength", None)
         if strength is None or self.neutral_label is None:
             return self
-        if (getattr(self, "label") == self.neutral_label) != (strength == self.strength_floor):
+        if (self.label == self.neutral_label) != (strength == self.strength_floor):
             raise ValueError(f"strength must be {self.strength_floor} exactly when the label is {self.neutral_label!r}")
         return self
 
@@ -61,6 +82,7 @@ class SchemaBuilder:
 
     record: SessionRecord
     rubric: Rubric
+    limits: EntryLimits = FULL
 
     def __post_init__(self) -> None:
         self.members = self.record.case.member_names
@@ -70,7 +92,7 @@ class SchemaBuilder:
             "Ev",
             __config__=ConfigDict(extra="ignore"),
             t=(_lit(turn_ids), Field(description="Turn number.")),
-            q=(str, Field(min_length=1, max_length=QUOTE_MAX, description="Short quote from that turn.")),
+            q=(str, Field(min_length=1, max_length=self.limits.quote_max, description="Short quote from that turn.")),
         )
         self._entries: dict[tuple[str, bool], type[BaseModel]] = {}
 
@@ -79,8 +101,8 @@ class SchemaBuilder:
         if key in self._entries:
             return self._entries[key]
         fields: dict[str, Any] = {
-            "ev": (list[self.evidence], Field(min_length=1, max_length=EVIDENCE_MAX)),  # type: ignore[name-defined]
-            "why": (str, Field(min_length=1, max_length=WHY_MAX)),
+            "ev": (list[self.evidence], Field(min_length=1, max_length=self.limits.evidence_max)),  # type: ignore[name-defined]
+            "why": (str, Field(min_length=1, max_length=self.limits.why_max)),
         }
         if dim.kind == "scale":
             fields["score"] = (_lit(list(range(dim.min, dim.max + 1))), ...)  # type: ignore[arg-type]
@@ -128,9 +150,9 @@ def entry_count(rubric: Rubric, n_interventions: int, n_members: int, *, session
     return n
 
 
-def max_tokens_for(entries: int) -> int:
+def max_tokens_for(entries: int, limits: EntryLimits = FULL) -> int:
     """Output bound for a reply with `entries` scored entries at the schema's length limits."""
-    return REPLY_OVERHEAD_TOKENS + entries * ENTRY_TOKENS
+    return REPLY_OVERHEAD_TOKENS + entries * limits.entry_tokens
 
 
 _QUOTES = "\"'“”‘’«»"
@@ -144,12 +166,12 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def quote_found(quote: str, text: str) -> bool:
+def quote_found(quote: str, text: str, limit: int = QUOTE_MAX) -> bool:
     """Whether a judge's quote is really in the turn it cites, as the judge was shown that turn.
 
     Accepted: the words themselves (case, spacing and curly quotes ignored), the words with the rendering's
     turn number, speaker tag and quote marks around them, and a quote cut off at the schema's length limit
-    (its last, partial word dropped). Anything else is unsupported evidence.
+    (`limit`; its last, partial word dropped). Anything else is unsupported evidence.
     """
     shown = _norm(as_data(text))
     candidates = [quote]
@@ -162,7 +184,7 @@ def quote_found(quote: str, text: str) -> bool:
             continue
         if q in shown:
             return True
-        if len(cand) >= QUOTE_MAX - 2 and " " in q:  # cut at the limit: the last word may be partial
+        if len(cand) >= limit - 2 and " " in q:  # cut at the limit: the last word may be partial
             head = q.rsplit(" ", 1)[0].strip(_EDGE)
             if len(head) >= 12 and head in shown:
                 return True
@@ -181,6 +203,7 @@ def read_entries(
     record: SessionRecord,
     turn: Turn | None = None,
     member: str | None = None,
+    limits: EntryLimits = FULL,
 ) -> list[DimensionScore]:
     """Validated reply entries (JSON keys, as dumped by alias) -> DimensionScore records."""
     texts = {t.index: t.text for t in record.turns}
@@ -196,7 +219,11 @@ def read_entries(
                 turn=turn.index if turn is not None else None,
                 member=member,
                 evidence=[
-                    Evidence(turn=ev["t"], quote=ev["q"], quote_found=quote_found(ev["q"], texts.get(ev["t"], "")))
+                    Evidence(
+                        turn=ev["t"],
+                        quote=ev["q"],
+                        quote_found=quote_found(ev["q"], texts.get(ev["t"], ""), limits.quote_max),
+                    )
                     for ev in e["ev"]
                 ],
                 reasoning=e["why"],

@@ -57,3 +57,61 @@ def test_progress_reports_reading_then_writing(model):
     assert seen[0][:2] == (total, 0) and reads == sorted(reads) and len(reads) >= 3  # chunked, in order
     writes = [gen for *_, gen in seen if gen > 0]
     assert writes and writes == sorted(writes) and writes[-1] <= out.completion_tokens + 1
+
+
+def _reply_schema() -> dict:
+    from pydantic import BaseModel, Field
+
+    class Item(BaseModel):
+        quote: str = Field(max_length=40)
+        score: int = Field(ge=1, le=5)
+
+    class Reply(BaseModel):
+        items: list[Item] = Field(min_length=2, max_length=2)
+
+    return Reply.model_json_schema()
+
+
+def test_greedy_constrained_reply_equals_llama_cpp_pythons_sampler(model):
+    """Our sampler asks the grammar only about the sampled token; at temperature 0 that must change nothing."""
+    from simulator.llm.embedded import _IM_END, render_chatml
+
+    schema = _reply_schema()
+    messages = [
+        SYSTEM,
+        {
+            "role": "user",
+            "content": "Dana: You are never home. Theo: I work for us.\n\n"
+            "Quote two lines and score how hostile each is, 1 to 5, as JSON.",
+        },
+    ]
+    ours = model.generate(messages, max_tokens=80, temperature=0.0, seed=0, json_schema=schema)
+    tokens = model._llm.tokenize(render_chatml(messages).encode("utf-8"), add_bos=False, special=True)
+    with model._lock:
+        theirs = model._llm.create_completion(
+            tokens,
+            max_tokens=80,
+            temperature=0.0,
+            top_p=0.95,
+            repeat_penalty=1.1,
+            seed=0,
+            stop=[_IM_END],
+            grammar=model._grammar(schema),
+        )
+    assert ours.text == theirs["choices"][0]["text"]
+    assert ours.completion_tokens == theirs["usage"]["completion_tokens"]
+
+
+def test_sampled_constrained_reply_is_valid_json_of_the_schema(model):
+    import json
+
+    schema = _reply_schema()
+    messages = [
+        SYSTEM,
+        {"role": "user", "content": "Invent two quotes from an argument and score them 1 to 5, as JSON."},
+    ]
+    for seed in (1, 2):
+        out = model.generate(messages, max_tokens=80, temperature=0.9, seed=seed, json_schema=schema)
+        data = json.loads(out.text)
+        assert len(data["items"]) == 2 and all(1 <= i["score"] <= 5 for i in data["items"])
+        assert out.finish_reason == "stop"

@@ -95,7 +95,7 @@ def test_judge_writes_judgments_and_lists_skipped(invoke, fake, tmp_path: Path) 
     assert j is not None and j.status.value == "ok"
     assert j.judges == [fake.settings_seen[0].model_for("judge")]  # the default judge: --model / env / local model
     assert not (folder.judgments_dir / "s2.json").exists()
-    assert len(fake.calls) == 1
+    assert j.mode == "per_intervention" and len(fake.calls) == 3  # the local default judge: t3, t5, the rest
 
 
 def test_judge_panel_and_per_intervention(invoke, fake, tmp_path: Path) -> None:
@@ -201,11 +201,12 @@ def test_leaderboard_json(invoke, fake, tmp_path: Path) -> None:
 
 def test_leaderboard_table_ranks_supporters_and_excludes_simulator_failures(invoke, fake, tmp_path: Path) -> None:
     good, weak, broken = (make_run(tmp_path / n, f"sup/{n}", extra=False) for n in ("good", "weak", "broken"))
-    assert invoke("judge", good.path).exit_code == 0
+    whole = "--whole-session"  # one reply per session: the fakes below edit its `members` part
+    assert invoke("judge", good.path, whole).exit_code == 0
     fake.default = lambda call: fill_reply(call.schema, score_index=2)  # scores 3 everywhere
-    assert invoke("judge", weak.path).exit_code == 0
+    assert invoke("judge", weak.path, whole).exit_code == 0
     fake.default = lambda call: with_path(fill_reply(call.schema), "members/Ana/persona_fidelity/score", 1)
-    assert invoke("judge", broken.path).exit_code == 0
+    assert invoke("judge", broken.path, whole).exit_code == 0
     result = invoke("leaderboard", weak.path, good.path, broken.path)
     assert result.exit_code == 0
     sessions_table = result.stdout.split("supporter turns")[0].splitlines()

@@ -296,6 +296,45 @@ def test_per_intervention_mode_and_partial_failure() -> None:
     assert len(v.scores) == 7 + 4 + 2
 
 
+def test_local_judges_rate_one_intervention_per_call_unless_told_otherwise() -> None:
+    from judges import judging_mode
+
+    assert judging_mode(["local/qwen2.5-coder-1.5b"]) is True
+    assert judging_mode(["local/a", "openai/gpt-4o"]) is False and judging_mode([]) is False
+    assert judging_mode(["local/a"], False) is False and judging_mode(["openai/gpt-4o"], True) is True
+    local, client = one_judgment(filler(), judges_=("local/judge",), per_intervention=None)
+    assert local.mode == "per_intervention" and len(client.calls) == 2 + 1  # t3, t5, session+members
+    hosted, client = one_judgment(filler(), judges_=("fake/judge",), per_intervention=None)
+    assert hosted.mode == "session" and len(client.calls) == 1
+
+
+def test_local_judges_get_lean_entries_with_a_matching_rule_and_output_bound() -> None:
+    """One short quote and a short reason per entry for local judges: what they are asked for, what the schema
+    allows, what max_tokens budgets and what counts as a quote cut at the limit all follow the same limits."""
+    from judges._schema import FULL, LEAN, limits_for
+
+    assert limits_for("local/qwen2.5-coder-1.5b") is LEAN and limits_for("openai/gpt-4o") is FULL
+    lean, lean_client = one_judgment(filler(), judges_=("local/judge",), per_intervention=True)
+    full, full_client = one_judgment(filler(), judges_=("fake/judge",), per_intervention=True)
+    lean_call, full_call = lean_client.calls[0], full_client.calls[0]
+    assert "one item" in lean_call.prompt.instructions and "1-2 items" in full_call.prompt.instructions
+    entry = lean_call.schema.model_json_schema()["$defs"]
+    ev = next(v for k, v in entry.items() if k.startswith("strategy_fit"))["properties"]["ev"]
+    assert ev["maxItems"] == LEAN.evidence_max == 1
+    quote = entry["Ev"]["properties"]["q"]
+    assert quote["maxLength"] == LEAN.quote_max
+    assert lean_call.max_tokens < full_call.max_tokens
+    assert lean.status == full.status == JudgmentStatus.OK
+
+
+def test_quote_cut_at_its_own_limit_is_accepted() -> None:
+    from judges._schema import quote_found
+
+    text = "I am not leaving this room until we talk about the money properly"
+    cut = text[:40]  # ends mid-word ("mon")
+    assert quote_found(cut, text, limit=40) and not quote_found(cut + "x", text, limit=60)
+
+
 def test_silent_supporter_has_no_interventions_to_judge() -> None:
     rec = couple_session()
     rec = rec.model_copy(update={"turns": [t for t in rec.turns if t.kind == "member"]})

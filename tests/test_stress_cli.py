@@ -169,3 +169,33 @@ def test_judged_stress_run(tmp_path, monkeypatch, bench_reply):
     assert read_judgment(folder, sid) is not None
     assert read_check(folder, sid) is not None
     assert result.exit_code in (0, 1)  # the fake judge's quotes may be unsupported; the check is recorded anyway
+
+
+def test_budget_caps_count_judge_calls(tmp_path, bench_reply):
+    """A cap that one session's own calls stay under is reached by its judging: the next session never starts."""
+    import asyncio
+
+    from simulator.runner.stress import run_stress
+
+    sim = any_schema_reply()
+
+    def reply(call):
+        return bench_reply(call) if call.role == "judge" else sim(call)
+
+    body = "supporters: [scripted]\ncases: [dana-and-theo]\nperturbations: [escalation]\nseeds: 0-1\nturns: 2\n"
+    body += "tracker_every: 0\nbaseline: false\n"
+    probe = FakeModelClient(default=reply)
+    path = write(tmp_path, body.replace("seeds: 0-1", "seeds: [0]"))
+    config = load_stress_config(path)
+    asyncio.run(run_stress(config, build_matrix(config, tmp_path, path), probe, tmp_path / "probe", base=tmp_path))
+    session_calls = sum(1 for c in probe.calls if c.role != "judge")
+    assert 0 < session_calls < len(probe.calls)  # the one session was judged
+
+    path = write(tmp_path, body + f"budget: {{max_calls: {session_calls + 1}}}\n")
+    config = load_stress_config(path)
+    fake = FakeModelClient(default=reply)
+    summary = asyncio.run(
+        run_stress(config, build_matrix(config, tmp_path, path), fake, tmp_path / "run", base=tmp_path, concurrency=1)
+    )
+    assert summary.run.stopped_by is not None and summary.run.stopped_by.startswith("calls")
+    assert len(RunFolder(tmp_path / "run").session_ids()) == 1  # seed 1 was never started

@@ -179,9 +179,14 @@ def judge(
         Path | None, typer.Option("--rubric", help="YAML file that adds or overrides rubric dimensions.")
     ] = None,
     per_intervention: Annotated[
-        bool,
-        typer.Option("--per-intervention", help="One judge call per supporter turn (long sessions, small models)."),
-    ] = False,
+        bool | None,
+        typer.Option(
+            "--per-intervention/--whole-session",
+            help="One judge call per supporter turn, or one per session. Default: per turn when every judge is "
+            "a local/ model (small models), else per session.",
+            show_default=False,
+        ),
+    ] = None,
     model: Annotated[
         str | None,
         typer.Option("--model", "-m", help="Default model (else RESCUE_SIM_MODEL, else the embedded local model)."),
@@ -216,6 +221,9 @@ def judge(
     panel = parse_judges(judge_models)
     settings = model_settings(model, roles={"judge": panel[0] if panel else None})
     panel = panel or [settings.model_for("judge")]
+    from judges import judging_mode
+
+    per_intervention = judging_mode(panel, per_intervention)
 
     records, skipped = [], []
     for sid in folder.session_ids():

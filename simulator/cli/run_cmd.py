@@ -230,12 +230,12 @@ def _report(summary, judged: list, total: int) -> bool:
 
 def _judge_hook(client, judges: list[str], waiting: Waiting, judged: list):
     async def hook(record, folder) -> None:
-        from judges import judge_calls, judge_session, load_rubric, write_judgment
+        from judges import judge_calls, judge_session, judging_mode, load_rubric, write_judgment
         from simulator.cli._render import Tally
         from simulator.cli.judge_cmd import render
 
         rubric = load_rubric()
-        per_intervention = False
+        per_intervention = judging_mode(judges)
         units = len(judge_calls(record, rubric, per_intervention)) * len(judges)
         console.print(f"[dim]judging with {', '.join(judges)}: {units} call(s)…[/]")
         waiting.judging = Tally("judging", units)

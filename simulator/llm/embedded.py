@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from personas.common.errors import UserError
-from simulator.llm.kvstate import PrefixStates
+from simulator.llm.kvstate import PrefixStates, common_prefix
 
 DEFAULT_LOCAL_MODEL = "local/qwen2.5-coder-1.5b"
 # Ids earlier versions used for the same weights; they keep working and are recorded under the true name.
@@ -292,43 +292,133 @@ class EmbeddedModel:
                 )
             cached = self._states.prepare(self._llm, tokens)  # this role's last state, if it shares more
             self._read_prompt(tokens, cached, progress)
-            report = None
-            if progress is not None:
-                n = len(tokens)
-
-                def report(ids: Any, _logits: Any) -> bool:  # llama-cpp-python's per-token stopping hook
-                    progress(n, n, cached, max(0, len(ids) - n + 1))
-                    return False
-
-            out = self._llm.create_completion(
+            grammar = self._grammar(json_schema) if json_schema is not None else None
+            text, generated, finish = self._sample(
                 tokens,
+                cached,
                 max_tokens=max_tokens,
                 temperature=temperature,
-                top_p=0.95,
-                repeat_penalty=1.1,
                 seed=seed if seed is not None else 0,
-                stop=[_IM_END, *(stop or [])],
-                grammar=self._grammar(json_schema) if json_schema is not None else None,
-                stopping_criteria=report,
+                stop=stop or [],
+                grammar=grammar,
+                progress=progress,
             )
             self._states.save(self._llm)
             elapsed = time.perf_counter() - started
-        choice = out["choices"][0]
-        usage = out["usage"]
-        cached = min(cached, usage["prompt_tokens"])
+        cached = min(cached, len(tokens))
         self.stats.calls += 1
-        self.stats.prompt_tokens += usage["prompt_tokens"]
+        self.stats.prompt_tokens += len(tokens)
         self.stats.cached_prompt_tokens += cached
-        self.stats.completion_tokens += usage["completion_tokens"]
+        self.stats.completion_tokens += generated
         self.stats.seconds += elapsed
         self.stats.prefix_restores = self._states.restored
         return EmbeddedResult(
-            text=choice["text"],
-            prompt_tokens=usage["prompt_tokens"],
+            text=text,
+            prompt_tokens=len(tokens),
             cached_prompt_tokens=cached,
-            completion_tokens=usage["completion_tokens"],
-            finish_reason=choice.get("finish_reason") or "stop",
+            completion_tokens=generated,
+            finish_reason=finish,
         )
+
+    def _sample(
+        self,
+        tokens: list[int],
+        cached: int,
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int,
+        stop: list[str],
+        grammar: Any,
+        progress: Callable[[int, int, int, int], None] | None,
+    ) -> tuple[str, int, str]:
+        """Generate after the prompt: sample from the unconstrained chain first and consult the grammar only
+        about that one token; only when the grammar rejects it are all 151k candidates masked and the chain
+        applied again (llama.cpp's own `common_sampler` order). llama-cpp-python masks the whole vocabulary
+        with the grammar at every step, which cost about a third of the generation time here. Greedy output is
+        identical either way (the unconstrained argmax, when grammar-valid, is the constrained argmax)."""
+        import ctypes
+
+        import llama_cpp as lc
+        import numpy as np
+
+        llm = self._llm
+        target = np.asarray(tokens, dtype=np.intc)
+        llm.n_tokens = min(common_prefix(llm.input_ids[: llm.n_tokens], target), len(tokens) - 1)
+        llm.eval(tokens[llm.n_tokens :])  # at least the last prompt token: its logits start the reply
+        vocab = llm._model.vocab
+        n_vocab = llm.n_vocab()
+        chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
+        lc.llama_sampler_chain_add(
+            chain, lc.llama_sampler_init_penalties(n_vocab, llm.last_n_tokens_size, 1.1, 0.0, 0.0)
+        )
+        if temperature <= 0.0:
+            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_greedy())
+        else:
+            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_top_k(40))
+            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_top_p(0.95, 1))
+            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_min_p(0.05, 1))
+            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_temp(temperature))
+            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_dist(seed))
+        gram = None
+        if grammar is not None:
+            gram = lc.llama_sampler_init_grammar(vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
+        ids = np.arange(n_vocab, dtype=np.intc)
+        data = np.recarray(
+            (n_vocab,), dtype=np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
+        )
+        full = lc.llama_token_data_array(
+            data=data.ctypes.data_as(lc.llama_token_data_p), size=n_vocab, selected=-1, sorted=False
+        )
+        one = (lc.llama_token_data * 1)()
+        single = lc.llama_token_data_array(data=one, size=1, selected=-1, sorted=False)
+
+        def pick(logits: Any, masked: bool) -> int:
+            data.id[:] = ids
+            data.logit[:] = logits
+            data.p[:] = 0.0
+            full.size, full.selected, full.sorted = n_vocab, -1, False
+            if masked:
+                lc.llama_sampler_apply(gram, ctypes.byref(full))
+            lc.llama_sampler_apply(chain, ctypes.byref(full))
+            return int(data.id[full.selected])
+
+        def allowed(token: int) -> bool:
+            one[0].id, one[0].logit, one[0].p = token, 0.0, 0.0
+            single.size, single.selected, single.sorted = 1, -1, False
+            lc.llama_sampler_apply(gram, ctypes.byref(single))
+            return one[0].logit != float("-inf")
+
+        out = bytearray()
+        generated, finish, n = 0, "length", len(tokens)
+        stop_bytes = [s.encode("utf-8") for s in stop if s]
+        try:
+            for _ in range(max_tokens):
+                logits = np.ctypeslib.as_array(lc.llama_get_logits_ith(llm._ctx.ctx, -1), shape=(n_vocab,))
+                token = pick(logits, masked=False)
+                if gram is not None and not allowed(token):
+                    token = pick(logits, masked=True)
+                if lc.llama_vocab_is_eog(vocab, token):
+                    finish = "stop"
+                    break
+                lc.llama_sampler_accept(chain, token)
+                if gram is not None:
+                    lc.llama_sampler_accept(gram, token)
+                generated += 1
+                out += llm.detokenize([token], special=False)
+                if progress is not None:
+                    progress(n, n, cached, generated)
+                cut = min((i for i in (out.find(s) for s in stop_bytes) if i >= 0), default=-1)
+                if cut >= 0:
+                    del out[cut:]
+                    finish = "stop"
+                    break
+                llm.eval([token])
+        finally:
+            lc.llama_sampler_free(chain)
+            if gram is not None:
+                lc.llama_sampler_free(gram)
+        return out.decode("utf-8", errors="ignore"), generated, finish
 
 
 _models: dict[str, EmbeddedModel] = {}

@@ -32,6 +32,7 @@ class FakeCall:
     schema: type[BaseModel] | None
     seed: int | None
     trial: int
+    max_tokens: int = 256
 
 
 @dataclass
@@ -79,7 +80,9 @@ class FakeModelClient:
         model = model or self.model
         last, last_text = "", None
         for attempt in range(1, self.parse_attempts + 1):
-            call = FakeCall(prompt=prompt, role=role, model=model, schema=schema, seed=seed, trial=trial)
+            call = FakeCall(
+                prompt=prompt, role=role, model=model, schema=schema, seed=seed, trial=trial, max_tokens=max_tokens
+            )
             self.calls.append(call)
             reply = self._next(call)
             if callable(reply) and not isinstance(reply, type):

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from personas.case import CardError, Case, load_case
 from personas.common.errors import UserError
 from personas.library import load_library
+from judges import judging_mode
 from simulator.engine import SessionConfig
 from simulator.llm.types import ModelClient
 from simulator.perturbations import (
@@ -66,7 +67,10 @@ class StressConfig(BaseModel):
     judges: list[str] = Field(default_factory=list, description="Judge panel; default: the judge model.")
     judge: bool = Field(default=True, description="Judge completed sessions (needed for leaderboard means).")
     rubric: str | None = Field(default=None, description="Rubric YAML that adds, overrides or disables dimensions.")
-    per_intervention: bool = Field(default=False, description="One judge call per supporter turn.")
+    per_intervention: bool | None = Field(
+        default=None,
+        description="One judge call per supporter turn; unset: per turn when every judge is a local/ model.",
+    )
     turns: int = Field(default=6, ge=1, le=200, description="Member turns per session (before session changes).")
     tracker_every: int = Field(default=3, ge=0, description="Tracker every N member turns and at the end.")
     window: int = Field(default=16, ge=2, description="Transcript turns shown to models.")
@@ -302,6 +306,7 @@ def estimate(config: StressConfig, matrix: Matrix) -> Estimate:
     calls = {"member": 0, "tracker": 0, "supporter": 0, "judge": 0, "check": 0}
     prompt = completion = 0
     panel = max(1, len(config.judges))
+    per_turn = judging_mode(config.judges or [config.model_for("judge") or ""], config.per_intervention)
     perts = {p.name: p for p in matrix.perturbations}
     contexts = {c.id: len(case_context(c)) // 4 for c in matrix.cases}
     for s in matrix.specs:
@@ -321,7 +326,7 @@ def estimate(config: StressConfig, matrix: Matrix) -> Estimate:
         full = ctx + int(turns_total * _TURN_TOKENS)
         interventions = round(t * share)
         if config.judge:
-            n = panel * ((interventions + 1) if config.per_intervention else 1)
+            n = panel * ((interventions + 1) if per_turn else 1)
             calls["judge"] += n
             prompt += n * (full + _INSTR["judge"])
             completion += panel * (interventions * 5 + 6) * _OUT["judge_entry"]
@@ -436,7 +441,12 @@ async def run_stress(
     on_checked: Callable[[Any], None] | None = None,
 ) -> StressSummary:
     """Run the matrix into `out_dir`, judging and checking each completed session as it finishes; a rerun
-    resumes: finished sessions, judgments and checks are skipped, failed sessions run again."""
+    resumes: finished sessions, judgments and checks are skipped, failed sessions run again.
+
+    One metered client serves the sessions, the judges and the checks, so the budget caps count them all."""
+    from simulator.runner.runs import MeteredClient
+
+    client = client if isinstance(client, MeteredClient) else MeteredClient(client)
     panel = config.judges or [config.model_for("judge") or client.model_for("judge")]
     check_model = config.model_for("check") or panel[0]
     perts = {p.name: p for p in matrix.perturbations}

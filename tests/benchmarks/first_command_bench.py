@@ -3,6 +3,8 @@
     python tests/benchmarks/first_command_bench.py RUN_DIR [RUN_DIR ...]     # breakdown of finished runs
     flock /tmp/rescue-embedded.lock python tests/benchmarks/first_command_bench.py --rates   # this machine's
                                                                                # llama.cpp prompt/generation speed
+    flock /tmp/rescue-embedded.lock python tests/benchmarks/first_command_bench.py --sampler # grammar-constrained
+                                                 # generation: llama-cpp-python's sampler vs ours, same prompt
 
 For each run folder (a session of `rescue-sim run --case dana-and-theo --turns 4`, plus its judgment): model
 calls per role, prompt tokens read (and how many llama.cpp's prefix cache served), tokens generated, model
@@ -101,10 +103,74 @@ def measure_rates(repeats: int = 3) -> tuple[float, float]:
     return max(prompt_rates), max(gen_rates)
 
 
+def compare_samplers(max_tokens: int = 300) -> None:
+    """Grammar-constrained greedy generation of one judge-like JSON reply, twice: through llama-cpp-python's
+    `create_completion` (the grammar masks all 151k candidates at every token) and through
+    `EmbeddedModel.generate` (the grammar is consulted about the sampled token only). Same prompt, same
+    tokens out (checked), so the ratio is the sampler's cost alone."""
+    from pydantic import BaseModel, Field
+
+    from simulator.llm.embedded import _IM_END, get_embedded_model, render_chatml
+
+    class Entry(BaseModel):
+        quote: str = Field(max_length=60)
+        why: str = Field(max_length=120)
+        score: int = Field(ge=1, le=5)
+
+    class Reply(BaseModel):
+        entries: list[Entry] = Field(min_length=6, max_length=6)
+
+    transcript = "\n".join(
+        f"[{i}] {'Dana' if i % 2 else 'Theo'}: "
+        + ("You are never home before nine and I eat alone." if i % 2 else "I am doing this for us, you know that.")
+        for i in range(1, 9)
+    )
+    messages = [
+        {"role": "system", "content": "You rate a counselling session."},
+        {
+            "role": "user",
+            "content": f"{transcript}\n\nRate six aspects of the session: quote the words, say why, "
+            "give a score from 1 to 5. Answer with one JSON object.",
+        },
+    ]
+    model = get_embedded_model()
+    schema = Reply.model_json_schema()
+    grammar = model._grammar(schema)
+    tokens = model._llm.tokenize(render_chatml(messages).encode("utf-8"), add_bos=False, special=True)
+    model.generate(messages, max_tokens=1, temperature=0.0, seed=0)  # warm: both runs start with the prompt read
+    times, texts = {}, {}
+    for name in ("llama-cpp-python", "rescue-sim"):
+        started = time.perf_counter()
+        if name == "rescue-sim":
+            out = model.generate(messages, max_tokens=max_tokens, temperature=0.0, seed=0, json_schema=schema)
+            texts[name], n = out.text, out.completion_tokens
+        else:
+            with model._lock:
+                res = model._llm.create_completion(
+                    tokens,
+                    max_tokens=max_tokens,
+                    temperature=0.0,
+                    top_p=0.95,
+                    repeat_penalty=1.1,
+                    seed=0,
+                    stop=[_IM_END],
+                    grammar=grammar,
+                )
+            texts[name], n = res["choices"][0]["text"], res["usage"]["completion_tokens"]
+        times[name] = (time.perf_counter() - started, n)
+    for name, (secs, n) in times.items():
+        print(f"{name:<18} {n:>4} tokens in {secs:6.1f}s = {n / secs:5.2f} tok/s")
+    base, ours = times["llama-cpp-python"], times["rescue-sim"]
+    print(
+        f"speed-up {base[0] / base[1] * ours[1] / ours[0]:.2f}x per token; same text: {texts['rescue-sim'] == texts['llama-cpp-python']}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="*", type=Path)
     parser.add_argument("--rates", action="store_true", help="Measure the embedded model's speed now.")
+    parser.add_argument("--sampler", action="store_true", help="Compare grammar-constrained samplers.")
     parser.add_argument("--prompt-tps", type=float, help="Prompt tokens per second to estimate times at.")
     parser.add_argument("--gen-tps", type=float, help="Generated tokens per second to estimate times at.")
     args = parser.parse_args()
@@ -112,6 +178,8 @@ def main() -> None:
     if args.rates:
         prompt_tps, gen_tps = measure_rates()
         print(f"embedded model now: {prompt_tps:.1f} prompt tok/s, {gen_tps:.1f} generated tok/s")
+    if args.sampler:
+        compare_samplers()
     for run in args.runs:
         print_breakdown(run, prompt_tps, gen_tps)
 
