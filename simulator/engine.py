@@ -13,8 +13,8 @@ import asyncio
 import operator
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
-from typing import Annotated, Any, Literal, TypedDict
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,7 +24,6 @@ from personas.taxonomy import RiskKind
 from simulator.floor import choose_next, rng_for
 from simulator.llm.types import ModelClient, ModelError
 from simulator.members import member_turn
-from simulator.redact import redact
 from simulator.records import (
     SUPPORTER,
     EndReason,
@@ -34,11 +33,15 @@ from simulator.records import (
     SupporterDecision,
     Turn,
 )
-from simulator.supporters import HumanSupporter, InvalidDecision, Supporter, finish_decision
+from simulator.redact import redact
 from simulator.safety import check_attended
+from simulator.supporters import HumanSupporter, InvalidDecision, Supporter, finish_decision
 from simulator.tracker import observe
 from simulator.tracker import prompt_digest as tracker_prompt_digest
 from simulator.view import SessionView, SupporterKnows, build_view
+
+if TYPE_CHECKING:  # LangGraph reads the annotation by name: a node taking `config: RunnableConfig` is given it
+    from langchain_core.runnables import RunnableConfig
 
 SAFETY_GRACE = 2  # supporter decisions allowed to pass over a member at risk before the session is stopped
 SELF_RISK_KINDS = {RiskKind.SUICIDAL_IDEATION, RiskKind.SELF_HARM}
@@ -439,17 +442,26 @@ def after_end_check(state: SessionState) -> Literal["floor", "__end__"]:
     return "__end__" if state.get("end_reason") else "floor"
 
 
-def build_graph(case: Case, client: ModelClient, supporter: Supporter, config: SessionConfig, checkpointer: Any = None):
-    """Compile the session graph for one case and supporter."""
-    from langgraph.graph import END, START, StateGraph
+NODE_NAMES = ("floor", "member", "track", "gate", "supporter", "end_check")
 
-    g = StateGraph(SessionState)
-    g.add_node("floor", make_floor_node(case, config))
-    g.add_node("member", make_member_node(client, case, config))
-    g.add_node("track", make_track_node(client, case, config))
-    g.add_node("gate", make_gate_node(case, supporter, config))
-    g.add_node("supporter", make_supporter_node(case))
-    g.add_node("end_check", make_end_check_node(client, case, config))
+
+def session_nodes(case: Case, client: ModelClient, supporter: Supporter, config: SessionConfig) -> dict[str, Any]:
+    """The node functions of one session, each closed over its fixed dependencies."""
+    return {
+        "floor": make_floor_node(case, config),
+        "member": make_member_node(client, case, config),
+        "track": make_track_node(client, case, config),
+        "gate": make_gate_node(case, supporter, config),
+        "supporter": make_supporter_node(case),
+        "end_check": make_end_check_node(client, case, config),
+    }
+
+
+def _wire(g: Any, nodes: dict[str, Any]) -> Any:
+    from langgraph.graph import START
+
+    for name in NODE_NAMES:
+        g.add_node(name, nodes[name])
     g.add_edge(START, "floor")
     g.add_edge("floor", "member")
     g.add_conditional_edges("member", after_member)
@@ -457,8 +469,45 @@ def build_graph(case: Case, client: ModelClient, supporter: Supporter, config: S
     g.add_conditional_edges("gate", after_gate)
     g.add_edge("supporter", "track")
     g.add_conditional_edges("end_check", after_end_check)
-    del END
-    return g.compile(checkpointer=checkpointer)
+    return g
+
+
+def build_graph(case: Case, client: ModelClient, supporter: Supporter, config: SessionConfig, checkpointer: Any = None):
+    """Compile the session graph for one case and supporter (a graph of its own, e.g. to inspect or extend)."""
+    from langgraph.graph import StateGraph
+
+    return _wire(StateGraph(SessionState), session_nodes(case, client, supporter, config)).compile(
+        checkpointer=checkpointer
+    )
+
+
+SESSION_NODES = "rescue_sim_nodes"  # the run-config key under which a session's node functions travel
+
+
+def _dispatch(name: str) -> Callable[..., Awaitable[dict]]:
+    """A node of the shared graph: it runs this session's own function (from the run config) in the event loop,
+    so synchronous nodes (floor, supporter) need no thread hop either."""
+
+    async def node(state: SessionState, config: RunnableConfig) -> dict:
+        out = config["configurable"][SESSION_NODES][name](state)
+        return await out if asyncio.iscoroutine(out) else out
+
+    node.__name__ = name
+    return node
+
+
+_shared_graph: Any = None
+
+
+def shared_graph() -> Any:
+    """One compiled graph for every session without a checkpointer: compiling costs milliseconds of CPU, and at
+    64 sessions in flight against a fast provider that is a measurable share of the runner's time."""
+    global _shared_graph
+    if _shared_graph is None:
+        from langgraph.graph import StateGraph
+
+        _shared_graph = _wire(StateGraph(SessionState), {n: _dispatch(n) for n in NODE_NAMES}).compile()
+    return _shared_graph
 
 
 # -- running -----------------------------------------------------------------------------------------------------
@@ -502,7 +551,7 @@ def to_record(
         observer=state.get("observer", []),
         safety=state.get("safety", []),
         started_at=started_at,
-        finished_at=datetime.now(timezone.utc) if final else None,
+        finished_at=datetime.now(UTC) if final else None,
         wall_s=round(time.perf_counter() - started, 3),
     )
 
@@ -534,18 +583,19 @@ async def run_session(
     human = isinstance(supporter, HumanSupporter)
     if human and human_input is None:
         raise ValueError("a human supporter needs `human_input`")
-    checkpointer = None
-    if human:
-        from langgraph.checkpoint.memory import InMemorySaver
-
-        checkpointer = InMemorySaver()
-    graph = build_graph(case, client, supporter, config, checkpointer)
-    models = models or {}
-    started_at, started = datetime.now(timezone.utc), time.perf_counter()
     run_config: dict[str, Any] = {
         "recursion_limit": config.max_turns * 12 + 50,
         "configurable": {"thread_id": session_id},
     }
+    if human:  # interrupts need a checkpointer of its own
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        graph = build_graph(case, client, supporter, config, InMemorySaver())
+    else:
+        graph = shared_graph()
+        run_config["configurable"][SESSION_NODES] = session_nodes(case, client, supporter, config)
+    models = models or {}
+    started_at, started = datetime.now(UTC), time.perf_counter()
     state: SessionState = initial_state(case)
     pending: Any = state
     last_update = started

@@ -5,6 +5,9 @@
         python tests/benchmarks/fidelity_bench.py run --out /tmp/fid/before      # the pre-change code
     python tests/benchmarks/fidelity_bench.py report /tmp/fid/before /tmp/fid/after
 
+Side by side, one core each (`--threads 1` under `taskset`): both runs see the same machine at the same time,
+so their wall times compare fairly even when each is slower than alone.
+
 `run` plays 3 cases x 2 seeds x 6 member turns on the embedded model with the scripted supporter (no supporter
 model calls) and no call cache, and saves each session record. It uses only APIs that existed before the
 fidelity work, so it runs against an older checkout through PYTHONPATH.
@@ -30,7 +33,7 @@ SEEDS = (1, 2)
 MEMBER_TURNS = 6
 
 
-async def _run(out: Path) -> None:
+async def _run(out: Path, threads: int | None = None) -> None:
     import simulator
     from personas.library import resolve_case
     from simulator.engine import SessionConfig, run_session
@@ -40,7 +43,7 @@ async def _run(out: Path) -> None:
     code = str(Path(simulator.__file__).resolve().parents[1])
     print(f"code under test: {code}", flush=True)
     (out / "sessions").mkdir(parents=True, exist_ok=True)
-    client = LiteLLMClient(ModelSettings(cache=False))
+    client = LiteLLMClient(ModelSettings(cache=False, n_threads=threads))
     models = {r: client.model_for(r) for r in ("member", "tracker")}
     started = time.perf_counter()
     for case_id in CASES:
@@ -62,7 +65,8 @@ async def _run(out: Path) -> None:
             )
             path.write_text(rec.model_dump_json(indent=1))
             print(f"{sid}: {rec.status} in {time.perf_counter() - t0:.1f} s", flush=True)
-    (out / "bench.json").write_text(json.dumps({"code": code, "wall_s": round(time.perf_counter() - started, 1)}))
+    meta = {"code": code, "wall_s": round(time.perf_counter() - started, 1), "threads": threads}
+    (out / "bench.json").write_text(json.dumps(meta))
 
 
 def _report(folders: list[Path]) -> None:
@@ -118,11 +122,12 @@ def main() -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="simulate and save records")
     r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--threads", type=int, help="llama.cpp threads (default: one per core, at most 8)")
     p = sub.add_parser("report", help="measure saved records")
     p.add_argument("folders", type=Path, nargs="+")
     args = ap.parse_args()
     if args.cmd == "run":
-        asyncio.run(_run(args.out))
+        asyncio.run(_run(args.out, args.threads))
     else:
         _report(args.folders)
 
