@@ -23,9 +23,9 @@ EVIDENCE_RULE = (
     "the listed labels."
 )
 LEAN_EVIDENCE_RULE = (
-    'For every entry give first "ev": one item {"t": turn number, "q": 3 to 6 words copied exactly from that turn, '
-    'without the speaker name}, then "why": a few words, then the score or label. Use only turn numbers from the '
-    "transcript and only the listed labels."
+    'For every entry give first "ev": one citation, the turn number in brackets and the first words of one of '
+    'that turn\'s sentences (e.g. "[3] I hear how tired"), then "why": a few words, then the score or label. Use '
+    "only the listed labels."
 )
 
 

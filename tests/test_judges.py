@@ -309,22 +309,37 @@ def test_local_judges_rate_one_intervention_per_call_unless_told_otherwise() -> 
 
 
 def test_local_judges_get_lean_entries_with_a_matching_rule_and_output_bound() -> None:
-    """One short quote and a short reason per entry for local judges: what they are asked for, what the schema
-    allows, what max_tokens budgets and what counts as a quote cut at the limit all follow the same limits."""
-    from judges._schema import FULL, LEAN, limits_for
+    """Local judges cite by choosing a sentence opening of the transcript (an enum their grammar enforces) and
+    give a short reason: what they are asked for, what the schema allows, what max_tokens budgets and how the
+    citation is read back all follow the same limits."""
+    from judges._schema import FULL, LEAN, limits_for, sentence_openings
 
     assert limits_for("local/qwen2.5-coder-1.5b") is LEAN and limits_for("openai/gpt-4o") is FULL
+    record = couple_session()
     lean, lean_client = one_judgment(filler(), judges_=("local/judge",), per_intervention=True)
     full, full_client = one_judgment(filler(), judges_=("fake/judge",), per_intervention=True)
     lean_call, full_call = lean_client.calls[0], full_client.calls[0]
-    assert "one item" in lean_call.prompt.instructions and "1-2 items" in full_call.prompt.instructions
-    entry = lean_call.schema.model_json_schema()["$defs"]
-    ev = next(v for k, v in entry.items() if k.startswith("strategy_fit"))["properties"]["ev"]
-    assert ev["maxItems"] == LEAN.evidence_max == 1
-    quote = entry["Ev"]["properties"]["q"]
-    assert quote["maxLength"] == LEAN.quote_max
+    assert '"[3] I hear how tired"' in lean_call.prompt.instructions and "1-2 items" in full_call.prompt.instructions
+    defs = lean_call.schema.model_json_schema()["$defs"]
+    ev = next(v for k, v in defs.items() if k.startswith("strategy_fit"))["properties"]["ev"]
+    openings = sentence_openings(record, LEAN.quote_max)
+    assert ev["maxItems"] == 1 and ev["items"]["enum"] == openings
+    assert all(o.startswith(f"[{o[1:o.index(']')]}] ") and len(o.split("] ", 1)[1]) <= LEAN.quote_max for o in openings)
+    assert {int(o[1 : o.index("]")]) for o in openings} == {t.index for t in record.turns if t.text.strip()}
     assert lean_call.max_tokens < full_call.max_tokens
     assert lean.status == full.status == JudgmentStatus.OK
+    cited = lean.verdicts[0].scores[0].evidence[0]
+    assert f"[{cited.turn}] {cited.quote}" in openings and cited.quote_found
+
+
+def test_sentence_openings_cut_at_a_word_boundary() -> None:
+    from judges._schema import sentence_openings
+
+    record = couple_session()
+    turn = record.turns[0].model_copy(update={"text": "No. You never listen to a single word I say about the money! Fine."})
+    openings = sentence_openings(record.model_copy(update={"turns": [turn]}), 30)
+    i = turn.index
+    assert openings == [f"[{i}] No.", f"[{i}] You never listen to a single", f"[{i}] Fine."]
 
 
 def test_quote_cut_at_its_own_limit_is_accepted() -> None:
