@@ -19,6 +19,7 @@ from judges._records import DimensionScore, Evidence
 from judges._render import as_data
 from judges._rubric import Dimension, Level, Rubric
 from personas.taxonomy import strategies_for
+from simulator.llm.structured import soft_max_words
 from simulator.records import SessionRecord, Turn
 
 QUOTE_MAX = 60  # characters per evidence quote
@@ -44,10 +45,11 @@ class EntryLimits:
     evidence_max: int = EVIDENCE_MAX
     entry_tokens: int = ENTRY_TOKENS
     cite_openings: bool = False
+    why_words: int | None = None  # a word cap instead of `why_max` characters: the reason ends on a whole word
 
 
 FULL = EntryLimits()
-LEAN = EntryLimits(quote_max=40, why_max=80, evidence_max=1, entry_tokens=80, cite_openings=True)
+LEAN = EntryLimits(quote_max=40, why_max=100, evidence_max=1, entry_tokens=80, cite_openings=True, why_words=14)
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+")
 _CITATION = re.compile(r"^\[(\d+)\]\s+(.*)$", re.DOTALL)
 
@@ -142,7 +144,9 @@ class SchemaBuilder:
             return self._entries[key]
         fields: dict[str, Any] = {
             "ev": (list[self.evidence], Field(min_length=1, max_length=self.limits.evidence_max)),  # type: ignore[name-defined]
-            "why": (str, Field(min_length=1, max_length=self.limits.why_max)),
+            "why": (str, soft_max_words(self.limits.why_words))
+            if self.limits.why_words
+            else (str, Field(min_length=1, max_length=self.limits.why_max)),
         }
         if dim.kind == "scale":
             fields["score"] = (_lit(list(range(dim.min, dim.max + 1))), ...)  # type: ignore[arg-type]

@@ -313,6 +313,7 @@ def test_local_judges_get_lean_entries_with_a_matching_rule_and_output_bound() -
     give a short reason: what they are asked for, what the schema allows, what max_tokens budgets and how the
     citation is read back all follow the same limits."""
     from judges._schema import FULL, LEAN, limits_for, sentence_openings
+    from simulator.llm.structured import max_words
 
     assert limits_for("local/qwen2.5-coder-1.5b") is LEAN and limits_for("openai/gpt-4o") is FULL
     record = couple_session()
@@ -321,7 +322,9 @@ def test_local_judges_get_lean_entries_with_a_matching_rule_and_output_bound() -
     lean_call, full_call = lean_client.calls[0], full_client.calls[0]
     assert '"[3] I hear how tired"' in lean_call.prompt.instructions and "1-2 items" in full_call.prompt.instructions
     defs = lean_call.schema.model_json_schema()["$defs"]
-    ev = next(v for k, v in defs.items() if k.startswith("strategy_fit"))["properties"]["ev"]
+    entry = next(v for k, v in defs.items() if k.startswith("strategy_fit"))["properties"]
+    ev = entry["ev"]
+    assert max_words(entry["why"]) == LEAN.why_words  # the reason ends on a whole word
     openings = sentence_openings(record, LEAN.quote_max)
     assert ev["maxItems"] == 1 and ev["items"]["enum"] == openings
     assert all(o.startswith(f"[{o[1:o.index(']')]}] ") and len(o.split("] ", 1)[1]) <= LEAN.quote_max for o in openings)
