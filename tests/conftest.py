@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+# Tests that import litellm themselves must not make it fetch its cost map from the internet (as the client ensures).
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 # ---- embedded-model tests -------------------------------------------------------------------------------------
 
 EMBEDDED_MISSING = (

@@ -115,3 +115,34 @@ def test_sampled_constrained_reply_is_valid_json_of_the_schema(model):
         data = json.loads(out.text)
         assert len(data["items"]) == 2 and all(1 <= i["score"] <= 5 for i in data["items"])
         assert out.finish_reason == "stop"
+
+
+def test_calls_made_together_are_decoded_in_one_batch(model):
+    """Three threads asking at once (a judge's per-intervention calls): one batch, the common prefix read once,
+    every reply valid under its schema, and the same batch twice gives the same replies. (Not the same as one at
+    a time: llama.cpp's CPU kernels round differently for different batch sizes, as they do for prompt chunks.)"""
+    import json
+    from concurrent.futures import ThreadPoolExecutor
+
+    schema = _reply_schema()
+    asks = [
+        [SYSTEM, {"role": "user", "content": f"Line {i}: {line}\n\nQuote it and score its hostility 1 to 5, as JSON."}]
+        for i, line in enumerate(["You never listen.", "I am doing this for us.", "Fine, leave then."])
+    ]
+
+    def ask(messages):
+        return model.generate(messages, max_tokens=60, temperature=0.0, seed=0, json_schema=schema)
+
+    runs = []
+    for _ in range(2):
+        before = model.stats.batched_calls
+        with ThreadPoolExecutor(len(asks)) as pool:
+            runs.append(list(pool.map(ask, asks)))
+        assert model.stats.batched_calls - before == len(asks)
+    first, second = runs
+    assert [t.text for t in first] == [t.text for t in second]
+    for reply in first:
+        items = json.loads(reply.text)["items"]
+        assert len(items) == 2 and all(1 <= i["score"] <= 5 for i in items) and reply.finish_reason == "stop"
+    assert first[0].cached_prompt_tokens == 0
+    assert all(t.cached_prompt_tokens >= len(SYSTEM["content"]) // 8 for t in first[1:])  # the shared system text

@@ -133,12 +133,14 @@ def test_timeouts_are_retried_then_fail(tmp_path, fake_provider, monkeypatch):
         await asyncio.sleep(30)
         return "late"
 
+    c = client(tmp_path, default="fakeprov/slow", timeout_s=1.0, max_retries=1, cache=False)
+    fake_provider["behaviour"] = lambda m, p: "warm"  # litellm's first call sets itself up: not a timeout
+    asyncio.run(c.complete(PROMPT, role="member"))
     fake_provider["behaviour"] = slow
-    c = client(tmp_path, default="fakeprov/slow", timeout_s=0.05, max_retries=1)
     monkeypatch.setattr("simulator.llm.client.random.random", lambda: 0.0)
     with pytest.raises(ModelError) as err:
         asyncio.run(c.complete(PROMPT, role="member"))
-    assert fake_provider["calls"] == 2 and "timed out" in err.value.reason
+    assert fake_provider["calls"] == 1 + 2 and "timed out" in err.value.reason
 
 
 def test_disk_cache_serves_repeats_and_keys_on_seed(tmp_path, fake_provider):

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from personas.library import load_library, resolve_case
 from simulator.engine import SessionConfig
+from simulator.llm.embedded import MAX_BATCH
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, RunFolderError
@@ -343,11 +344,12 @@ def test_provider_concurrency_comes_from_the_environment(monkeypatch):
 
     monkeypatch.setenv("RESCUE_SIM_PROVIDER_CONCURRENCY", "openai=64, hosted_vllm=128")
     s = model_settings("openai/gpt-4o-mini")
-    assert s.concurrency == {"openai": 64, "hosted_vllm": 128, "local": 1} and s.default_concurrency == 8
+    assert s.concurrency == {"openai": 64, "hosted_vllm": 128, "local": MAX_BATCH} and s.default_concurrency == 8
     monkeypatch.setenv("RESCUE_SIM_PROVIDER_CONCURRENCY", "32")
     assert model_settings("openai/gpt-4o-mini").default_concurrency == 32
     monkeypatch.setenv("RESCUE_SIM_PROVIDER_CONCURRENCY", "local=4")
-    assert model_settings().concurrency["local"] == 1  # the embedded model is never run in parallel
+    monkeypatch.setenv("RESCUE_SIM_PROVIDER_CONCURRENCY", "local=64")
+    assert model_settings().concurrency["local"] == MAX_BATCH  # the embedded model's batch, whatever is asked
     monkeypatch.setenv("RESCUE_SIM_PROVIDER_CONCURRENCY", "lots")
     with pytest.raises(UserError, match="RESCUE_SIM_PROVIDER_CONCURRENCY"):
         model_settings()

@@ -23,11 +23,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simulator.llm.cache import CallCache
 from simulator.llm import progress
-from simulator.redact import redact
+from simulator.llm.cache import CallCache
 from simulator.llm.embedded import (
     DEFAULT_LOCAL_MODEL,
+    MAX_BATCH,
     cache_dir,
     canonical_model_id,
     ensure_runnable,
@@ -36,6 +36,7 @@ from simulator.llm.embedded import (
 from simulator.llm.profiles import profile_for
 from simulator.llm.structured import ParseError, check_reply
 from simulator.llm.types import CallRecord, Completion, ModelConfigError, ModelError, Prompt, Role, Usage
+from simulator.redact import redact
 
 LOCAL_PROVIDER = "local"
 # Bumped whenever something outside the key changes answers (e.g. how a schema becomes a grammar), so stale
@@ -65,7 +66,7 @@ class ModelSettings(BaseModel):
     max_retries: int = Field(default=4, ge=0, description="Retries on rate limits, timeouts and server errors.")
     parse_attempts: int = Field(default=3, ge=1, description="Attempts to get valid structured output.")
     timeout_s: float = Field(default=600.0, gt=0, description="Per attempt; local CPU generation is slow.")
-    concurrency: dict[str, int] = Field(default_factory=lambda: {LOCAL_PROVIDER: 1})
+    concurrency: dict[str, int] = Field(default_factory=lambda: {LOCAL_PROVIDER: MAX_BATCH})
     default_concurrency: int = Field(default=8, ge=1)
     cache: bool = True
     cache_path: Path | None = Field(default=None, description="SQLite call cache; default in the cache folder.")
@@ -294,7 +295,7 @@ class LiteLLMClient:
                         finally:
                             seconds += time.perf_counter() - began
                     break
-                except asyncio.TimeoutError:
+                except asyncio.TimeoutError:  # noqa: UP041
                     reason = f"timed out after {self.settings.timeout_s:.0f}s"
                 except Exception as err:  # noqa: BLE001 - classified by litellm's exception names below
                     name = type(err).__name__

@@ -13,10 +13,12 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from personas.common.errors import UserError
 from simulator.llm.kvstate import PrefixStates, common_prefix
@@ -33,6 +35,8 @@ INSTALL_HINT = "pip install 'rescue-sim[local]'"
 # pre-filled reply the model continues, and so the prompt bytes (and llama.cpp's prefix cache) stay stable.
 _IM_START, _IM_END = "<|im_start|>", "<|im_end|>"
 PROMPT_CHUNK = 256  # tokens per prompt-reading step (progress granularity; llama.cpp batches up to 512)
+MAX_BATCH = 4  # calls decoded together at most (each step reads the weights once for all of them)
+BATCH_WINDOW_S = 0.01  # how long the first of several calls issued together waits for the others to queue
 
 
 class EmbeddedModelError(UserError):
@@ -206,6 +210,7 @@ class EmbeddedStats:
     completion_tokens: int = 0
     seconds: float = 0.0
     prefix_restores: int = 0  # calls that started from a saved KV state of an earlier prompt of their kind
+    batched_calls: int = 0  # calls decoded together with others in one batch
 
 
 @dataclass
@@ -225,6 +230,7 @@ class EmbeddedModel:
     n_threads: int = field(default_factory=default_threads)
     n_ctx: int = 8192
     prefix_states: int = 4  # KV snapshots kept (members+tracker, supporter, judge each keep their prefix)
+    max_batch: int = MAX_BATCH
     stats: EmbeddedStats = field(default_factory=EmbeddedStats)
 
     def __post_init__(self) -> None:
@@ -243,6 +249,9 @@ class EmbeddedModel:
         )
         self._grammars: dict[str, Any] = {}
         self._states = PrefixStates(capacity=self.prefix_states)
+        self._queue: list[_Job] = []
+        self._queue_lock = threading.Lock()
+        self._batch_ctx: Any = None  # a second context for decoding several sequences at once, made on first use
 
     def _read_prompt(
         self, tokens: list[int], cached: int, progress: Callable[[int, int, int, int], None] | None
@@ -281,144 +290,126 @@ class EmbeddedModel:
         progress: Callable[[int, int, int, int], None] | None = None,
     ) -> EmbeddedResult:
         """One completion. `progress(prompt_tokens, read, cached, generated)` is called as the prompt is read
-        (in chunks) and after every generated token, from this (worker) thread."""
-        prompt = render_chatml(messages)
-        with self._lock:
-            started = time.perf_counter()
-            tokens = self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-            if len(tokens) + max_tokens > self.n_ctx:
-                raise ValueError(
-                    f"prompt of {len(tokens)} tokens + {max_tokens} to generate exceeds n_ctx={self.n_ctx}"
-                )
-            cached = self._states.prepare(self._llm, tokens)  # this role's last state, if it shares more
-            self._read_prompt(tokens, cached, progress)
-            grammar = self._grammar(json_schema) if json_schema is not None else None
-            text, generated, finish = self._sample(
-                tokens,
-                cached,
+        (in chunks) and after every generated token, from this (worker) thread.
+
+        Calls made at the same time from several threads (a judge's per-intervention calls, sessions run
+        concurrently) are decoded together, up to `max_batch` at once (see simulator.llm.decoding); a lone call
+        takes the single-sequence path with its role's saved KV prefix."""
+        from simulator.llm.decoding import Reply
+
+        tokens = self._llm.tokenize(render_chatml(messages).encode("utf-8"), add_bos=False, special=True)
+        if len(tokens) + max_tokens > self.n_ctx:
+            raise ValueError(f"prompt of {len(tokens)} tokens + {max_tokens} to generate exceeds n_ctx={self.n_ctx}")
+        grammar = self._grammar(json_schema) if json_schema is not None else None
+        job = _Job(
+            Reply(
+                tokens=tokens,
                 max_tokens=max_tokens,
                 temperature=temperature,
                 seed=seed if seed is not None else 0,
-                stop=stop or [],
                 grammar=grammar,
+                stop=[_IM_END, *(stop or [])],
                 progress=progress,
             )
-            self._states.save(self._llm)
-            elapsed = time.perf_counter() - started
-        cached = min(cached, len(tokens))
-        self.stats.calls += 1
-        self.stats.prompt_tokens += len(tokens)
-        self.stats.cached_prompt_tokens += cached
-        self.stats.completion_tokens += generated
-        self.stats.seconds += elapsed
-        self.stats.prefix_restores = self._states.restored
-        return EmbeddedResult(
-            text=text,
-            prompt_tokens=len(tokens),
-            cached_prompt_tokens=cached,
-            completion_tokens=generated,
-            finish_reason=finish,
         )
-
-    def _sample(
-        self,
-        tokens: list[int],
-        cached: int,
-        *,
-        max_tokens: int,
-        temperature: float,
-        seed: int,
-        stop: list[str],
-        grammar: Any,
-        progress: Callable[[int, int, int, int], None] | None,
-    ) -> tuple[str, int, str]:
-        """Generate after the prompt: sample from the unconstrained chain first and consult the grammar only
-        about that one token; only when the grammar rejects it are all 151k candidates masked and the chain
-        applied again (llama.cpp's own `common_sampler` order). llama-cpp-python masks the whole vocabulary
-        with the grammar at every step, which cost about a third of the generation time here. Greedy output is
-        identical either way (the unconstrained argmax, when grammar-valid, is the constrained argmax)."""
-        import ctypes
-
-        import llama_cpp as lc
-        import numpy as np
-
-        llm = self._llm
-        target = np.asarray(tokens, dtype=np.intc)
-        llm.n_tokens = min(common_prefix(llm.input_ids[: llm.n_tokens], target), len(tokens) - 1)
-        llm.eval(tokens[llm.n_tokens :])  # at least the last prompt token: its logits start the reply
-        vocab = llm._model.vocab
-        n_vocab = llm.n_vocab()
-        chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
-        lc.llama_sampler_chain_add(
-            chain, lc.llama_sampler_init_penalties(n_vocab, llm.last_n_tokens_size, 1.1, 0.0, 0.0)
-        )
-        if temperature <= 0.0:
-            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_greedy())
-        else:
-            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_top_k(40))
-            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_top_p(0.95, 1))
-            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_min_p(0.05, 1))
-            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_temp(temperature))
-            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_dist(seed))
-        gram = None
-        if grammar is not None:
-            gram = lc.llama_sampler_init_grammar(vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
-        ids = np.arange(n_vocab, dtype=np.intc)
-        data = np.recarray(
-            (n_vocab,), dtype=np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
-        )
-        full = lc.llama_token_data_array(
-            data=data.ctypes.data_as(lc.llama_token_data_p), size=n_vocab, selected=-1, sorted=False
-        )
-        one = (lc.llama_token_data * 1)()
-        single = lc.llama_token_data_array(data=one, size=1, selected=-1, sorted=False)
-
-        def pick(logits: Any, masked: bool) -> int:
-            data.id[:] = ids
-            data.logit[:] = logits
-            data.p[:] = 0.0
-            full.size, full.selected, full.sorted = n_vocab, -1, False
-            if masked:
-                lc.llama_sampler_apply(gram, ctypes.byref(full))
-            lc.llama_sampler_apply(chain, ctypes.byref(full))
-            return int(data.id[full.selected])
-
-        def allowed(token: int) -> bool:
-            one[0].id, one[0].logit, one[0].p = token, 0.0, 0.0
-            single.size, single.selected, single.sorted = 1, -1, False
-            lc.llama_sampler_apply(gram, ctypes.byref(single))
-            return one[0].logit != float("-inf")
-
-        out = bytearray()
-        generated, finish, n = 0, "length", len(tokens)
-        stop_bytes = [s.encode("utf-8") for s in stop if s]
-        try:
-            for _ in range(max_tokens):
-                logits = np.ctypeslib.as_array(lc.llama_get_logits_ith(llm._ctx.ctx, -1), shape=(n_vocab,))
-                token = pick(logits, masked=False)
-                if gram is not None and not allowed(token):
-                    token = pick(logits, masked=True)
-                if lc.llama_vocab_is_eog(vocab, token):
-                    finish = "stop"
+        with self._queue_lock:
+            self._queue.append(job)
+        while not job.done.is_set():
+            with self._lock:
+                if job.done.is_set():
                     break
-                lc.llama_sampler_accept(chain, token)
-                if gram is not None:
-                    lc.llama_sampler_accept(gram, token)
-                generated += 1
-                out += llm.detokenize([token], special=False)
-                if progress is not None:
-                    progress(n, n, cached, generated)
-                cut = min((i for i in (out.find(s) for s in stop_bytes) if i >= 0), default=-1)
-                if cut >= 0:
-                    del out[cut:]
-                    finish = "stop"
+                time.sleep(BATCH_WINDOW_S)  # let calls issued together join this batch
+                with self._queue_lock:
+                    jobs, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+                self._run(jobs)
+        if job.error is not None:
+            raise job.error
+        assert job.result is not None
+        return job.result
+
+    def _run(self, jobs: list[_Job]) -> None:
+        started = time.perf_counter()
+        try:
+            if len(jobs) == 1 or sum(len(j.reply.tokens) + j.reply.max_tokens for j in jobs) > self.n_ctx:
+                for job in jobs:
+                    self._run_one(job)
+                return
+            from simulator.llm.decoding import batch_context, decode_together
+
+            if self._batch_ctx is None:
+                self._batch_ctx = batch_context(self._llm, self.max_batch)
+            decode_together(self._llm, self._batch_ctx, [j.reply for j in jobs])
+            self.stats.batched_calls += len(jobs)
+            for job in jobs:
+                self._finish(job, job.reply.shared_prefix, time.perf_counter() - started)
+        except BaseException as err:  # noqa: BLE001 - handed to every waiting caller
+            for job in jobs:
+                if not job.done.is_set():
+                    job.error = err
+                    job.done.set()
+
+    def _run_one(self, job: _Job) -> None:
+        from simulator.llm.decoding import TokenSampler
+
+        r, llm = job.reply, self._llm
+        started = time.perf_counter()
+        cached = self._states.prepare(llm, r.tokens)  # this role's last state, if it shares more
+        self._read_prompt(r.tokens, cached, r.progress)
+        target = np.asarray(r.tokens, dtype=np.intc)
+        llm.n_tokens = min(common_prefix(llm.input_ids[: llm.n_tokens], target), len(r.tokens) - 1)
+        llm.eval(r.tokens[llm.n_tokens :])  # at least the last prompt token: its logits start the reply
+        sampler = TokenSampler(
+            llm, temperature=r.temperature, seed=r.seed, grammar=r.grammar, stop=r.stop, max_tokens=r.max_tokens
+        )
+        n_vocab, n = llm.n_vocab(), len(r.tokens)
+        try:
+            while True:
+                logits = np.ctypeslib.as_array(_lc().llama_get_logits_ith(llm._ctx.ctx, -1), shape=(n_vocab,))
+                token = sampler.next(logits)
+                if r.progress is not None:
+                    r.progress(n, n, cached, sampler.generated)
+                if token is None:
                     break
                 llm.eval([token])
         finally:
-            lc.llama_sampler_free(chain)
-            if gram is not None:
-                lc.llama_sampler_free(gram)
-        return out.decode("utf-8", errors="ignore"), generated, finish
+            sampler.close()
+        r.text, r.generated, r.finish_reason = sampler.text, sampler.generated, sampler.finish_reason
+        self._states.save(llm)
+        self._finish(job, cached, time.perf_counter() - started)
+
+    def _finish(self, job: _Job, cached: int, elapsed: float) -> None:
+        r = job.reply
+        cached = min(cached, len(r.tokens))
+        self.stats.calls += 1
+        self.stats.prompt_tokens += len(r.tokens)
+        self.stats.cached_prompt_tokens += cached
+        self.stats.completion_tokens += r.generated
+        self.stats.seconds += elapsed
+        self.stats.prefix_restores = self._states.restored
+        job.result = EmbeddedResult(
+            text=r.text,
+            prompt_tokens=len(r.tokens),
+            cached_prompt_tokens=cached,
+            completion_tokens=r.generated,
+            finish_reason=r.finish_reason,
+        )
+        job.done.set()
+
+
+def _lc() -> Any:
+    import llama_cpp
+
+    return llama_cpp
+
+
+@dataclass
+class _Job:
+    """A call waiting for the model: whichever caller holds the lock runs the queued ones, its own included."""
+
+    reply: Any
+    done: threading.Event = field(default_factory=threading.Event)
+    result: EmbeddedResult | None = None
+    error: BaseException | None = None
 
 
 _models: dict[str, EmbeddedModel] = {}

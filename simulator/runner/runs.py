@@ -6,7 +6,7 @@ judges together. `run_specs` is the one entry point (the stress runner, `run` an
 
 What a run promises (and the tests check):
 - **Bounded concurrency**: at most `concurrency` sessions in flight, on top of the client's own per-provider
-  limits (the embedded `local` provider stays serialised at 1 whatever `concurrency` says).
+  limits (the embedded `local` provider takes at most MAX_BATCH calls at once, which it decodes together).
 - **Kill-safety**: every file is written atomically; `results.jsonl` is append-only, one line per finished
   session, and is repaired when a run folder is reopened (a half-written last line is dropped, a session whose
   final record was written but whose line was not gets its line). SIGKILL at any point, then the same command:

@@ -5,6 +5,8 @@
                                                                                # llama.cpp prompt/generation speed
     flock /tmp/rescue-embedded.lock python tests/benchmarks/first_command_bench.py --sampler # grammar-constrained
                                                  # generation: llama-cpp-python's sampler vs ours, same prompt
+    flock /tmp/rescue-embedded.lock python tests/benchmarks/first_command_bench.py --batch   # four judge-like
+                                                 # calls one at a time vs decoded together
 
 For each run folder (a session of `rescue-sim run --case dana-and-theo --turns 4`, plus its judgment): model
 calls per role, prompt tokens read (and how many llama.cpp's prefix cache served), tokens generated, model
@@ -166,11 +168,71 @@ def compare_samplers(max_tokens: int = 300) -> None:
     )
 
 
+def compare_batching(n: int = 4, max_tokens: int = 200) -> None:
+    """`n` judge-like calls sharing a long prefix (as a judge's per-intervention calls do), first one at a time,
+    then issued together from `n` threads so the embedded model decodes them in one batch."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pydantic import BaseModel, Field
+
+    from simulator.llm.embedded import get_embedded_model
+
+    class Entry(BaseModel):
+        quote: str = Field(max_length=40)
+        why: str = Field(max_length=100)
+        score: int = Field(ge=1, le=5)
+
+    class Reply(BaseModel):
+        entries: list[Entry] = Field(min_length=3, max_length=3)
+
+    transcript = "\n".join(
+        f"[{i}] {'Dana' if i % 2 else 'Theo'}: "
+        + ("You are never home before nine and I eat alone." if i % 2 else "I am doing this for us, you know that.")
+        for i in range(1, 30)
+    )
+    asks = [
+        [
+            {"role": "system", "content": "You rate a counselling session."},
+            {
+                "role": "user",
+                "content": f"{transcript}\n\nRate turn {t}: three aspects, each with a quote, a reason "
+                "and a score from 1 to 5, as JSON.",
+            },
+        ]
+        for t in range(1, n + 1)
+    ]
+    model = get_embedded_model()
+    schema = Reply.model_json_schema()
+
+    def ask(messages):
+        return model.generate(messages, max_tokens=max_tokens, temperature=0.0, seed=0, json_schema=schema)
+
+    results = {}
+    for name in ("one at a time", "together"):
+        model._llm.reset()
+        model._states._snaps.clear()
+        started = time.perf_counter()
+        if name == "together":
+            with ThreadPoolExecutor(n) as pool:
+                outs = list(pool.map(ask, asks))
+        else:
+            outs = [ask(m) for m in asks]
+        secs = time.perf_counter() - started
+        results[name] = secs
+        gen = sum(o.completion_tokens for o in outs)
+        read = sum(o.prompt_tokens - o.cached_prompt_tokens for o in outs)
+        print(f"{name:<14} {n} calls: {read:>5} prompt tokens read, {gen:>4} generated in {secs:6.1f}s")
+    print(
+        f"speed-up {results['one at a time'] / results['together']:.2f}x (batched calls so far: {model.stats.batched_calls})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="*", type=Path)
     parser.add_argument("--rates", action="store_true", help="Measure the embedded model's speed now.")
     parser.add_argument("--sampler", action="store_true", help="Compare grammar-constrained samplers.")
+    parser.add_argument("--batch", action="store_true", help="Compare calls one at a time with calls together.")
     parser.add_argument("--prompt-tps", type=float, help="Prompt tokens per second to estimate times at.")
     parser.add_argument("--gen-tps", type=float, help="Generated tokens per second to estimate times at.")
     args = parser.parse_args()
@@ -180,6 +242,8 @@ def main() -> None:
         print(f"embedded model now: {prompt_tps:.1f} prompt tok/s, {gen_tps:.1f} generated tok/s")
     if args.sampler:
         compare_samplers()
+    if args.batch:
+        compare_batching()
     for run in args.runs:
         print_breakdown(run, prompt_tps, gen_tps)
 

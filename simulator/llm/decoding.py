@@ -1,0 +1,239 @@
+"""Token sampling and multi-sequence decoding for the embedded model, on llama.cpp's low-level API.
+
+`TokenSampler` is one sequence's sampling state. It samples from the unconstrained chain first and asks the
+grammar about that one token only; when the grammar rejects it, all candidates are masked and the chain runs
+again (llama.cpp's own `common_sampler` order). llama-cpp-python masks the whole 151k vocabulary with the
+grammar at every step, which cost about a fifth of the generation time here. Greedy output is the same either
+way: the unconstrained argmax, when the grammar allows it, is the constrained argmax.
+
+`decode_together` generates several replies in one llama.cpp batch: on two CPU cores generation is bound by
+reading the weights, and a step that carries four sequences reads them once. Their common prompt prefix is read
+once and shared in the KV cache.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Progress = Callable[[int, int, int, int], None]  # (prompt tokens, read, cached, generated)
+
+
+class TokenSampler:
+    """Sampling state of one sequence: penalties and top-k/top-p/min-p/temperature (or greedy), a lazily
+    consulted grammar, stop strings and the bytes written so far."""
+
+    def __init__(
+        self,
+        llm: Any,
+        *,
+        temperature: float,
+        seed: int,
+        grammar: Any = None,
+        stop: Sequence[str] = (),
+        max_tokens: int,
+    ) -> None:
+        import llama_cpp as lc
+        import numpy as np
+
+        self._lc, self._llm = lc, llm
+        self.vocab, self.n_vocab = llm._model.vocab, llm.n_vocab()
+        self.max_tokens = max_tokens
+        self.stop = [s.encode("utf-8") for s in stop if s]
+        self.out = bytearray()
+        self.generated, self.finish_reason, self.done = 0, "length", max_tokens <= 0
+        self.chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
+        add = lambda s: lc.llama_sampler_chain_add(self.chain, s)
+        add(lc.llama_sampler_init_penalties(self.n_vocab, llm.last_n_tokens_size, 1.1, 0.0, 0.0))
+        if temperature <= 0.0:
+            add(lc.llama_sampler_init_greedy())
+        else:
+            add(lc.llama_sampler_init_top_k(40))
+            add(lc.llama_sampler_init_top_p(0.95, 1))
+            add(lc.llama_sampler_init_min_p(0.05, 1))
+            add(lc.llama_sampler_init_temp(temperature))
+            add(lc.llama_sampler_init_dist(seed))
+        self.grammar = None
+        if grammar is not None:
+            self.grammar = lc.llama_sampler_init_grammar(
+                self.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
+            )
+        self._ids = np.arange(self.n_vocab, dtype=np.intc)
+        self._data = np.recarray(
+            (self.n_vocab,), dtype=np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
+        )
+        self._full = lc.llama_token_data_array(
+            data=self._data.ctypes.data_as(lc.llama_token_data_p), size=self.n_vocab, selected=-1, sorted=False
+        )
+        self._one = (lc.llama_token_data * 1)()
+        self._single = lc.llama_token_data_array(data=self._one, size=1, selected=-1, sorted=False)
+
+    def _pick(self, logits: Any, masked: bool) -> int:
+        lc, data, full = self._lc, self._data, self._full
+        data.id[:] = self._ids
+        data.logit[:] = logits
+        data.p[:] = 0.0
+        full.size, full.selected, full.sorted = self.n_vocab, -1, False
+        if masked:
+            lc.llama_sampler_apply(self.grammar, ctypes.byref(full))
+        lc.llama_sampler_apply(self.chain, ctypes.byref(full))
+        return int(data.id[full.selected])
+
+    def _allowed(self, token: int) -> bool:
+        self._one[0].id, self._one[0].logit, self._one[0].p = token, 0.0, 0.0
+        self._single.size, self._single.selected, self._single.sorted = 1, -1, False
+        self._lc.llama_sampler_apply(self.grammar, ctypes.byref(self._single))
+        return self._one[0].logit != float("-inf")
+
+    def next(self, logits: Any) -> int | None:
+        """The next token to feed the model, or None when this reply has ended (see `finish_reason`)."""
+        lc = self._lc
+        token = self._pick(logits, masked=False)
+        if self.grammar is not None and not self._allowed(token):
+            token = self._pick(logits, masked=True)
+        if lc.llama_vocab_is_eog(self.vocab, token):
+            self.done, self.finish_reason = True, "stop"
+            return None
+        lc.llama_sampler_accept(self.chain, token)
+        if self.grammar is not None:
+            lc.llama_sampler_accept(self.grammar, token)
+        self.generated += 1
+        self.out += self._llm.detokenize([token], special=False)
+        cut = min((i for i in (self.out.find(s) for s in self.stop) if i >= 0), default=-1)
+        if cut >= 0:
+            del self.out[cut:]
+            self.done, self.finish_reason = True, "stop"
+            return None
+        if self.generated >= self.max_tokens:
+            self.done = True
+            return None
+        return token
+
+    @property
+    def text(self) -> str:
+        return self.out.decode("utf-8", errors="ignore")
+
+    def close(self) -> None:
+        if self.chain is not None:
+            self._lc.llama_sampler_free(self.chain)
+            self.chain = None
+        if self.grammar is not None:
+            self._lc.llama_sampler_free(self.grammar)
+            self.grammar = None
+
+
+@dataclass
+class Reply:
+    """One request of a batch: its prompt tokens and sampling settings, and what came back."""
+
+    tokens: list[int]
+    max_tokens: int
+    temperature: float
+    seed: int
+    grammar: Any = None
+    stop: Sequence[str] = ()
+    progress: Progress | None = None
+    text: str = ""
+    generated: int = 0
+    finish_reason: str = "length"
+    shared_prefix: int = 0  # prompt tokens read once for the whole batch (0 for the first sequence)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def batch_context(llm: Any, n_seq: int) -> Any:
+    """A second llama.cpp context on the loaded weights, with room for `n_seq` sequences in one unified KV
+    cache (a shared prefix is stored once), the same size and threads as the main one."""
+    from llama_cpp import _internals
+
+    params = type(llm.context_params).from_buffer_copy(llm.context_params)
+    params.n_seq_max = n_seq
+    params.kv_unified = True
+    return _internals.LlamaContext(model=llm._model, params=params, verbose=False)
+
+
+def common_length(seqs: Sequence[Sequence[int]]) -> int:
+    first, n = seqs[0], min(len(s) for s in seqs)
+    for i in range(n):
+        t = first[i]
+        if any(s[i] != t for s in seqs[1:]):
+            return i
+    return n
+
+
+def decode_together(llm: Any, ctx: Any, replies: list[Reply], n_batch: int = 512) -> None:
+    """Generate every reply in one batch per step (fills in text, generated, finish_reason, shared_prefix).
+
+    The common prefix of all prompts is read once, on sequence 0, and shared with the others; each prompt's
+    rest follows in batches of up to `n_batch` tokens; then each step feeds one token of every unfinished
+    reply. The KV cache is cleared before and after."""
+    import llama_cpp as lc
+    import numpy as np
+
+    n_vocab = llm.n_vocab()
+    mem = lc.llama_get_memory(ctx.ctx)
+    lc.llama_memory_clear(mem, True)
+    batch = lc.llama_batch_init(n_batch, 0, len(replies))
+    samplers = [
+        TokenSampler(
+            llm, temperature=r.temperature, seed=r.seed, grammar=r.grammar, stop=r.stop, max_tokens=r.max_tokens
+        )
+        for r in replies
+    ]
+    logits: dict[int, Any] = {}
+
+    def decode(entries: list[tuple[int, int, int, bool]]) -> None:
+        """entries: (sequence, token, position, wants logits)."""
+        for i, (s, tok, pos, want) in enumerate(entries):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = tok, pos, 1, want
+            batch.seq_id[i][0] = s
+        batch.n_tokens = len(entries)
+        if lc.llama_decode(ctx.ctx, batch) != 0:
+            raise RuntimeError("llama_decode failed on a batch of sequences (out of KV cache room?)")
+        for i, (s, _, _, want) in enumerate(entries):
+            if want:
+                logits[s] = np.ctypeslib.as_array(lc.llama_get_logits_ith(ctx.ctx, i), shape=(n_vocab,)).copy()
+
+    try:
+        prefix = min(common_length([r.tokens for r in replies]), min(len(r.tokens) for r in replies) - 1)
+        for r in replies:
+            if r.progress is not None:
+                r.progress(len(r.tokens), 0, 0, 0)
+        for start in range(0, prefix, n_batch):
+            decode([(0, replies[0].tokens[p], p, False) for p in range(start, min(prefix, start + n_batch))])
+            for r in replies:
+                if r.progress is not None:
+                    r.progress(len(r.tokens), min(prefix, start + n_batch), 0, 0)
+        for s in range(1, len(replies)):
+            lc.llama_memory_seq_cp(mem, 0, s, -1, -1)
+            replies[s].shared_prefix = prefix
+        rest = [
+            (s, r.tokens[p], p, p == len(r.tokens) - 1)
+            for s, r in enumerate(replies)
+            for p in range(prefix, len(r.tokens))
+        ]
+        for start in range(0, len(rest), n_batch):
+            decode(rest[start : start + n_batch])
+        pos = {s: len(r.tokens) for s, r in enumerate(replies)}
+        active = list(range(len(replies)))
+        while active:
+            feed = []
+            for s in active:
+                tok = samplers[s].next(logits[s])
+                r = replies[s]
+                if r.progress is not None:
+                    r.progress(len(r.tokens), len(r.tokens), r.shared_prefix, samplers[s].generated)
+                if tok is not None:
+                    feed.append((s, tok, pos[s], True))
+                    pos[s] += 1
+            if feed:
+                decode(feed)
+            active = [s for s, *_ in feed]
+        for r, smp in zip(replies, samplers):
+            r.text, r.generated, r.finish_reason = smp.text, smp.generated, smp.finish_reason
+    finally:
+        for smp in samplers:
+            smp.close()
+        lc.llama_batch_free(batch)
+        lc.llama_memory_clear(mem, True)
