@@ -328,7 +328,7 @@ def emotion_range(emotion: str) -> tuple[int, int] | None:
         if " " in stem:
             hit = re.search(rf"\b{re.escape(stem)}", text) is not None
         elif len(stem) <= 4:
-            hit = any(w == stem or w in (stem + "s", stem + "ed", stem + "ing", stem + "ful", stem + "y") for w in ws)
+            hit = any(w == stem or w in tuple(stem + s for s in ("s", "ed", "ing", "ful", "y", "ness")) for w in ws)
         else:
             hit = any(w.startswith(stem) for w in ws)
         if hit:

@@ -149,6 +149,14 @@ def test_emotion_field_must_name_an_emotion(case):
     assert Check.NOT_AN_EMOTION in kinds and Check.CUT_OFF in kinds
 
 
+def test_feelings_named_as_nouns_are_emotions(case):
+    """'numbness', 'coldness' and 'tension' are how people name feelings: the embedded member model wrote them in
+    a benchmark run, and each was re-asked as not an emotion."""
+    for emotion in ("numbness", "coldness", "tension", "loneliness"):
+        assert emotion_range(emotion) is not None, emotion
+        assert Check.NOT_AN_EMOTION not in state_checks(case, state(emotion=emotion, intensity=5))[0]
+
+
 def test_inconsistent_intensity(case):
     assert state_checks(case, state(emotion="calm", intensity=9))[0] == [Check.INTENSITY_MISMATCH]
     assert state_checks(case, state(emotion="furious", intensity=2))[0] == [Check.INTENSITY_MISMATCH]
