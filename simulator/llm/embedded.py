@@ -36,7 +36,8 @@ INSTALL_HINT = "pip install 'rescue-sim[local]'"
 _IM_START, _IM_END = "<|im_start|>", "<|im_end|>"
 PROMPT_CHUNK = 256  # tokens per prompt-reading step (progress granularity; llama.cpp batches up to 512)
 MAX_BATCH = 4  # calls decoded together at most (each step reads the weights once for all of them)
-BATCH_WINDOW_S = 0.01  # how long the first of several calls issued together waits for the others to queue
+BATCH_WINDOW_S = 0.05  # how long the first of several calls issued together waits for the others to queue
+BATCH_PREPARE_S = 2.0  # ... and at most this long for calls already arrived but still being prepared
 
 
 class EmbeddedModelError(UserError):
@@ -251,6 +252,7 @@ class EmbeddedModel:
         self._states = PrefixStates(capacity=self.prefix_states)
         self._queue: list[_Job] = []
         self._queue_lock = threading.Lock()
+        self._arriving = 0
         self._batch_ctx: Any = None  # a second context for decoding several sequences at once, made on first use
 
     def _read_prompt(
@@ -297,28 +299,36 @@ class EmbeddedModel:
         takes the single-sequence path with its role's saved KV prefix."""
         from simulator.llm.decoding import Reply
 
-        tokens = self._llm.tokenize(render_chatml(messages).encode("utf-8"), add_bos=False, special=True)
-        if len(tokens) + max_tokens > self.n_ctx:
-            raise ValueError(f"prompt of {len(tokens)} tokens + {max_tokens} to generate exceeds n_ctx={self.n_ctx}")
-        grammar = self._grammar(json_schema) if json_schema is not None else None
-        job = _Job(
-            Reply(
-                tokens=tokens,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                seed=seed if seed is not None else 0,
-                grammar=grammar,
-                stop=[_IM_END, *(stop or [])],
-                progress=progress,
+        with self._queue_lock:
+            self._arriving += 1  # from here on a leader waits for this call before it starts a batch
+        try:
+            tokens = self._llm.tokenize(render_chatml(messages).encode("utf-8"), add_bos=False, special=True)
+            if len(tokens) + max_tokens > self.n_ctx:
+                raise ValueError(
+                    f"prompt of {len(tokens)} tokens + {max_tokens} to generate exceeds n_ctx={self.n_ctx}"
+                )
+            grammar = self._grammar(json_schema) if json_schema is not None else None  # the first build is slow
+            job = _Job(
+                Reply(
+                    tokens=tokens,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    seed=seed if seed is not None else 0,
+                    grammar=grammar,
+                    stop=[_IM_END, *(stop or [])],
+                    progress=progress,
+                )
             )
-        )
+        finally:
+            with self._queue_lock:
+                self._arriving -= 1
         with self._queue_lock:
             self._queue.append(job)
         while not job.done.is_set():
             with self._lock:
                 if job.done.is_set():
                     break
-                time.sleep(BATCH_WINDOW_S)  # let calls issued together join this batch
+                self._gather_batch()
                 with self._queue_lock:
                     jobs, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
                 self._run(jobs)
@@ -326,6 +336,17 @@ class EmbeddedModel:
             raise job.error
         assert job.result is not None
         return job.result
+
+    def _gather_batch(self) -> None:
+        """Wait briefly for calls issued together to queue: BATCH_WINDOW_S for stragglers, and while calls that
+        have arrived are still being prepared (tokenised, their grammar built), up to BATCH_PREPARE_S."""
+        deadline = time.perf_counter() + BATCH_PREPARE_S
+        time.sleep(BATCH_WINDOW_S)
+        while time.perf_counter() < deadline:
+            with self._queue_lock:
+                if self._arriving == 0 or len(self._queue) >= self.max_batch:
+                    return
+            time.sleep(0.005)
 
     def _run(self, jobs: list[_Job]) -> None:
         started = time.perf_counter()
