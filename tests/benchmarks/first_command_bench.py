@@ -105,38 +105,46 @@ def measure_rates(repeats: int = 3) -> tuple[float, float]:
     return max(prompt_rates), max(gen_rates)
 
 
+def judge_like(turns: int, n_entries: int, quote_max: int, why_max: int, ask: str) -> tuple[list[dict[str, str]], dict]:
+    """A judge-like prompt over a synthetic couple transcript of `turns` lines, and its reply schema."""
+    from pydantic import BaseModel, Field
+
+    class Entry(BaseModel):
+        quote: str = Field(max_length=quote_max)
+        why: str = Field(max_length=why_max)
+        score: int = Field(ge=1, le=5)
+
+    class Reply(BaseModel):
+        entries: list[Entry] = Field(min_length=n_entries, max_length=n_entries)
+
+    transcript = "\n".join(
+        f"[{i}] {'Dana' if i % 2 else 'Theo'}: "
+        + ("You are never home before nine and I eat alone." if i % 2 else "I am doing this for us, you know that.")
+        for i in range(1, turns + 1)
+    )
+    messages = [
+        {"role": "system", "content": "You rate a counselling session."},
+        {"role": "user", "content": f"{transcript}\n\n{ask}"},
+    ]
+    return messages, Reply.model_json_schema()
+
+
 def compare_samplers(max_tokens: int = 300) -> None:
     """Grammar-constrained greedy generation of one judge-like JSON reply, twice: through llama-cpp-python's
     `create_completion` (the grammar masks all 151k candidates at every token) and through
     `EmbeddedModel.generate` (the grammar is consulted about the sampled token only). Same prompt, same
     tokens out (checked), so the ratio is the sampler's cost alone."""
-    from pydantic import BaseModel, Field
-
     from simulator.llm.embedded import _IM_END, get_embedded_model, render_chatml
 
-    class Entry(BaseModel):
-        quote: str = Field(max_length=60)
-        why: str = Field(max_length=120)
-        score: int = Field(ge=1, le=5)
-
-    class Reply(BaseModel):
-        entries: list[Entry] = Field(min_length=6, max_length=6)
-
-    transcript = "\n".join(
-        f"[{i}] {'Dana' if i % 2 else 'Theo'}: "
-        + ("You are never home before nine and I eat alone." if i % 2 else "I am doing this for us, you know that.")
-        for i in range(1, 9)
+    messages, schema = judge_like(
+        8,
+        6,
+        60,
+        120,
+        "Rate six aspects of the session: quote the words, say why, give a score from 1 to 5. "
+        "Answer with one JSON object.",
     )
-    messages = [
-        {"role": "system", "content": "You rate a counselling session."},
-        {
-            "role": "user",
-            "content": f"{transcript}\n\nRate six aspects of the session: quote the words, say why, "
-            "give a score from 1 to 5. Answer with one JSON object.",
-        },
-    ]
     model = get_embedded_model()
-    schema = Reply.model_json_schema()
     grammar = model._grammar(schema)
     tokens = model._llm.tokenize(render_chatml(messages).encode("utf-8"), add_bos=False, special=True)
     model.generate(messages, max_tokens=1, temperature=0.0, seed=0)  # warm: both runs start with the prompt read
@@ -173,36 +181,19 @@ def compare_batching(n: int = 4, max_tokens: int = 200) -> None:
     then issued together from `n` threads so the embedded model decodes them in one batch."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from pydantic import BaseModel, Field
-
     from simulator.llm.embedded import get_embedded_model
 
-    class Entry(BaseModel):
-        quote: str = Field(max_length=40)
-        why: str = Field(max_length=100)
-        score: int = Field(ge=1, le=5)
-
-    class Reply(BaseModel):
-        entries: list[Entry] = Field(min_length=3, max_length=3)
-
-    transcript = "\n".join(
-        f"[{i}] {'Dana' if i % 2 else 'Theo'}: "
-        + ("You are never home before nine and I eat alone." if i % 2 else "I am doing this for us, you know that.")
-        for i in range(1, 30)
-    )
-    asks = [
-        [
-            {"role": "system", "content": "You rate a counselling session."},
-            {
-                "role": "user",
-                "content": f"{transcript}\n\nRate turn {t}: three aspects, each with a quote, a reason "
-                "and a score from 1 to 5, as JSON.",
-            },
-        ]
-        for t in range(1, n + 1)
-    ]
+    asks, schema = [], {}
+    for t in range(1, n + 1):
+        messages, schema = judge_like(
+            29,
+            3,
+            40,
+            100,
+            f"Rate turn {t}: three aspects, each with a quote, a reason and a score from 1 to 5, as JSON.",
+        )
+        asks.append(messages)
     model = get_embedded_model()
-    schema = Reply.model_json_schema()
 
     def ask(messages):
         return model.generate(messages, max_tokens=max_tokens, temperature=0.0, seed=0, json_schema=schema)
