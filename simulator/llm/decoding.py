@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from simulator.llm.kvstate import common_prefix
 
 Progress = Callable[[int, int, int, int], None]  # (prompt tokens, read, cached, generated)
 
@@ -43,7 +45,7 @@ class TokenSampler:
         self.max_tokens = max_tokens
         self.stop = [s.encode("utf-8") for s in stop if s]
         self.out = bytearray()
-        self.generated, self.finish_reason, self.done = 0, "length", max_tokens <= 0
+        self.generated, self.finish_reason = 0, "length"
         self.chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
         add = lambda s: lc.llama_sampler_chain_add(self.chain, s)
         add(lc.llama_sampler_init_penalties(self.n_vocab, llm.last_n_tokens_size, 1.1, 0.0, 0.0))
@@ -94,7 +96,7 @@ class TokenSampler:
         if self.grammar is not None and not self._allowed(token):
             token = self._pick(logits, masked=True)
         if lc.llama_vocab_is_eog(self.vocab, token):
-            self.done, self.finish_reason = True, "stop"
+            self.finish_reason = "stop"
             return None
         lc.llama_sampler_accept(self.chain, token)
         if self.grammar is not None:
@@ -104,10 +106,9 @@ class TokenSampler:
         cut = min((i for i in (self.out.find(s) for s in self.stop) if i >= 0), default=-1)
         if cut >= 0:
             del self.out[cut:]
-            self.done, self.finish_reason = True, "stop"
+            self.finish_reason = "stop"
             return None
         if self.generated >= self.max_tokens:
-            self.done = True
             return None
         return token
 
@@ -139,7 +140,6 @@ class Reply:
     generated: int = 0
     finish_reason: str = "length"
     shared_prefix: int = 0  # prompt tokens read once for the whole batch (0 for the first sequence)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def batch_context(llm: Any, n_seq: int) -> Any:
@@ -151,15 +151,6 @@ def batch_context(llm: Any, n_seq: int) -> Any:
     params.n_seq_max = n_seq
     params.kv_unified = True
     return _internals.LlamaContext(model=llm._model, params=params, verbose=False)
-
-
-def common_length(seqs: Sequence[Sequence[int]]) -> int:
-    first, n = seqs[0], min(len(s) for s in seqs)
-    for i in range(n):
-        t = first[i]
-        if any(s[i] != t for s in seqs[1:]):
-            return i
-    return n
 
 
 def decode_together(llm: Any, ctx: Any, replies: list[Reply], n_batch: int = 512) -> None:
@@ -196,7 +187,9 @@ def decode_together(llm: Any, ctx: Any, replies: list[Reply], n_batch: int = 512
                 logits[s] = np.ctypeslib.as_array(lc.llama_get_logits_ith(ctx.ctx, i), shape=(n_vocab,)).copy()
 
     try:
-        prefix = min(common_length([r.tokens for r in replies]), min(len(r.tokens) for r in replies) - 1)
+        first = np.asarray(replies[0].tokens, dtype=np.intc)
+        shared = min(common_prefix(first, np.asarray(r.tokens, dtype=np.intc)) for r in replies[1:])
+        prefix = min(shared, min(len(r.tokens) for r in replies) - 1)
         for r in replies:
             if r.progress is not None:
                 r.progress(len(r.tokens), 0, 0, 0)
