@@ -359,6 +359,9 @@ class EmbeddedModel:
 
             if self._batch_ctx is None:
                 self._batch_ctx = batch_context(self._llm, self.max_batch)
+            # Threads queue in whatever order they reach the lock; the batch layout (which sequence is which, how
+            # the prompts' rests are chunked) changes the CPU kernels' rounding, so order by content instead.
+            jobs = sorted(jobs, key=lambda j: (j.reply.tokens, j.reply.max_tokens, j.reply.seed))
             decode_together(self._llm, self._batch_ctx, [j.reply for j in jobs])
             self.stats.batched_calls += len(jobs)
             for job in jobs:
