@@ -90,15 +90,23 @@ def interventions_of(record: SessionRecord) -> list[Turn]:
     return [t for t in record.turns if t.kind == "supporter"]
 
 
-def _layout(record: SessionRecord, interventions: list[Turn], rubric: Rubric, session: bool) -> str:
-    entry = "{" + ", ".join(f'"{d.id}": {{...}}' for d in rubric.at("intervention")) + "}"
+def _rated(rubric: Rubric, level: str, limits: EntryLimits) -> str:
+    """How one rated object's JSON looks: its dimensions' entries (after a shared `ev` and `why` when lean)."""
+    head = ['"ev": [...]', '"why": "..."'] if limits.shared else []
+    return "{" + ", ".join(head + [f'"{d.id}": {{...}}' for d in rubric.at(level)]) + "}"
+
+
+def _layout(
+    record: SessionRecord, interventions: list[Turn], rubric: Rubric, session: bool, limits: EntryLimits = FULL
+) -> str:
     parts = []
     if interventions and rubric.at("intervention"):
+        entry = _rated(rubric, "intervention", limits)
         parts.append('"interventions": {' + ", ".join(f'"t{t.index}": {entry}' for t in interventions) + "}")
     if session and rubric.at("session"):
-        parts.append('"session": {' + ", ".join(f'"{d.id}": {{...}}' for d in rubric.at("session")) + "}")
+        parts.append('"session": ' + _rated(rubric, "session", limits))
     if session and rubric.at("member"):
-        m = "{" + ", ".join(f'"{d.id}": {{...}}' for d in rubric.at("member")) + "}"
+        m = _rated(rubric, "member", limits)
         parts.append('"members": {' + ", ".join(f'"{n}": {m}' for n in record.case.member_names) + "}")
     return "{" + ", ".join(parts) + "}"
 
@@ -163,7 +171,7 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool, limits:
                         **shared,
                         interventions="\n".join(f"- {intervention_line(t)}" for t in judged) or NO_INTERVENTIONS,
                         rubric=rubric_text(rubric, members, levels),
-                        layout=_layout(record, judged, rubric, True),
+                        layout=_layout(record, judged, rubric, True, limits),
                     ),
                     schema=schemas.reply(judged, session=True),
                     max_tokens=max_tokens_for(entry_count(rubric, len(judged), len(members), session=True), limits),
@@ -182,10 +190,10 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool, limits:
                         **shared,
                         intervention=intervention_line(t),
                         rubric=rubric_text(rubric, members, ("intervention",)),
-                        layout="{" + ", ".join(f'"{d.id}": {{...}}' for d in rubric.at("intervention")) + "}",
+                        layout=_rated(rubric, "intervention", limits),
                     ),
                     schema=schemas.intervention(t),
-                    max_tokens=max_tokens_for(len(rubric.at("intervention")), limits),
+                    max_tokens=max_tokens_for((len(rubric.at("intervention")), 1), limits),
                     read=lambda data, t=t: read_entries(
                         data,
                         rubric.at("intervention"),
@@ -210,7 +218,7 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool, limits:
                     if interventions
                     else NO_INTERVENTIONS,
                     rubric=rubric_text(rubric, members, ("session", "member")),
-                    layout=_layout(record, [], rubric, True),
+                    layout=_layout(record, [], rubric, True, limits),
                 ),
                 schema=schemas.reply([], session=True),
                 max_tokens=max_tokens_for(entry_count(rubric, 0, len(members), session=True), limits),

@@ -23,9 +23,9 @@ EVIDENCE_RULE = (
     "the listed labels."
 )
 LEAN_EVIDENCE_RULE = (
-    'For every entry give first "ev": one citation, the turn number in brackets and the first words of one of '
-    'that turn\'s sentences (e.g. "[3] I hear how tired"), then "why": a few words, then the score or label. Use '
-    "only the listed labels."
+    'For every object rated (a turn, the session, a member) give first "ev": one citation, the turn number in '
+    'brackets and the first words of one of that turn\'s sentences (e.g. "[3] I hear how tired"), then "why": a '
+    "few words, then each dimension's score or label. Use only the listed labels."
 )
 
 

@@ -2,6 +2,8 @@
 
 Each scored entry is `{"ev": [{"t": turn, "q": quote}], "why": reason, "score" | "label" [+ "strength"]}`, in
 that order (evidence and reasoning before the score; a grammar-constrained local model generates it in order).
+Lean limits (`EntryLimits.shared`) put one `ev` and `why` on each rated object (an intervention, the session, a
+member) before its dimensions, which then hold only their score or label.
 Turn numbers, scores and labels are enums: a turn that does not exist, a score out of range or a label outside
 the case group's taxonomy fails validation, so the client re-asks, and after its attempts the call fails. A
 missing dimension or intervention is a missing required key: invalid, never filled in.
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
@@ -46,10 +48,18 @@ class EntryLimits:
     entry_tokens: int = ENTRY_TOKENS
     cite_openings: bool = False
     why_words: int | None = None  # a word cap instead of `why_max` characters: the reason ends on a whole word
+    shared: bool = False  # one `ev` and `why` per rated object, before its dimensions, instead of one per entry
 
+
+# Measured on the embedded 1.5B judge (dana-and-theo, 4 turns): with an `ev` and `why` in every entry it wrote
+# the same citation and the same reason in all 6 entries of an intervention (about 50 tokens each, 6 times); one
+# shared citation and reason say what it said, in a sixth of the tokens.
 
 FULL = EntryLimits()
-LEAN = EntryLimits(quote_max=40, why_max=100, evidence_max=1, entry_tokens=80, cite_openings=True, why_words=14)
+LEAN = EntryLimits(
+    quote_max=40, why_max=100, evidence_max=1, entry_tokens=16, cite_openings=True, why_words=14, shared=True
+)
+SHARED_TOKENS = 48  # the shared `ev` and `why` of one rated object at LEAN limits
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+")
 _CITATION = re.compile(r"^\[(\d+)\]\s+(.*)$", re.DOTALL)
 
@@ -142,12 +152,7 @@ class SchemaBuilder:
         key = (dim.id, claim and dim.kind == "taxonomy_strategy")
         if key in self._entries:
             return self._entries[key]
-        fields: dict[str, Any] = {
-            "ev": (list[self.evidence], Field(min_length=1, max_length=self.limits.evidence_max)),  # type: ignore[name-defined]
-            "why": (str, soft_max_words(self.limits.why_words))
-            if self.limits.why_words
-            else (str, Field(min_length=1, max_length=self.limits.why_max)),
-        }
+        fields: dict[str, Any] = {} if self.limits.shared else dict(self._ev_why())
         if dim.kind == "scale":
             fields["score"] = (_lit(list(range(dim.min, dim.max + 1))), ...)  # type: ignore[arg-type]
         elif dim.kind == "label":
@@ -165,8 +170,17 @@ class SchemaBuilder:
         self._entries[key] = model
         return model
 
+    def _ev_why(self) -> list[tuple[str, Any]]:
+        """The evidence and reason fields, in the order they are written: before any score."""
+        why = soft_max_words(self.limits.why_words) if self.limits.why_words else Field(
+            min_length=1, max_length=self.limits.why_max
+        )
+        ev = Field(min_length=1, max_length=self.limits.evidence_max)
+        return [("ev", Annotated[list[self.evidence], ev]), ("why", Annotated[str, why])]  # type: ignore[name-defined]
+
     def _dims(self, level: Level, name: str, claim: bool = False) -> type[BaseModel]:
-        return _object(name, [(d.id, self.entry(d, claim)) for d in self.rubric.at(level)])
+        dims = [(d.id, self.entry(d, claim)) for d in self.rubric.at(level)]
+        return _object(name, [*self._ev_why(), *dims] if self.limits.shared else dims)
 
     def intervention(self, turn: Turn) -> type[BaseModel]:
         """All intervention-level dimensions for one supporter turn."""
@@ -187,16 +201,20 @@ class SchemaBuilder:
         return _object("Judgment", parts)
 
 
-def entry_count(rubric: Rubric, n_interventions: int, n_members: int, *, session: bool) -> int:
-    n = n_interventions * len(rubric.at("intervention"))
+def entry_count(rubric: Rubric, n_interventions: int, n_members: int, *, session: bool) -> tuple[int, int]:
+    """(scored entries, rated objects) of one reply: objects are interventions, the session and members that
+    have dimensions to rate."""
+    n, objects = n_interventions * len(rubric.at("intervention")), n_interventions if rubric.at("intervention") else 0
     if session:
         n += len(rubric.at("session")) + n_members * len(rubric.at("member"))
-    return n
+        objects += bool(rubric.at("session")) + (n_members if rubric.at("member") else 0)
+    return n, objects
 
 
-def max_tokens_for(entries: int, limits: EntryLimits = FULL) -> int:
-    """Output bound for a reply with `entries` scored entries at the schema's length limits."""
-    return REPLY_OVERHEAD_TOKENS + entries * limits.entry_tokens
+def max_tokens_for(counts: tuple[int, int], limits: EntryLimits = FULL) -> int:
+    """Output bound for a reply with (entries, objects) at the schema's length limits."""
+    entries, objects = counts
+    return REPLY_OVERHEAD_TOKENS + entries * limits.entry_tokens + (objects * SHARED_TOKENS if limits.shared else 0)
 
 
 _QUOTES = "\"'“”‘’«»"
@@ -254,7 +272,7 @@ def read_entries(
     stated = turn.decision.strategy if turn is not None and turn.decision is not None else None
     out = []
     for dim in dims:
-        e = data[dim.id]
+        e = {"ev": data["ev"], "why": data["why"], **data[dim.id]} if limits.shared else data[dim.id]
         out.append(
             DimensionScore(
                 item=item,

@@ -321,10 +321,14 @@ def test_local_judges_get_lean_entries_with_a_matching_rule_and_output_bound() -
     full, full_client = one_judgment(filler(), judges_=("fake/judge",), per_intervention=True)
     lean_call, full_call = lean_client.calls[0], full_client.calls[0]
     assert '"[3] I hear how tired"' in lean_call.prompt.instructions and "1-2 items" in full_call.prompt.instructions
-    defs = lean_call.schema.model_json_schema()["$defs"]
-    entry = next(v for k, v in defs.items() if k.startswith("strategy_fit"))["properties"]
-    ev = entry["ev"]
-    assert max_words(entry["why"]) == LEAN.why_words  # the reason ends on a whole word
+    lean_schema = lean_call.schema.model_json_schema()
+    rated = lean_schema["properties"]  # one intervention: its citation and reason first, then each dimension
+    assert list(rated)[:2] == ["ev", "why"] and len(rated) == 2 + len(load_rubric().at("intervention"))
+    assert '"ev": [...], "why": "...", "strategy": {...}' in lean_call.prompt.instructions
+    entry = next(v for k, v in lean_schema["$defs"].items() if k.startswith("strategy_fit"))["properties"]
+    assert list(entry) == ["score"]
+    ev = rated["ev"]
+    assert max_words(rated["why"]) == LEAN.why_words  # the reason ends on a whole word
     openings = sentence_openings(record, LEAN.quote_max)
     assert ev["maxItems"] == 1 and ev["items"]["enum"] == openings
     assert all(o.startswith(f"[{o[1:o.index(']')]}] ") and len(o.split("] ", 1)[1]) <= LEAN.quote_max for o in openings)
@@ -333,6 +337,10 @@ def test_local_judges_get_lean_entries_with_a_matching_rule_and_output_bound() -
     assert lean.status == full.status == JudgmentStatus.OK
     cited = lean.verdicts[0].scores[0].evidence[0]
     assert f"[{cited.turn}] {cited.quote}" in openings and cited.quote_found
+    by_item: dict[str, set] = {}
+    for sc in lean.verdicts[0].scores:  # every dimension of a rated object carries that object's citation and reason
+        by_item.setdefault(sc.item, set()).add((tuple((e.turn, e.quote) for e in sc.evidence), sc.reasoning))
+    assert by_item and all(len(v) == 1 for v in by_item.values())
 
 
 def test_sentence_openings_cut_at_a_word_boundary() -> None:
