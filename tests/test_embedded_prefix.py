@@ -118,18 +118,21 @@ def test_sampled_constrained_reply_is_valid_json_of_the_schema(model):
 
 
 def test_calls_made_together_are_decoded_in_one_batch(model):
-    """Three threads asking at once (a judge's per-intervention calls): one batch, the common prefix read once,
-    every reply valid under its schema, and the same calls twice give the same replies whatever order their threads
+    """Four threads asking at once (a judge's per-intervention calls): one batch, each prompt reading only what it
+    does not share with another, every reply valid under its schema, and the same calls twice give the same replies whatever order their threads
     arrive in. (Not the same as one at a time: llama.cpp's CPU kernels round differently for different batch
     sizes, as they do for prompt chunks.)"""
     import json
     from concurrent.futures import ThreadPoolExecutor
+
+    from simulator.llm.embedded import render_chatml
 
     schema = _reply_schema()
     asks = [
         [SYSTEM, {"role": "user", "content": f"Line {i}: {line}\n\nQuote it and score its hostility 1 to 5, as JSON."}]
         for i, line in enumerate(["You never listen.", "I am doing this for us.", "Fine, leave then."])
     ]
+    asks.append([SYSTEM, {"role": "user", "content": asks[1][1]["content"].replace("hostility", "warmth")}])
 
     def ask(messages):
         return model.generate(messages, max_tokens=60, temperature=0.0, seed=0, json_schema=schema)
@@ -149,3 +152,7 @@ def test_calls_made_together_are_decoded_in_one_batch(model):
     cached = sorted(t.cached_prompt_tokens for t in first)
     assert cached[0] == 0  # one sequence reads the common prefix ...
     assert all(c >= len(SYSTEM["content"]) // 8 for c in cached[1:])  # ... the others share it: the system text
+    # the warmth ask shares its line too with the hostility ask of that line, not just what all four share
+    tokens = [model._llm.tokenize(render_chatml(m).encode(), add_bos=False, special=True) for m in asks]
+    pair = next(i for i in range(len(tokens[1])) if tokens[1][i] != tokens[3][i])
+    assert max(first[1].cached_prompt_tokens, first[3].cached_prompt_tokens) == pair > cached[1]

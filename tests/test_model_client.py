@@ -9,7 +9,7 @@ import json
 import random
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from simulator.llm.client import LiteLLMClient, ModelSettings
 from simulator.llm.types import ModelConfigError, ModelError, Prompt
@@ -273,3 +273,27 @@ def test_grammar_keeps_the_schema_property_order():
 
     root = next(line for line in schema_gbnf(Verdict.model_json_schema()).splitlines() if line.startswith("root"))
     assert root.index("reasoning") < root.index("evidence") < root.index("score")
+
+
+def test_grammar_allows_only_integers_in_their_range():
+    """llama-cpp-python's converter drops minimum/maximum; the grammar we build must not let a member write an
+    intensity of 11 or a judge a score of 0 (valid JSON that fails validation and costs a re-ask)."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is part of the `local` extra")
+    from llama_cpp import LlamaGrammar
+
+    from simulator.llm.embedded import _bounded_integers, schema_gbnf
+    from simulator.members import state_schema
+    from tests._session_fixtures import couple_session
+
+    class Rated(BaseModel):
+        score: int = Field(ge=1, le=5)
+        below: int = Field(gt=-1, lt=3)
+        count: int = Field(ge=0)  # unbounded above: left to the converter
+
+    props = _bounded_integers(Rated.model_json_schema())["properties"]
+    assert props["score"]["enum"] == [1, 2, 3, 4, 5] and props["below"]["enum"] == [0, 1, 2]
+    assert props["count"]["type"] == "integer" and "enum" not in props["count"]
+    case = couple_session().case
+    grammar = schema_gbnf(state_schema(case, case.member_names[0], can_soften=True).model_json_schema())
+    assert "integral-part" not in grammar  # every integer of a member's self-report is bounded
+    LlamaGrammar.from_string(grammar, verbose=False)  # and llama.cpp parses what we built

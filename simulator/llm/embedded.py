@@ -36,6 +36,7 @@ INSTALL_HINT = "pip install 'rescue-sim[local]'"
 _IM_START, _IM_END = "<|im_start|>", "<|im_end|>"
 PROMPT_CHUNK = 256  # tokens per prompt-reading step (progress granularity; llama.cpp batches up to 512)
 MAX_BATCH = 4  # calls decoded together at most (each step reads the weights once for all of them)
+BATCH_SEQ_CTX = 4096  # KV cells of each sequence in a batch; a call that needs more is decoded alone
 BATCH_WINDOW_S = 0.05  # how long the first of several calls issued together waits for the others to queue
 BATCH_PREPARE_S = 2.0  # ... and at most this long for calls already arrived but still being prepared
 
@@ -195,10 +196,30 @@ def render_chatml(messages: list[dict[str, str]]) -> str:
 def schema_gbnf(schema: dict[str, Any]) -> str:
     """The llama.cpp grammar for a JSON schema. Property order is the order the model writes fields in
     (reasoning before scores, how a line landed before the feelings it caused), so the schema is used as
-    given, never key-sorted."""
+    given, never key-sorted. Bounded integers become enums first (see `_bounded_integers`)."""
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-    return json_schema_to_gbnf(json.dumps(schema))
+    return json_schema_to_gbnf(json.dumps(_bounded_integers(schema)))
+
+
+def _bounded_integers(node: Any) -> Any:
+    """llama-cpp-python's schema converter ignores `minimum`/`maximum`: a member's intensity came back 11 or a
+    score 0, valid JSON that failed validation and was re-asked. A small integer range is written as its enum."""
+    if isinstance(node, list):
+        return [_bounded_integers(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _bounded_integers(v) for k, v in node.items()}
+    if out.get("type") == "integer":
+        low = out.get("minimum", out["exclusiveMinimum"] + 1 if "exclusiveMinimum" in out else None)
+        high = out.get("maximum", out["exclusiveMaximum"] - 1 if "exclusiveMaximum" in out else None)
+        if isinstance(low, int) and isinstance(high, int) and 0 <= high - low <= 100:
+            keep = {k: v for k, v in out.items() if k not in _INT_BOUNDS}
+            return {**keep, "enum": list(range(low, high + 1))}
+    return out
+
+
+_INT_BOUNDS = ("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 
 
 @dataclass
@@ -351,14 +372,14 @@ class EmbeddedModel:
     def _run(self, jobs: list[_Job]) -> None:
         started = time.perf_counter()
         try:
-            if len(jobs) == 1 or sum(len(j.reply.tokens) + j.reply.max_tokens for j in jobs) > self.n_ctx:
+            if len(jobs) == 1 or any(len(j.reply.tokens) + j.reply.max_tokens > BATCH_SEQ_CTX for j in jobs):
                 for job in jobs:
                     self._run_one(job)
                 return
             from simulator.llm.decoding import batch_context, decode_together
 
             if self._batch_ctx is None:
-                self._batch_ctx = batch_context(self._llm, self.max_batch)
+                self._batch_ctx = batch_context(self._llm, self.max_batch, BATCH_SEQ_CTX)
             # Threads queue in whatever order they reach the lock; the batch layout (which sequence is which, how
             # the prompts' rests are chunked) changes the CPU kernels' rounding, so order by content instead.
             jobs = sorted(jobs, key=lambda j: (j.reply.tokens, j.reply.max_tokens, j.reply.seed))
