@@ -172,8 +172,10 @@ class SchemaBuilder:
 
     def _ev_why(self) -> list[tuple[str, Any]]:
         """The evidence and reason fields, in the order they are written: before any score."""
-        why = soft_max_words(self.limits.why_words) if self.limits.why_words else Field(
-            min_length=1, max_length=self.limits.why_max
+        why = (
+            soft_max_words(self.limits.why_words)
+            if self.limits.why_words
+            else Field(min_length=1, max_length=self.limits.why_max)
         )
         ev = Field(min_length=1, max_length=self.limits.evidence_max)
         return [("ev", Annotated[list[self.evidence], ev]), ("why", Annotated[str, why])]  # type: ignore[name-defined]

@@ -255,3 +255,26 @@ def test_a_missing_rescue_source_names_the_option(app, tmp_path):
     run = simulate(tmp_path / "r", case, SilentSupporter(), RoomScript(case, intensity=9, tension=9), turns=1)
     res = invoke(app, "fidelity", run.path, "--rescue", tmp_path / "missing.jsonl")
     assert res.exit_code == 2 and "--rescue" in res.output and "no such file or folder" in res.output
+
+
+def test_fidelity_tables_show_every_header_and_value_whole_at_80_columns(app, tmp_path):
+    """Runs and supporters are columns and the measures rows, so at 80 columns no header or value is cut (each
+    failed check on its own line); the legend names the numbered runs, the notes wrap to the terminal."""
+    case = resolve_case("dana-and-theo")
+    runs = [simulate(tmp_path / f"run{i}", case, SilentSupporter(), RoomScript(case, intensity=i)) for i in range(4)]
+    narrow = {"COLUMNS": "80", "RESCUE_SIM_MODEL": "", "RESCUE_SIM_JUDGES": ""}
+    res = CliRunner().invoke(app, ["fidelity", *(str(r.path) for r in runs)], env=narrow)
+    assert res.exit_code in (0, 1), res.output
+    lines = res.output.splitlines()
+    assert "…" not in res.output and all(len(line) <= 80 for line in lines), res.output
+    for label in ("member turns", "repeats", "re-asked", "flags / 100 turns", "recorded / 100", "language", "gap"):
+        assert any(line.startswith(f" {label}") for line in lines), label
+    assert "part 1 of 2" in res.output and all(f"#{i}" in res.output for i in range(1, 5))  # four runs: two tables
+    report = fidelity_report([r.path for r in runs])
+    for i, run in enumerate(report.by_run, start=1):
+        assert f"#{i} {run}" in lines  # the legend: a run a line
+    for flag, rate in report.overall.flags_per_100.items():
+        assert any(line.strip().endswith(f"{flag} {rate:g}") or f"{flag} " in line for line in lines), flag
+    board = CliRunner().invoke(app, ["leaderboard", *(str(r.path) for r in runs), "--fidelity"], env=narrow)
+    assert board.exit_code == 0 and "…" not in board.output and all(len(x) <= 80 for x in board.output.splitlines())
+    assert "— fidelity of the simulated room, per supporter" in board.output and "duplicate 75" in board.output

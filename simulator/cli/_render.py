@@ -1,4 +1,5 @@
-"""Rich rendering of sessions, shared by `run` (live), `play` and `show` (replay)."""
+"""Rich rendering shared by the commands: sessions for `run` (live), `play` and `show` (replay), and tables of
+measures that fit the terminal (`measure_tables`)."""
 
 from __future__ import annotations
 
@@ -288,3 +289,49 @@ __all__ = [
     "session_header",
     "status_line",
 ]
+
+
+def column_chunks(widths: list[int], label_width: int, width: int) -> list[list[int]]:
+    """Indices of value columns (by their widths) in groups that each fit `width` terminal columns beside a label
+    column of `label_width`: a wide table becomes several, so no header or value is ever cut."""
+    edges = 2  # the box's left and right edge, blank in SIMPLE_HEAD but drawn
+    chunks: list[list[int]] = [[]]
+    used = label_width + edges
+    for k, w in enumerate(widths):
+        if chunks[-1] and used + w + 2 > width:
+            chunks.append([])
+            used = label_width + edges
+        chunks[-1].append(k)
+        used += w + 2  # the column and its padding
+    return chunks
+
+
+def measure_tables(title: str, headers: list[str], rows: list[tuple[str, list[str]]], width: int) -> list[Table]:
+    """Measures as rows, one column per header (a run, a supporter), split by `column_chunks` to fit `width`.
+    Cells may hold several lines (one flag each); headers and values are plain text, escaped here."""
+    from rich import box
+
+    label_width = max(len(label) for label, _ in rows) + 1
+    widths = [
+        max([len(h)] + [len(line) for _, cells in rows for line in cells[k].splitlines()])
+        for k, h in enumerate(headers)
+    ]
+    chunks = column_chunks(widths, label_width, width)
+    tables = []
+    for i, chunk in enumerate(chunks):
+        part = f", part {i + 1} of {len(chunks)}" if len(chunks) > 1 else ""
+        table = Table(
+            title=f"{title}{part}",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,
+            min_width=min(width, len(title + part)),  # a title wraps at the table's width otherwise
+        )
+        table.add_column("", no_wrap=True, min_width=label_width)
+        for k in chunk:
+            table.add_column(escape(headers[k]), no_wrap=True, min_width=widths[k])
+        for label, cells in rows:
+            table.add_row(escape(label), *(escape(cells[k]) for k in chunk))
+        tables.append(table)
+    return tables

@@ -11,10 +11,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
+from rich.console import RenderableType
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from simulator.cli._common import EXIT_FAILED, console, fail, user_errors
+from simulator.cli._render import measure_tables
 
 if TYPE_CHECKING:
     from judges import FidelityReport, FidelitySummary, SimVsReal
@@ -29,39 +32,48 @@ def _num(v: float | None, digits: int = 2) -> str:
 
 
 def _flags(per100: dict[str, float]) -> str:
-    return ", ".join(f"{k} {v:g}" for k, v in sorted(per100.items(), key=lambda kv: -kv[1])) or "none"
+    """One failed check per line, most frequent first."""
+    return "\n".join(f"{k} {v:g}" for k, v in sorted(per100.items(), key=lambda kv: -kv[1])) or "none"
 
 
-def render(report: FidelityReport) -> list[Table]:
-    runs = Table(
-        title=f"Fidelity: {report.overall.sessions} session(s), {report.overall.member_turns} member turns",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        caption=(
-            "repeats: member turns repeating an earlier turn (verbatim + near-duplicate); re-asked: member turns "
-            "with a part re-asked after failed checks; flags: failed checks per 100 member turns (audited from "
-            "the saved turns; recorded = still failing when accepted); language: turns off the session's "
-            "language; gap: mean |self-report - tracker| intensity / tension."
+RUNS_CAPTION = (
+    "repeats: member turns repeating an earlier turn (verbatim + near-duplicate); re-asked: member turns with a "
+    "part re-asked after failed checks; flags: failed checks per 100 member turns (audited from the saved turns; "
+    "recorded = still failing when accepted); language: turns off the session's language; gap: mean "
+    "|self-report - tracker| intensity / tension."
+)
+
+
+def _summary_rows(summaries: list[FidelitySummary], *, runs: bool) -> list[tuple[str, list[str]]]:
+    rows = [("sessions", [str(s.sessions) for s in summaries])] if runs else []
+    rows += [
+        ("member turns", [str(s.member_turns) for s in summaries]),
+        ("repeats", [f"{_pct(s.repetition_rate)} ({s.verbatim_repeats}+{s.near_duplicates})" for s in summaries]),
+        ("re-asked", [_pct(s.reask_rate) for s in summaries]),
+        ("flags / 100 turns", [_flags(s.flags_per_100) for s in summaries]),
+    ]
+    if runs:
+        rows.append(("recorded / 100", [_flags(s.recorded_flags_per_100) for s in summaries]))
+    rows += [
+        ("language", [_pct(s.language_drift) for s in summaries]),
+        ("gap", [f"{_num(s.intensity_gap, 1)} / {_num(s.tension_gap, 1)}" for s in summaries]),
+    ]
+    return rows
+
+
+def render(report: FidelityReport, width: int = 80) -> list[RenderableType]:
+    """Runs as numbered columns (the legend under the table names them), measures as rows, split to fit `width`."""
+    title = f"Fidelity: {report.overall.sessions} session(s), {report.overall.member_turns} member turns"
+    legend = "\n".join(f"#{i} {run}" for i, run in enumerate(report.by_run, start=1))
+    tables: list[RenderableType] = [
+        *measure_tables(
+            title,
+            [f"#{i}" for i in range(1, len(report.by_run) + 1)],
+            _summary_rows(list(report.by_run.values()), runs=True),
+            width,
         ),
-        caption_justify="left",
-    )
-    for col, just in [("run", "left"), ("n", "right"), ("turns", "right"), ("repeats", "right"),
-                      ("re-asked", "right"), ("flags / 100 turns", "left"), ("recorded / 100", "left"),
-                      ("language", "right"), ("gap", "right")]:  # fmt: skip
-        runs.add_column(col, justify=just, overflow="fold")
-    for run, s in report.by_run.items():
-        runs.add_row(
-            escape(run),
-            str(s.sessions),
-            str(s.member_turns),
-            f"{_pct(s.repetition_rate)} ({s.verbatim_repeats}+{s.near_duplicates})",
-            _pct(s.reask_rate),
-            escape(_flags(s.flags_per_100)),
-            escape(_flags(s.recorded_flags_per_100)),
-            _pct(s.language_drift),
-            f"{_num(s.intensity_gap, 1)} / {_num(s.tension_gap, 1)}",
-        )
-    tables = [runs]
+        Text(f"{legend}\n{RUNS_CAPTION}\n", style="dim"),  # wrapped to the terminal, not to the table
+    ]
     moves = report.overall.moves
     if any(moves.values()):
         t = Table(title="Moves per member", title_justify="left", box=box.SIMPLE_HEAD)
@@ -74,29 +86,27 @@ def render(report: FidelityReport) -> list[Table]:
                 t.add_row(escape(who), str(n), ", ".join(f"{m} {c / n:.0%}" for m, c in counts.items()))
         tables.append(t)
     if report.null_drift:
-        t = Table(
-            title="Null-supporter drift (silent supporter: the room on its own)",
-            title_justify="left",
-            box=box.SIMPLE_HEAD,
-            caption=(
-                f"softening = mean of the intensity drop and the tension drop, first to last self-report (points, "
-                f"positive = softer); flagged above {report.threshold:g}: such a room inflates every score."
-            ),
-            caption_justify="left",
+        drift = report.null_drift
+        tables += measure_tables(
+            "Null-supporter drift (silent supporter: the room on its own)",
+            [d.case_id for d in drift],
+            [
+                ("sessions", [str(d.sessions) for d in drift]),
+                ("member turns", [f"{d.member_turns:g}" for d in drift]),
+                ("intensity drop", [_num(d.intensity_drop) for d in drift]),
+                ("tension drop", [_num(d.tension_drop) for d in drift]),
+                ("softening", [_num(d.softening) for d in drift]),
+                ("", ["FLAGGED" if d.flagged else "ok" for d in drift]),
+            ],
+            width,
         )
-        for col in ("case", "sessions", "turns", "intensity drop", "tension drop", "softening", ""):
-            t.add_column(col, justify="left" if col in ("case", "") else "right")
-        for d in report.null_drift:
-            t.add_row(
-                escape(d.case_id),
-                str(d.sessions),
-                f"{d.member_turns:g}",
-                _num(d.intensity_drop),
-                _num(d.tension_drop),
-                _num(d.softening),
-                "[bold red]FLAGGED[/]" if d.flagged else "ok",
+        tables.append(
+            Text(
+                f"softening = mean of the intensity drop and the tension drop, first to last self-report (points, "
+                f"positive = softer); flagged above {report.threshold:g}: such a room inflates every score.\n",
+                style="dim",
             )
-        tables.append(t)
+        )
     for c in report.sim_vs_real:
         tables.extend(render_comparison(c))
     return tables
@@ -172,7 +182,7 @@ def fidelity(
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
-        for table in render(report):
+        for table in render(report, console.width):
             console.print(table)
         for line in report.unreadable:
             console.print(f"[yellow]unreadable:[/] {escape(line)}")
@@ -187,26 +197,16 @@ def fidelity(
         raise typer.Exit(EXIT_FAILED)
 
 
-def render_by_supporter(summaries: dict[str, FidelitySummary]) -> Table:
-    """The leaderboard's fidelity section: one row per supporter (`leaderboard --fidelity`)."""
-    t = Table(
-        title="— fidelity of the simulated room, per supporter (rescue-sim fidelity for the details)",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        caption="repeats: verbatim + near-duplicate member turns; flags: failed checks per 100 member turns.",
-        caption_justify="left",
+def render_by_supporter(summaries: dict[str, FidelitySummary], width: int = 80) -> list[RenderableType]:
+    """The leaderboard's fidelity section: one column per supporter (`leaderboard --fidelity`)."""
+    tables = measure_tables(
+        "— fidelity of the simulated room, per supporter",
+        list(summaries),
+        _summary_rows(list(summaries.values()), runs=False),
+        width,
     )
-    for col, just in [("supporter", "left"), ("turns", "right"), ("repeats", "right"), ("re-asked", "right"),
-                      ("flags / 100 turns", "left"), ("language", "right"), ("gap", "right")]:  # fmt: skip
-        t.add_column(col, justify=just, overflow="fold")
-    for supporter, s in summaries.items():
-        t.add_row(
-            escape(supporter),
-            str(s.member_turns),
-            _pct(s.repetition_rate),
-            _pct(s.reask_rate),
-            escape(_flags(s.flags_per_100)),
-            _pct(s.language_drift),
-            f"{_num(s.intensity_gap, 1)} / {_num(s.tension_gap, 1)}",
-        )
-    return t
+    note = (
+        "repeats: verbatim + near-duplicate member turns; flags: failed checks per 100 member turns "
+        "(rescue-sim fidelity RUN_DIR for the details)."
+    )
+    return [*tables, Text(note, style="dim")]

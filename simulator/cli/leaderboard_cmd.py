@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from simulator.cli._common import console, user_errors
+from simulator.cli._render import column_chunks
 
 if TYPE_CHECKING:
     from judges import Leaderboard, MeanCI, SupporterRow
@@ -112,19 +113,14 @@ def render(board: Leaderboard, width: int = 80) -> list[Table]:
         max([len(names[k])] + [len(cells[k]) for _, measures in sections for _, cells in measures])
         for k in range(len(names))
     ]
-    chunks: list[list[int]] = [[]]
-    used = label_width
-    for k, w in enumerate(widths):
-        if chunks[-1] and used + w + 2 > width:
-            chunks.append([])
-            used = label_width
-        chunks[-1].append(k)
-        used += w + 2
+    chunks = column_chunks(widths, label_width, width)
     tables = []
     for i, chunk in enumerate(chunks):
         part = f", part {i + 1} of {len(chunks)}" if len(chunks) > 1 else ""
+        title = f"Leaderboard: {len(board.rows)} supporter(s), {len(board.runs)} run folder(s){part}"
         table = Table(
-            title=f"Leaderboard: {len(board.rows)} supporter(s), {len(board.runs)} run folder(s){part}",
+            title=title,
+            min_width=min(width, len(title)),  # a title wraps at the table's width otherwise
             title_justify="left",
             box=box.SIMPLE_HEAD,
             pad_edge=False,
@@ -206,7 +202,8 @@ def leaderboard(
     if board.fidelity:
         from simulator.cli.fidelity_cmd import render_by_supporter
 
-        console.print(render_by_supporter(board.fidelity))
+        for table in render_by_supporter(board.fidelity, console.width):
+            console.print(table)
     from simulator.cli._human_render import human_notes, human_tables
 
     for table in human_tables(board, header):
