@@ -211,6 +211,13 @@ def _tag(name: str) -> str:
     return rf"(?<![\w'’]){re.escape(name)}\s*(?:\(to [^)]*\))?\s*:"
 
 
+_ADVERBS = "always|never|just|really|also|still|only|even|again|actually"
+_SELF_VERBS = (
+    "feels|felt|thinks|thought|wants|wanted|needs|needed|knows|knew|believes|is|was|has|had|says|said|does|did|"
+    "doesn't|didn't|can't|won't|isn't|wasn't|tries|tried|works|worked"
+)
+
+
 def check_line(
     text: str,
     *,
@@ -257,8 +264,8 @@ def check_line(
         flags.append(
             _flag(FidelityCheck.SPEAKING_AS_OTHER, f"'{phrase}' is the counsellor's voice, not {speaker}'s", phrase)
         )
-    m = re.search(
-        rf"(?<![\w'’]){re.escape(speaker)} (?:feels|thinks|wants|needs|knows|believes|is|was|has|says|said)\b", text
+    m = re.search(  # "Theo always has these lists", said by Theo: one adverb may sit between name and verb
+        rf"(?<![\w'’]){re.escape(speaker)}(?: (?:{_ADVERBS}|\w+ly))? (?:{_SELF_VERBS})\b", text
     )
     if m:
         flags.append(

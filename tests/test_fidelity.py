@@ -104,6 +104,10 @@ def test_speaking_for_another_member(case):
     assert kinds == [Check.SPEAKING_AS_OTHER] and "Meera" in flags[0].detail
     assert line_checks(case, "Thank you both for sharing, that took courage.")[0] == [Check.SPEAKING_AS_OTHER]
     assert line_checks(case, "Arjun feels nobody in this house sees him.")[0] == [Check.SPEAKING_AS_OTHER]
+    # the embedded member model wrote this one: its own name, an adverb, then a verb
+    assert line_checks(case, "So, you know, Arjun always has these lists.")[0] == [Check.SPEAKING_AS_OTHER]
+    assert line_checks(case, "Arjun honestly tried, and you never saw it.")[0] == [Check.SPEAKING_AS_OTHER]
+    assert line_checks(case, "Meera always has these lists.", to=("Meera",))[0] == []  # about another member
     assert line_checks(case, "Meera, you never see what I carry.", to=("Meera",))[0] == []  # a vocative is fine
 
 
