@@ -35,7 +35,7 @@ INSTALL_HINT = "pip install 'rescue-sim[local]'"
 # pre-filled reply the model continues, and so the prompt bytes (and llama.cpp's prefix cache) stay stable.
 _IM_START, _IM_END = "<|im_start|>", "<|im_end|>"
 PROMPT_CHUNK = 256  # tokens per prompt-reading step (progress granularity; llama.cpp batches up to 512)
-MAX_BATCH = 4  # calls decoded together at most (each step reads the weights once for all of them)
+MAX_BATCH = 4  # calls decoded together at most (see simulator.llm.decoding for what that buys)
 BATCH_SEQ_CTX = 4096  # KV cells of each sequence in a batch; a call that needs more is decoded alone
 BATCH_WINDOW_S = 0.05  # how long the first of several calls issued together waits for the others to queue
 BATCH_PREPARE_S = 2.0  # ... and at most this long for calls already arrived but still being prepared
@@ -394,7 +394,7 @@ class EmbeddedModel:
                     job.done.set()
 
     def _run_one(self, job: _Job) -> None:
-        from simulator.llm.decoding import TokenSampler
+        from simulator.llm.decoding import TokenSampler, logits_at
 
         r, llm = job.reply, self._llm
         started = time.perf_counter()
@@ -409,7 +409,7 @@ class EmbeddedModel:
         n_vocab, n = llm.n_vocab(), len(r.tokens)
         try:
             while True:
-                logits = np.ctypeslib.as_array(_lc().llama_get_logits_ith(llm._ctx.ctx, -1), shape=(n_vocab,))
+                logits = logits_at(llm._ctx.ctx, -1, n_vocab)
                 token = sampler.next(logits)
                 if r.progress is not None:
                     r.progress(n, n, cached, sampler.generated)
@@ -439,12 +439,6 @@ class EmbeddedModel:
             finish_reason=r.finish_reason,
         )
         job.done.set()
-
-
-def _lc() -> Any:
-    import llama_cpp
-
-    return llama_cpp
 
 
 @dataclass
