@@ -212,6 +212,7 @@ def _tag(name: str) -> str:
 
 
 _ADVERBS = "always|never|just|really|also|still|only|even|again|actually"
+_SHORT_STEM_ENDINGS = ("", "s", "ed", "ing", "ful", "y", "ness")  # a stem of 4 letters or fewer matches only these
 _SELF_VERBS = (
     "feels|felt|thinks|thought|wants|wanted|needs|needed|knows|knew|believes|is|was|has|had|says|said|does|did|"
     "doesn't|didn't|can't|won't|isn't|wasn't|tries|tried|works|worked"
@@ -335,7 +336,7 @@ def emotion_range(emotion: str) -> tuple[int, int] | None:
         if " " in stem:
             hit = re.search(rf"\b{re.escape(stem)}", text) is not None
         elif len(stem) <= 4:
-            hit = any(w == stem or w in tuple(stem + s for s in ("s", "ed", "ing", "ful", "y", "ness")) for w in ws)
+            hit = any(w.startswith(stem) and w[len(stem) :] in _SHORT_STEM_ENDINGS for w in ws)
         else:
             hit = any(w.startswith(stem) for w in ws)
         if hit:

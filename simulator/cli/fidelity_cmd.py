@@ -36,7 +36,7 @@ def _flags(per100: dict[str, float]) -> str:
     return "\n".join(f"{k} {v:g}" for k, v in sorted(per100.items(), key=lambda kv: -kv[1])) or "none"
 
 
-RUNS_CAPTION = (
+RUNS_NOTE = (
     "repeats: member turns repeating an earlier turn (verbatim + near-duplicate); re-asked: member turns with a "
     "part re-asked after failed checks; flags: failed checks per 100 member turns (audited from the saved turns; "
     "recorded = still failing when accepted); language: turns off the session's language; gap: mean "
@@ -72,7 +72,7 @@ def render(report: FidelityReport, width: int = 80) -> list[RenderableType]:
             _summary_rows(list(report.by_run.values()), runs=True),
             width,
         ),
-        Text(f"{legend}\n{RUNS_CAPTION}\n", style="dim"),  # wrapped to the terminal, not to the table
+        Text(f"{legend}\n{RUNS_NOTE}\n", style="dim"),  # wrapped to the terminal, not to the table
     ]
     moves = report.overall.moves
     if any(moves.values()):
