@@ -72,20 +72,28 @@ def _reply_schema() -> dict:
     return Reply.model_json_schema()
 
 
+HOSTILITY = [
+    SYSTEM,
+    {
+        "role": "user",
+        "content": "Dana: You are never home. Theo: I work for us.\n\n"
+        "Quote two lines and score how hostile each is, 1 to 5, as JSON.",
+    },
+]
+
+
 def test_greedy_constrained_reply_equals_llama_cpp_pythons_sampler(model):
-    """Our sampler asks the grammar only about the sampled token; at temperature 0 that must change nothing."""
+    """Our sampler asks the grammar only about the sampled token; at temperature 0 that must change nothing.
+    (Drafting off: drafted text is laid out in one way of the several the grammar allows.)"""
     from simulator.llm.embedded import _IM_END, render_chatml
 
     schema = _reply_schema()
-    messages = [
-        SYSTEM,
-        {
-            "role": "user",
-            "content": "Dana: You are never home. Theo: I work for us.\n\n"
-            "Quote two lines and score how hostile each is, 1 to 5, as JSON.",
-        },
-    ]
-    ours = model.generate(messages, max_tokens=80, temperature=0.0, seed=0, json_schema=schema)
+    messages = HOSTILITY
+    model.draft_json = False
+    try:
+        ours = model.generate(messages, max_tokens=80, temperature=0.0, seed=0, json_schema=schema)
+    finally:
+        model.draft_json = True
     tokens = model._llm.tokenize(render_chatml(messages).encode("utf-8"), add_bos=False, special=True)
     with model._lock:
         theirs = model._llm.create_completion(
@@ -100,6 +108,36 @@ def test_greedy_constrained_reply_equals_llama_cpp_pythons_sampler(model):
         )
     assert ours.text == theirs["choices"][0]["text"]
     assert ours.completion_tokens == theirs["usage"]["completion_tokens"]
+
+
+def test_text_the_schema_forces_is_fed_without_sampling(model):
+    """Keys, braces and the quotes that open strings are drafted: most of the reply's tokens, in fewer decode
+    steps, and the reply is still valid JSON of the schema, with the scores the model chose."""
+    import json
+
+    from simulator.llm import decoding
+
+    steps = []
+    real = decoding.TokenSampler.next
+
+    def counting(self, logits):
+        out = real(self, logits)
+        steps.append(out)
+        return out
+
+    decoding.TokenSampler.next = counting
+    try:
+        before = model.stats.drafted_tokens
+        out = model.generate(HOSTILITY, max_tokens=80, temperature=0.0, seed=0, json_schema=_reply_schema())
+    finally:
+        decoding.TokenSampler.next = real
+    drafted = model.stats.drafted_tokens - before
+    items = json.loads(out.text)["items"]
+    assert len(items) == 2 and all(1 <= i["score"] <= 5 for i in items) and out.finish_reason == "stop"
+    assert out.text.startswith('{"items": [{"quote": "')
+    assert drafted > out.completion_tokens / 3
+    assert len(steps) == out.completion_tokens - drafted  # one sampling step per token the model chose
+    assert steps[-1] is None  # the closing brace ended the reply: no step waits for an end-of-text token
 
 
 def test_sampled_constrained_reply_is_valid_json_of_the_schema(model):

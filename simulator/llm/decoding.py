@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from simulator.llm.jsondraft import JsonDraft
 from simulator.llm.kvstate import common_prefix
 
 Progress = Callable[[int, int, int, int], None]  # (prompt tokens, read, cached, generated)
@@ -44,9 +45,12 @@ class TokenSampler:
         temperature: float,
         seed: int,
         grammar: Any = None,
+        schema: dict[str, Any] | None = None,
         stop: Sequence[str] = (),
         max_tokens: int,
     ) -> None:
+        import codecs
+
         import llama_cpp as lc
         import numpy as np
 
@@ -56,6 +60,11 @@ class TokenSampler:
         self.stop = [s.encode("utf-8") for s in stop if s]
         self.out = bytearray()
         self.generated, self.finish_reason = 0, "length"
+        self.ended = False
+        self.drafted = 0  # tokens the schema forced, fed without sampling (see simulator.llm.jsondraft)
+        self._schema = schema if grammar is not None else None
+        self.draft = JsonDraft(schema) if self._schema is not None else None
+        self._chars = codecs.getincrementaldecoder("utf-8")(errors="ignore")
         self.chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
         add = lambda s: lc.llama_sampler_chain_add(self.chain, s)
         add(lc.llama_sampler_init_penalties(self.n_vocab, llm.last_n_tokens_size, 1.1, 0.0, 0.0))
@@ -99,8 +108,9 @@ class TokenSampler:
         self._lc.llama_sampler_apply(self.grammar, ctypes.byref(self._single))
         return self._one[0].logit != float("-inf")
 
-    def next(self, logits: Any) -> int | None:
-        """The next token to feed the model, or None when this reply has ended (see `finish_reason`)."""
+    def next(self, logits: Any) -> list[int] | None:
+        """The tokens to feed the model next (the sampled one, then any the schema forces after it), or None
+        when this reply has ended (see `finish_reason`)."""
         lc = self._lc
         token = self._pick(logits, masked=False)
         if self.grammar is not None and not self._allowed(token):
@@ -108,19 +118,48 @@ class TokenSampler:
         if lc.llama_vocab_is_eog(self.vocab, token):
             self.finish_reason = "stop"
             return None
+        fed = [token]
+        self._take(token)
+        if self.draft is not None and not self.ended:
+            fed += self._forced()
+            if self.draft.done:  # the JSON value is complete: only optional whitespace may follow
+                self.finish_reason, self.ended = "stop", True
+        return None if self.ended else fed
+
+    def _take(self, token: int) -> None:
+        """Record one token of the reply; set `ended` when the reply ends with it (a stop string, max_tokens)."""
+        lc = self._lc
         lc.llama_sampler_accept(self.chain, token)
         if self.grammar is not None:
             lc.llama_sampler_accept(self.grammar, token)
         self.generated += 1
-        self.out += self._llm.detokenize([token], special=False)
+        piece = self._llm.detokenize([token], special=False)
+        self.out += piece
+        if self.draft is not None:
+            self.draft.feed(self._chars.decode(piece))
         cut = min((i for i in (self.out.find(s) for s in self.stop) if i >= 0), default=-1)
         if cut >= 0:
             del self.out[cut:]
-            self.finish_reason = "stop"
-            return None
-        if self.generated >= self.max_tokens:
-            return None
-        return token
+            self.finish_reason, self.ended = "stop", True
+        elif self.generated >= self.max_tokens:
+            self.ended = True
+
+    def _forced(self) -> list[int]:
+        """Take the tokens of the text the schema forces now, each checked against the grammar first."""
+        assert self.draft is not None
+        text = self.draft.chain()
+        if not text:
+            return []
+        taken = []
+        for token in self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False):
+            if not self._allowed(token):
+                break  # the draft stops here; the model samples from this point
+            self._take(token)
+            taken.append(token)
+            self.drafted += 1
+            if self.ended or self.draft.done:
+                break
+        return taken
 
     @property
     def text(self) -> str:
@@ -144,11 +183,13 @@ class Reply:
     temperature: float
     seed: int
     grammar: Any = None
+    schema: dict[str, Any] | None = None  # the grammar's JSON schema: text it forces is fed without sampling
     stop: Sequence[str] = ()
     progress: Progress | None = None
     text: str = ""
     generated: int = 0
     finish_reason: str = "length"
+    drafted: int = 0  # generated tokens the schema forced
     shared_prefix: int = 0  # prompt tokens shared with an earlier sequence of the batch, not read again
 
 
@@ -184,7 +225,13 @@ def decode_together(llm: Any, ctx: Any, replies: list[Reply], n_batch: int = 512
     batch = lc.llama_batch_init(n_batch, 0, len(replies))
     samplers = [
         TokenSampler(
-            llm, temperature=r.temperature, seed=r.seed, grammar=r.grammar, stop=r.stop, max_tokens=r.max_tokens
+            llm,
+            temperature=r.temperature,
+            seed=r.seed,
+            grammar=r.grammar,
+            schema=r.schema,
+            stop=r.stop,
+            max_tokens=r.max_tokens,
         )
         for r in replies
     ]
@@ -237,18 +284,18 @@ def decode_together(llm: Any, ctx: Any, replies: list[Reply], n_batch: int = 512
         while active:
             feed = []
             for s in active:
-                tok = samplers[s].next(logits[s])
+                toks = samplers[s].next(logits[s])
                 r = replies[s]
                 if r.progress is not None:
                     r.progress(len(r.tokens), len(r.tokens), r.shared_prefix, samplers[s].generated)
-                if tok is not None:
-                    feed.append((s, tok, pos[s], True))
+                for k, tok in enumerate(toks or ()):  # logits only after the last: forced tokens need none
+                    feed.append((s, tok, pos[s], k == len(toks) - 1))
                     pos[s] += 1
-            if feed:
-                decode(feed)
-            active = [s for s, *_ in feed]
+            for start in range(0, len(feed), n_batch):
+                decode(feed[start : start + n_batch])
+            active = sorted({s for s, *_ in feed})
         for r, smp in zip(replies, samplers):
-            r.text, r.generated, r.finish_reason = smp.text, smp.generated, smp.finish_reason
+            r.text, r.generated, r.finish_reason, r.drafted = smp.text, smp.generated, smp.finish_reason, smp.drafted
     finally:
         for smp in samplers:
             smp.close()

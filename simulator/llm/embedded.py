@@ -233,6 +233,7 @@ class EmbeddedStats:
     seconds: float = 0.0
     prefix_restores: int = 0  # calls that started from a saved KV state of an earlier prompt of their kind
     batched_calls: int = 0  # calls decoded together with others in one batch
+    drafted_tokens: int = 0  # generated tokens a JSON schema forced, fed without sampling
 
 
 @dataclass
@@ -253,6 +254,7 @@ class EmbeddedModel:
     n_ctx: int = 8192
     prefix_states: int = 4  # KV snapshots kept (members+tracker, supporter, judge each keep their prefix)
     max_batch: int = MAX_BATCH
+    draft_json: bool = True  # feed the text a schema forces without sampling it (simulator.llm.jsondraft)
     stats: EmbeddedStats = field(default_factory=EmbeddedStats)
 
     def __post_init__(self) -> None:
@@ -336,6 +338,7 @@ class EmbeddedModel:
                     temperature=temperature,
                     seed=seed if seed is not None else 0,
                     grammar=grammar,
+                    schema=_bounded_integers(json_schema) if json_schema is not None and self.draft_json else None,
                     stop=[_IM_END, *(stop or [])],
                     progress=progress,
                 )
@@ -404,21 +407,32 @@ class EmbeddedModel:
         llm.n_tokens = min(common_prefix(llm.input_ids[: llm.n_tokens], target), len(r.tokens) - 1)
         llm.eval(r.tokens[llm.n_tokens :])  # at least the last prompt token: its logits start the reply
         sampler = TokenSampler(
-            llm, temperature=r.temperature, seed=r.seed, grammar=r.grammar, stop=r.stop, max_tokens=r.max_tokens
+            llm,
+            temperature=r.temperature,
+            seed=r.seed,
+            grammar=r.grammar,
+            schema=r.schema,
+            stop=r.stop,
+            max_tokens=r.max_tokens,
         )
         n_vocab, n = llm.n_vocab(), len(r.tokens)
         try:
             while True:
                 logits = logits_at(llm._ctx.ctx, -1, n_vocab)
-                token = sampler.next(logits)
+                tokens = sampler.next(logits)
                 if r.progress is not None:
                     r.progress(n, n, cached, sampler.generated)
-                if token is None:
+                if tokens is None:
                     break
-                llm.eval([token])
+                llm.eval(tokens)  # logits for the last only
         finally:
             sampler.close()
-        r.text, r.generated, r.finish_reason = sampler.text, sampler.generated, sampler.finish_reason
+        r.text, r.generated, r.finish_reason, r.drafted = (
+            sampler.text,
+            sampler.generated,
+            sampler.finish_reason,
+            sampler.drafted,
+        )
         self._states.save(llm)
         self._finish(job, cached, time.perf_counter() - started)
 
@@ -429,6 +443,7 @@ class EmbeddedModel:
         self.stats.prompt_tokens += len(r.tokens)
         self.stats.cached_prompt_tokens += cached
         self.stats.completion_tokens += r.generated
+        self.stats.drafted_tokens += r.drafted
         self.stats.seconds += elapsed
         self.stats.prefix_restores = self._states.restored
         job.result = EmbeddedResult(

@@ -7,6 +7,8 @@
                                                  # generation: llama-cpp-python's sampler vs ours, same prompt
     flock /tmp/rescue-embedded.lock python tests/benchmarks/first_command_bench.py --batch   # four judge-like
                                                  # calls one at a time vs decoded together
+    flock /tmp/rescue-embedded.lock python tests/benchmarks/first_command_bench.py --draft   # structured calls
+                                                 # with the schema's forced text drafted, and without
 
 For each run folder (a session of `rescue-sim run --case dana-and-theo --turns 4`, plus its judgment): model
 calls per role, prompt tokens read (and how many llama.cpp's prefix cache served), tokens generated, model
@@ -145,6 +147,7 @@ def compare_samplers(max_tokens: int = 300) -> None:
         "Answer with one JSON object.",
     )
     model = get_embedded_model()
+    model.draft_json = False  # same tokens out as llama-cpp-python's sampler (drafts lay JSON out in one way)
     grammar = model._grammar(schema)
     tokens = model._llm.tokenize(render_chatml(messages).encode("utf-8"), add_bos=False, special=True)
     model.generate(messages, max_tokens=1, temperature=0.0, seed=0)  # warm: both runs start with the prompt read
@@ -174,6 +177,63 @@ def compare_samplers(max_tokens: int = 300) -> None:
     print(
         f"speed-up {base[0] / base[1] * ours[1] / ours[0]:.2f}x per token; same text: {texts['rescue-sim'] == texts['llama-cpp-python']}"
     )
+
+
+def compare_drafting(repeats: int = 2) -> None:
+    """The same structured calls with the schema's forced text drafted (fed without sampling, one decode for a
+    run of forced tokens) and without, interleaved, each from a freshly read prompt: a member's self-report and
+    a lean judge's reply for one session. Generation only: both read the same prompt first."""
+    from judges import load_rubric
+    from judges._schema import LEAN, SchemaBuilder
+    from simulator.llm.embedded import get_embedded_model
+    from simulator.members import _state_schema
+    from tests._session_fixtures import couple_session
+
+    record = couple_session()
+    turns = "\n".join(f'[{t.index}] {t.speaker}: "{t.text}"' for t in record.turns)
+    judge = SchemaBuilder(record, load_rubric(), LEAN).reply(
+        [t for t in record.turns if t.kind == "supporter"], session=False
+    )
+    calls = {
+        "member state": (
+            f"{turns}\n\nAs Dana, report how the last line landed and how you feel now, as JSON.",
+            _state_schema(("Theo",), True).model_json_schema(),
+            300,
+        ),
+        "lean judge": (
+            f"{turns}\n\nRate each counsellor turn: cite an opening, say why, then score each aspect, as JSON.",
+            judge.model_json_schema(),
+            400,
+        ),
+    }
+    model = get_embedded_model()
+    rows: dict[tuple[str, bool], list[tuple[float, int, int]]] = defaultdict(list)
+    for _ in range(repeats):
+        for name, (ask, schema, max_tokens) in calls.items():
+            messages = [
+                {"role": "system", "content": "You are part of a counselling simulation."},
+                {"role": "user", "content": ask},
+            ]
+            for draft in (False, True):
+                model.draft_json = draft
+                model._llm.reset()
+                model._states._snaps.clear()
+                model.generate(messages, max_tokens=1, temperature=0.0, seed=0)  # the prompt, read for both alike
+                drafted = model.stats.drafted_tokens
+                started = time.perf_counter()
+                out = model.generate(messages, max_tokens=max_tokens, temperature=0.7, seed=1, json_schema=schema)
+                secs = time.perf_counter() - started
+                rows[name, draft].append((secs, out.completion_tokens, model.stats.drafted_tokens - drafted))
+    model.draft_json = True
+    print(f"{'call':<14}{'drafting':>9}{'tokens':>8}{'drafted':>9}{'seconds':>9}{'ms/token':>10}")
+    for (name, draft), runs in rows.items():
+        secs, toks, drafted = (sum(x) / len(runs) for x in zip(*runs))
+        print(
+            f"{name:<14}{'on' if draft else 'off':>9}{toks:>8.0f}{drafted:>9.0f}{secs:>9.2f}{1000 * secs / toks:>10.1f}"
+        )
+    for name in calls:
+        off, on = (sum(r[0] for r in rows[name, d]) for d in (False, True))
+        print(f"{name}: drafting takes {on / off:.2f}x the time without it")
 
 
 def compare_batching(n: int = 4, max_tokens: int = 200) -> None:
@@ -224,6 +284,7 @@ def main() -> None:
     parser.add_argument("--rates", action="store_true", help="Measure the embedded model's speed now.")
     parser.add_argument("--sampler", action="store_true", help="Compare grammar-constrained samplers.")
     parser.add_argument("--batch", action="store_true", help="Compare calls one at a time with calls together.")
+    parser.add_argument("--draft", action="store_true", help="Compare structured calls with and without drafting.")
     parser.add_argument("--prompt-tps", type=float, help="Prompt tokens per second to estimate times at.")
     parser.add_argument("--gen-tps", type=float, help="Generated tokens per second to estimate times at.")
     args = parser.parse_args()
@@ -235,6 +296,8 @@ def main() -> None:
         compare_samplers()
     if args.batch:
         compare_batching()
+    if args.draft:
+        compare_drafting()
     for run in args.runs:
         print_breakdown(run, prompt_tps, gen_tps)
 
