@@ -194,3 +194,24 @@ def test_calls_made_together_are_decoded_in_one_batch(model):
     tokens = [model._llm.tokenize(render_chatml(m).encode(), add_bos=False, special=True) for m in asks]
     pair = next(i for i in range(len(tokens[1])) if tokens[1][i] != tokens[3][i])
     assert max(first[1].cached_prompt_tokens, first[3].cached_prompt_tokens) == pair > cached[1]
+
+
+def test_a_field_at_its_word_cap_ends_instead_of_gluing_the_next_word_on(model):
+    """With three words allowed, the reply is the first three words the model writes with thirty allowed: when it
+    reaches for a fourth, the field closes (masked, it used to write the fourth without its space)."""
+    import json
+
+    from pydantic import create_model
+
+    from simulator.llm.structured import soft_max_words
+
+    ask = [SYSTEM, {"role": "user", "content": "Describe the sea in one long sentence, as JSON with the key line."}]
+
+    def line(words: int) -> str:
+        schema = create_model("Line", line=(str, soft_max_words(words))).model_json_schema()
+        out = model.generate(ask, max_tokens=80, temperature=0.0, seed=0, json_schema=schema)
+        return json.loads(out.text)["line"]
+
+    long, short = line(30), line(3)
+    assert len(long.split()) > 3
+    assert short == " ".join(long.split()[:3])

@@ -64,6 +64,7 @@ class TokenSampler:
         self.drafted = 0  # tokens the schema forced, fed without sampling (see simulator.llm.jsondraft)
         self._schema = schema if grammar is not None else None
         self.draft = JsonDraft(schema) if self._schema is not None else None
+        self._quote = llm.tokenize(b'"', add_bos=False, special=False)[0]
         self._chars = codecs.getincrementaldecoder("utf-8")(errors="ignore")
         self.chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
         add = lambda s: lc.llama_sampler_chain_add(self.chain, s)
@@ -114,7 +115,9 @@ class TokenSampler:
         lc = self._lc
         token = self._pick(logits, masked=False)
         if self.grammar is not None and not self._allowed(token):
-            token = self._pick(logits, masked=True)
+            token = self._string_end(token)
+            if token is None:
+                token = self._pick(logits, masked=True)
         if lc.llama_vocab_is_eog(self.vocab, token):
             self.finish_reason = "stop"
             return None
@@ -125,6 +128,16 @@ class TokenSampler:
             if self.draft.done:  # the JSON value is complete: only optional whitespace may follow
                 self.finish_reason, self.ended = "stop", True
         return None if self.ended else fed
+
+    def _string_end(self, wanted: int) -> int | None:
+        """The closing quote, when the model wanted a new word inside a JSON string and the grammar forbids it
+        (a field's word cap is reached). Masked, it would pick the best token without the space instead and glue
+        the next word onto the last ("neededhimself")."""
+        if self.draft is None or not self.draft.in_string:
+            return None
+        if not self._llm.detokenize([wanted], special=False)[:1].isspace():
+            return None
+        return self._quote if self._allowed(self._quote) else None
 
     def _take(self, token: int) -> None:
         """Record one token of the reply; set `ended` when the reply ends with it (a stop string, max_tokens)."""

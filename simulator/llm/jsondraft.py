@@ -59,6 +59,11 @@ class JsonDraft:
             node = self._defs.get(node["$ref"].rsplit("/", 1)[-1], {})
         return node
 
+    @property
+    def in_string(self) -> bool:
+        """Inside a string value (not a key)."""
+        return self._mode == "string"
+
     def copy(self) -> JsonDraft:
         new = object.__new__(JsonDraft)
         new.__dict__.update(self.__dict__)

@@ -179,7 +179,7 @@ def compare_samplers(max_tokens: int = 300) -> None:
     )
 
 
-def compare_drafting(repeats: int = 2) -> None:
+def compare_drafting(repeats: int = 2, only: str | None = None) -> None:
     """The same structured calls with the schema's forced text drafted (fed without sampling, one decode for a
     run of forced tokens) and without, interleaved, each from a freshly read prompt: a member's self-report and
     a lean judge's reply for one session. Generation only: both read the same prompt first."""
@@ -210,6 +210,8 @@ def compare_drafting(repeats: int = 2) -> None:
     rows: dict[tuple[str, bool], list[tuple[float, int, int]]] = defaultdict(list)
     for _ in range(repeats):
         for name, (ask, schema, max_tokens) in calls.items():
+            if only and name != only:
+                continue
             messages = [
                 {"role": "system", "content": "You are part of a counselling simulation."},
                 {"role": "user", "content": ask},
@@ -224,6 +226,7 @@ def compare_drafting(repeats: int = 2) -> None:
                 out = model.generate(messages, max_tokens=max_tokens, temperature=0.7, seed=1, json_schema=schema)
                 secs = time.perf_counter() - started
                 rows[name, draft].append((secs, out.completion_tokens, model.stats.drafted_tokens - drafted))
+                print(f"  {name}, drafting {'on' if draft else 'off'}: {rows[name, draft][-1]}", flush=True)
     model.draft_json = True
     print(f"{'call':<14}{'drafting':>9}{'tokens':>8}{'drafted':>9}{'seconds':>9}{'ms/token':>10}")
     for (name, draft), runs in rows.items():
@@ -232,6 +235,8 @@ def compare_drafting(repeats: int = 2) -> None:
             f"{name:<14}{'on' if draft else 'off':>9}{toks:>8.0f}{drafted:>9.0f}{secs:>9.2f}{1000 * secs / toks:>10.1f}"
         )
     for name in calls:
+        if (name, True) not in rows:
+            continue
         off, on = (sum(r[0] for r in rows[name, d]) for d in (False, True))
         print(f"{name}: drafting takes {on / off:.2f}x the time without it")
 
