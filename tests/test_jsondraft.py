@@ -105,6 +105,19 @@ def test_optional_properties_are_never_drafted():
     assert draft.chain() == ""  # the model may close the object or write b or c
 
 
+class Scores(BaseModel):
+    by_member: dict[str, int]
+
+
+def test_a_dict_is_never_closed_for_the_model():
+    draft = JsonDraft(schema_of(Scores))
+    assert draft.chain() == '{"by_member": {'
+    draft.feed('{"by_member": {"Dana": 3')
+    assert draft.chain() == ""  # another member, or the end
+    draft.feed("}")
+    assert draft.chain() == "}"
+
+
 class Items(BaseModel):
     items: list[str] = Field(min_length=2, max_length=3)
 

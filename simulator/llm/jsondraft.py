@@ -29,6 +29,11 @@ class _Object:
     written: list[str] = field(default_factory=list)
     expect: str = "key"  # key, colon, value, comma_or_end
     key: str = ""
+    open: bool = False  # other keys allowed (a dict): its end is never forced
+
+    def value_schema(self, key: str) -> dict[str, Any]:
+        extra = self.schema.get("additionalProperties")
+        return self.schema.get("properties", {}).get(key) or (extra if isinstance(extra, dict) else {})
 
 
 @dataclass
@@ -115,8 +120,7 @@ class JsonDraft:
             if top.expect == "key" and ch == '"':
                 self._mode, self._buf = "key", ""
             elif top.expect == "colon" and ch == ":":
-                props = top.schema.get("properties", {})
-                top.expect, self._pending = "value", self._resolve(props.get(top.key, {}))
+                top.expect, self._pending = "value", self._resolve(top.value_schema(top.key))
             elif top.expect == "comma_or_end" and ch == ",":
                 top.expect = "key"
             elif ch == "}" and top.expect in ("comma_or_end", "key"):
@@ -136,7 +140,8 @@ class JsonDraft:
             props = schema.get("properties", {})
             required = set(schema.get("required", []))
             order = [k for k in props if k in required] + [k for k in props if k not in required]
-            self._stack.append(_Object(schema=schema, order=order, required=required))
+            extra = schema.get("additionalProperties") not in (None, False) or "patternProperties" in schema
+            self._stack.append(_Object(schema=schema, order=order, required=required, open=extra))
         elif ch == "[":
             items = self._resolve(schema.get("items", {}))
             min_items = schema.get("minItems", 0)
@@ -187,15 +192,14 @@ class JsonDraft:
         if isinstance(top, _Object):
             nxt = next((k for k in top.order if k not in top.written), None)
             if top.expect == "colon":
-                props = top.schema.get("properties", {})
-                return ": " + _opening(self._resolve(props.get(top.key, {})))
+                return ": " + _opening(self._resolve(top.value_schema(top.key)))
             if top.expect == "key":
                 if nxt is not None and nxt in top.required:
                     lead = " " if top.written else ""  # after a comma, as the model spaces it
                     return f'{lead}"{nxt}": ' + _opening(self._resolve(top.schema["properties"][nxt]))
                 return ""
             if top.expect == "comma_or_end":
-                if nxt is None:
+                if nxt is None and not top.open:
                     return "}"
                 if nxt in top.required:
                     return f', "{nxt}": ' + _opening(self._resolve(top.schema["properties"][nxt]))
