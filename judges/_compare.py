@@ -20,14 +20,15 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from itertools import combinations
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from judges._render import PROMPTS, as_data, group_kind, judge_transcript, member_cards, people_line
-from judges._schema import quote_found
+from judges._schema import LEAN, limits_for, quote_found, read_citation, sentence_openings
 from personas.common.files import atomic_write_text
 from personas.common.prompts import render_prompt
+from simulator.llm.structured import soft_max_words
 from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt
 from simulator.records import SUPPORTER, SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder, RunFolderError
@@ -147,7 +148,17 @@ def match_sessions(run_dirs: Sequence[str | Path]) -> tuple[dict[PairKey, dict[s
 # -- one verdict -------------------------------------------------------------------------------------------------
 
 
-def _schema(turns: tuple[int, ...]) -> type[BaseModel]:
+def _schema(turns: tuple[int, ...], openings: tuple[str, ...] = ()) -> type[BaseModel]:
+    """Free quotes for hosted judges; for local ones (`limits_for`), evidence chosen from the two sessions' turn
+    openings, `A [turn] words`, an enum their grammar enforces: the 1.5B judge quoted words that were not in
+    the turn it named in every verdict it gave on the embedded stress run, and each was left unsupported."""
+    if openings:
+        return create_model(
+            "PairReplyLean",
+            ev=(list[Literal[openings]], Field(min_length=1, max_length=2)),  # type: ignore[valid-type]
+            why=(str, soft_max_words(LEAN.why_words or 14)),
+            winner=(Literal["A", "B", "tie"], ...),
+        )
     ev = create_model(
         "PairEvidence",
         s=(Literal["A", "B"], ...),
@@ -197,6 +208,11 @@ async def judge_pair(
         "second_session": b.session_id,
         "judge": judge,
     }
+    openings: tuple[str, ...] = ()
+    if limits_for(judge).cite_openings:
+        openings = tuple(
+            f"{side} {o}" for side, rec in (("A", a), ("B", b)) for o in sentence_openings(rec, LEAN.quote_max)
+        )
     feedback, calls = "", []
     evidence: list[PairQuote] = []
     for attempt in range(QUOTE_ATTEMPTS):
@@ -205,12 +221,20 @@ async def judge_pair(
                 Prompt(
                     context=_context(a, b),
                     instructions=render_prompt(
-                        "compare", PROMPTS, group_kind=group_kind(a.case.group), supporter=SUPPORTER, feedback=feedback
+                        "compare",
+                        PROMPTS,
+                        group_kind=group_kind(a.case.group),
+                        supporter=SUPPORTER,
+                        evidence=render_prompt(
+                            "compare_evidence_openings" if openings else "compare_evidence_quotes",
+                            PROMPTS,
+                            feedback=feedback,
+                        ),
                     ),
                 ),
                 role="judge",
                 model=judge,
-                schema=_schema(turns),
+                schema=_schema(turns, openings),
                 max_tokens=220,
                 temperature=0.0,
                 seed=key[1] + 1009 * attempt,
@@ -219,16 +243,17 @@ async def judge_pair(
             return PairVerdict(**base, status="failed", winner=None, reason=err.reason, calls=calls)
         calls.append(completion.call)
         r = completion.parsed
+        cited = [_cited(e) for e in r.ev]
         evidence = [
             PairQuote(
-                side="first" if e.s == "A" else "second",
-                turn=e.t,
-                quote=e.q,
-                found=quote_found(e.q, texts[e.s].get(e.t, "")),
+                side="first" if side == "A" else "second",
+                turn=turn,
+                quote=quote,
+                found=quote_found(quote, texts[side].get(turn, "")),
             )
-            for e in r.ev
+            for side, turn, quote in cited
         ]
-        missing = [(e, q) for e, q in zip(r.ev, evidence) if not q.found]
+        missing = [c for c, q in zip(cited, evidence) if not q.found]
         if not missing:
             winner = {"A": "first", "B": "second", "tie": "tie"}[r.winner]
             return PairVerdict(
@@ -241,7 +266,7 @@ async def judge_pair(
             )
         feedback = (
             "\nYour previous answer quoted "
-            + "; ".join(f"{e.q!r} as session {e.s} turn {e.t}" for e, _ in missing)
+            + "; ".join(f"{quote!r} as session {side} turn {turn}" for side, turn, quote in missing)
             + ", but those words are not in that turn. Copy words exactly from the session and turn you name."
         )
     return PairVerdict(
@@ -252,6 +277,14 @@ async def judge_pair(
         reason=f"quotes not found in their turns after {QUOTE_ATTEMPTS} asks",
         calls=calls,
     )
+
+
+def _cited(item: Any) -> tuple[str, int, str]:
+    """(side, turn, words) of one evidence item: `{"s", "t", "q"}`, or a chosen `A [turn] words` opening."""
+    if isinstance(item, str):
+        turn, words = read_citation(item[2:])
+        return item[:1], turn, words
+    return item.s, item.t, item.q
 
 
 # -- Bradley-Terry -----------------------------------------------------------------------------------------------

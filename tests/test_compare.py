@@ -153,3 +153,32 @@ def test_compare_needs_matched_sessions(tmp_path, monkeypatch):
     result = CliRunner().invoke(cli_app.app, ["compare", str(folder.path), "--judges", "fake/j"])
     assert result.exit_code == 2
     assert "no case + seed" in result.output
+
+
+def test_a_local_judge_chooses_its_evidence_among_the_turns_openings(tmp_path):
+    """A `local/` judge cites `A [turn] first words` from an enum of both sessions' sentence openings (the 1.5B
+    model's free quotes were all unsupported on the embedded stress run); the citation is read back into the
+    side, the turn and the words, and checked against that turn."""
+    import asyncio
+
+    from judges._compare import judge_pair
+
+    folders = _runs(tmp_path)
+    scripted, silent = (f.load_session(f.session_ids()[0]) for f in folders)
+    seen = {}
+
+    def reply(call):
+        options = call.schema.model_json_schema()["properties"]["ev"]["items"]["enum"]
+        seen["options"] = options
+        return {"ev": [next(o for o in options if o.startswith("A [3]"))], "why": "it asks Ben", "winner": "A"}
+
+    client = FakeModelClient(default=reply)
+    verdict = asyncio.run(
+        judge_pair(("c", 0, "none", 0), ("scripted", scripted), ("silent", silent), client, "local/qwen2.5-coder-1.5b")
+    )
+    assert "A [3] Ben, what is it like to hear that?" in seen["options"]
+    assert all(o[:2] in ("A ", "B ") for o in seen["options"])
+    assert any(o.startswith("B [1]") for o in seen["options"])  # both sessions' turns are on offer
+    assert verdict.status == "ok" and verdict.winner == "first"
+    assert [(q.side, q.turn, q.found) for q in verdict.evidence] == [("first", 3, True)]
+    assert '"A [turn] first words"' in client.calls[0].prompt.instructions
