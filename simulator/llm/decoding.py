@@ -92,6 +92,18 @@ class TokenSampler:
         self._one = (lc.llama_token_data * 1)()
         self._single = lc.llama_token_data_array(data=self._one, size=1, selected=-1, sorted=False)
 
+    @classmethod
+    def for_reply(cls, llm: Any, r: Reply) -> TokenSampler:
+        return cls(
+            llm,
+            temperature=r.temperature,
+            seed=r.seed,
+            grammar=r.grammar,
+            schema=r.schema,
+            stop=r.stop,
+            max_tokens=r.max_tokens,
+        )
+
     def _pick(self, logits: Any, masked: bool) -> int:
         lc, data, full = self._lc, self._data, self._full
         data.id[:] = self._ids
@@ -236,18 +248,7 @@ def decode_together(llm: Any, ctx: Any, replies: list[Reply], n_batch: int = 512
     mem = lc.llama_get_memory(ctx.ctx)
     lc.llama_memory_clear(mem, True)
     batch = lc.llama_batch_init(n_batch, 0, len(replies))
-    samplers = [
-        TokenSampler(
-            llm,
-            temperature=r.temperature,
-            seed=r.seed,
-            grammar=r.grammar,
-            schema=r.schema,
-            stop=r.stop,
-            max_tokens=r.max_tokens,
-        )
-        for r in replies
-    ]
+    samplers = [TokenSampler.for_reply(llm, r) for r in replies]
     logits: dict[int, Any] = {}
 
     def decode(entries: list[tuple[int, int, int, bool]]) -> None:

@@ -406,15 +406,7 @@ class EmbeddedModel:
         target = np.asarray(r.tokens, dtype=np.intc)
         llm.n_tokens = min(common_prefix(llm.input_ids[: llm.n_tokens], target), len(r.tokens) - 1)
         llm.eval(r.tokens[llm.n_tokens :])  # at least the last prompt token: its logits start the reply
-        sampler = TokenSampler(
-            llm,
-            temperature=r.temperature,
-            seed=r.seed,
-            grammar=r.grammar,
-            schema=r.schema,
-            stop=r.stop,
-            max_tokens=r.max_tokens,
-        )
+        sampler = TokenSampler.for_reply(llm, r)
         n_vocab, n = llm.n_vocab(), len(r.tokens)
         try:
             while True:
