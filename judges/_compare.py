@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from judges._render import PROMPTS, as_data, group_kind, judge_transcript, member_cards, people_line
-from judges._schema import LEAN, limits_for, quote_found, read_citation, sentence_openings
+from judges._schema import LEAN, LEAN_WHY_WORDS, limits_for, quote_found, read_citation, sentence_openings
 from personas.common.files import atomic_write_text
 from personas.common.prompts import render_prompt
 from simulator.llm.structured import soft_max_words
@@ -156,7 +156,7 @@ def _schema(turns: tuple[int, ...], openings: tuple[str, ...] = ()) -> type[Base
         return create_model(
             "PairReplyLean",
             ev=(list[Literal[openings]], Field(min_length=1, max_length=2)),  # type: ignore[valid-type]
-            why=(str, soft_max_words(LEAN.why_words or 14)),
+            why=(str, soft_max_words(LEAN_WHY_WORDS)),
             winner=(Literal["A", "B", "tie"], ...),
         )
     ev = create_model(

@@ -56,8 +56,15 @@ class EntryLimits:
 # shared citation and reason say what it said, in a sixth of the tokens.
 
 FULL = EntryLimits()
+LEAN_WHY_WORDS = 14  # a lean judge's reason, in words (pairwise verdicts too)
 LEAN = EntryLimits(
-    quote_max=40, why_max=100, evidence_max=1, entry_tokens=16, cite_openings=True, why_words=14, shared=True
+    quote_max=40,
+    why_max=100,
+    evidence_max=1,
+    entry_tokens=16,
+    cite_openings=True,
+    why_words=LEAN_WHY_WORDS,
+    shared=True,
 )
 SHARED_TOKENS = 48  # the shared `ev` and `why` of one rated object at LEAN limits
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+")

@@ -62,9 +62,8 @@ class TokenSampler:
         self.generated, self.finish_reason = 0, "length"
         self.ended = False
         self.drafted = 0  # tokens the schema forced, fed without sampling (see simulator.llm.jsondraft)
-        self._schema = schema if grammar is not None else None
-        self.draft = JsonDraft(schema) if self._schema is not None else None
-        self._quote = llm.tokenize(b'"', add_bos=False, special=False)[0]
+        self.draft = JsonDraft(schema) if schema is not None and grammar is not None else None
+        self._quote = llm.tokenize(b'"', add_bos=False, special=False)[0] if self.draft is not None else -1
         self._chars = codecs.getincrementaldecoder("utf-8")(errors="ignore")
         self.chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
         add = lambda s: lc.llama_sampler_chain_add(self.chain, s)

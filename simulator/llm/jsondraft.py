@@ -31,6 +31,10 @@ class _Object:
     key: str = ""
     open: bool = False  # other keys allowed (a dict): its end is never forced
 
+    def unwritten(self) -> str | None:
+        """The next property in the order the grammar writes them, or None when all are written."""
+        return next((k for k in self.order if k not in self.written), None)
+
     def value_schema(self, key: str) -> dict[str, Any]:
         extra = self.schema.get("additionalProperties")
         return self.schema.get("properties", {}).get(key) or (extra if isinstance(extra, dict) else {})
@@ -168,11 +172,9 @@ class JsonDraft:
             self.done, self._mode = True, "done"
             return
         top = self._stack[-1]
-        if isinstance(top, _Object):
-            top.expect = "comma_or_end"
-        else:
+        top.expect = "comma_or_end"
+        if isinstance(top, _Array):
             top.count += 1
-            top.expect = "comma_or_end"
 
     # -- what must come next --------------------------------------------------------------------------------
 
@@ -190,19 +192,18 @@ class JsonDraft:
             return _opening(self._pending)
         top = self._stack[-1] if self._stack else None
         if isinstance(top, _Object):
-            nxt = next((k for k in top.order if k not in top.written), None)
             if top.expect == "colon":
-                return ": " + _opening(self._resolve(top.value_schema(top.key)))
+                return ": " + self._opening_of(top, top.key)
+            nxt = top.unwritten()
+            if top.expect == "comma_or_end" and nxt is None and not top.open:
+                return "}"
+            if nxt is None or nxt not in top.required:
+                return ""  # the model may close the object, or write an optional key
             if top.expect == "key":
-                if nxt is not None and nxt in top.required:
-                    lead = " " if top.written else ""  # after a comma, as the model spaces it
-                    return f'{lead}"{nxt}": ' + _opening(self._resolve(top.schema["properties"][nxt]))
-                return ""
+                lead = " " if top.written else ""  # after a comma, as the model spaces it
+                return f'{lead}"{nxt}": ' + self._opening_of(top, nxt)
             if top.expect == "comma_or_end":
-                if nxt is None and not top.open:
-                    return "}"
-                if nxt in top.required:
-                    return f', "{nxt}": ' + _opening(self._resolve(top.schema["properties"][nxt]))
+                return f', "{nxt}": ' + self._opening_of(top, nxt)
             return ""
         if isinstance(top, _Array) and top.expect == "comma_or_end":
             if top.max_items is not None and top.count >= top.max_items:
@@ -215,10 +216,13 @@ class JsonDraft:
         """The rest of a required key the model has begun (its first token is often `{"`)."""
         top = self._stack[-1]
         assert isinstance(top, _Object)
-        nxt = next((k for k in top.order if k not in top.written), None)
+        nxt = top.unwritten()
         if nxt is None or nxt not in top.required or not nxt.startswith(self._buf):
             return ""
-        return nxt[len(self._buf) :] + '": ' + _opening(self._resolve(top.schema["properties"][nxt]))
+        return nxt[len(self._buf) :] + '": ' + self._opening_of(top, nxt)
+
+    def _opening_of(self, top: _Object, key: str) -> str:
+        return _opening(self._resolve(top.value_schema(key)))
 
     def _enum_rest(self) -> str:
         """An enum string's rest once the letters so far leave one value (or a longer common prefix)."""
@@ -247,21 +251,9 @@ class JsonDraft:
         texts = [str(v) for v in values]
         if self._buf not in texts or any(t != self._buf and t.startswith(self._buf) for t in texts):
             return ""
-        saved = (self._mode, self._buf)
-        self._value_done()
-        try:
-            return self.forced()
-        finally:
-            self._undo_value_done(saved)
-
-    def _undo_value_done(self, saved: tuple[str, str]) -> None:
-        self._mode, self._buf = saved
-        self.done = False
-        if self._stack:
-            top = self._stack[-1]
-            top.expect = "value"
-            if isinstance(top, _Array):
-                top.count -= 1
+        ended = self.copy()
+        ended._value_done()
+        return ended.forced()
 
 
 def _string_choices(schema: dict[str, Any]) -> list[str] | None:
