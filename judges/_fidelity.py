@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from judges._sim_vs_real import SimVsReal, compare_runs_with_rescue, missing_samples
 from judges._trajectory import distress, insider_outsider_gap, relation_change
 from simulator.fidelity import LEGACY_CHAR_CAPS, check_line, check_state, session_language
-from simulator.members import WORD_CAPS
+from simulator.members import state_word_caps
 from simulator.records import FidelityCheck, FidelityFlag, SessionRecord, Turn
 from simulator.runfolder import RunFolder, RunFolderError
 
@@ -143,7 +143,7 @@ def audit_turn(turn: Turn, earlier: Sequence[Turn], record: SessionRecord, langu
             speaker=turn.speaker,
             turns=earlier,
             language=language,
-            word_caps=dict(WORD_CAPS) if modern else None,
+            word_caps=state_word_caps() if modern else None,
             char_caps=None if modern else LEGACY_CHAR_CAPS,
         )
     return flags

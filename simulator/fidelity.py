@@ -10,7 +10,8 @@ new records are measured alike. Thresholds are module constants, documented here
   is how people talk).
 - speaking as another: another participant's speaker tag in the line (`Meera:`), a counsellor's stock phrase, or
   the speaker naming themselves as a third person (`Arjun feels ...`).
-- copied tag: the transcript's own rendering (`Name (to X):`, or the speaker's `Name:`) inside the line.
+- copied tag: the transcript's own rendering (`Name (to X):`, or the speaker's `Name:`) inside the line; in a
+  self-report field also a state's `(7/10)` or the prompt's "the last line was".
 - language: characters of another script (one is enough: "a field ends in a Chinese token"), or, for lines of at
   least LANGUAGE_MIN_WORDS words, more function words of another language than of the session's.
 - emotion: the field must contain a word of the emotion lexicon (simulator/data/fidelity.yaml), and the intensity
@@ -121,8 +122,10 @@ def overlap(a: str, b: str) -> float:
     return len(ta & tb) / min(len(ta), len(tb))
 
 
-def _flag(check: FidelityCheck, detail: str, evidence: str = "", field: str = "text") -> FidelityFlag:
-    return FidelityFlag(check=check, field=field, detail=detail, evidence=evidence[:200])
+def _flag(
+    check: FidelityCheck, detail: str, evidence: str = "", field: str = "text", turn: int | None = None
+) -> FidelityFlag:
+    return FidelityFlag(check=check, field=field, detail=detail, evidence=evidence[:200], turn=turn)
 
 
 # ---- language ---------------------------------------------------------------------------------------------------
@@ -240,6 +243,7 @@ def check_line(
                 kind,
                 f"it {how} turn {earlier.index} ({earlier.speaker}); say something new, in {speaker}'s own words",
                 f"turn {earlier.index}: {earlier.text}",
+                turn=earlier.index,
             )
         )
     others = [n for n in case.member_names if n != speaker] + [SUPPORTER_NAME]
@@ -368,6 +372,23 @@ def field_cut_off(value: str, *, word_cap: int | None = None, char_cap: int | No
     return None
 
 
+_RENDERINGS = (
+    re.compile(r"(?:[\w'’]+\s*)?\(to [^)]*\)\s*:"),  # a transcript line: `Therapist (to Couple):`
+    re.compile(r"\(\s*\d+\s*/\s*10\s*\)"),  # a state: `lonely (7/10)`
+    re.compile(r"^\W*the last line (?:was|is)\b", re.IGNORECASE),  # the self-report prompt's own opening
+)
+
+
+def copied_rendering(value: str, names: Sequence[str]) -> str | None:
+    """The piece of the prompt's own rendering a self-report field copied (a speaker tag, a `(7/10)` score, the
+    prompt's 'the last line was'), or None: a field should say in the member's words how they are."""
+    for rx in (*_RENDERINGS, *(re.compile(_tag(n)) for n in dict.fromkeys(names))):
+        m = rx.search(value)
+        if m:
+            return m[0].strip()
+    return None
+
+
 def softening_cause(turns: Sequence[Turn], speaker: str) -> Turn | None:
     """The supporter's last turn, if it came after `speaker` last spoke: what a softening move can answer to."""
     for t in reversed(turns):
@@ -410,6 +431,10 @@ def check_state(
         cut = field_cut_off(value, word_cap=(word_caps or {}).get(name), char_cap=(char_caps or {}).get(name))
         if cut:
             flags.append(_flag(FidelityCheck.CUT_OFF, f"`{name}` {cut}", value, name))
+        copied = copied_rendering(value, [speaker, SUPPORTER_NAME, *{t.speaker for t in turns}])
+        if copied:
+            detail = f"`{name}` copies the prompt's rendering ('{copied}'); say it in {speaker}'s own words"
+            flags.append(_flag(FidelityCheck.COPIED_TAG, detail, value, name))
     emotion = fields.get("emotion", "")
     rng = emotion_range(emotion)
     if rng is None:
@@ -451,6 +476,13 @@ def unearned_softening(move: str, cue: str, turns: Sequence[Turn], speaker: str)
         )
         return _flag(FidelityCheck.UNEARNED_SOFTENING, detail, cue, "cue")
     return None
+
+
+def repeated_texts(flags: Sequence[FidelityFlag], turns: Sequence[Turn]) -> tuple[str, ...]:
+    """The earlier lines a failed line repeated: what its re-ask must not copy (a small model asked in words
+    alone often writes the same line again)."""
+    cited = {f.turn for f in flags if f.check in (FidelityCheck.DUPLICATE, FidelityCheck.NEAR_DUPLICATE)}
+    return tuple(t.text for t in turns if t.index in cited and t.text)
 
 
 def reask_note(flags: Sequence[FidelityFlag]) -> str:

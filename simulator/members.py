@@ -28,6 +28,7 @@ from simulator.fidelity import (
     check_line,
     check_state,
     reask_note,
+    repeated_texts,
     session_language,
     softening_cause,
 )
@@ -39,9 +40,12 @@ from simulator.transcript import last_line, shared_context
 MAX_SOFTEN_STEP = 2.0
 REASKS = 1  # re-asks per part of a turn (self-report, line) after failed fidelity checks
 RESEED = 104_729  # seed offset per re-ask, so a re-asked call samples afresh (and misses the call cache)
-# Word caps of the self-report fields: ceilings above what the prompt asks for, so fields end at a word boundary
-# on their own (a character cap cut them mid-word).
-WORD_CAPS = {"landed": 14, "cue": 14, "emotion": 5, "reason": 12}
+# Word caps of the self-report fields: ceilings above the 10 words (3 for the emotion) the prompt asks for, so
+# fields end at a word boundary on their own (a character cap cut them mid-word). The embedded model still ran
+# to a cap of 12-14 words in half its replies, cut mid-sentence there; past its cap a field may now take up to
+# FINISH_WORDS more to end its sentence (soft_max_words(finish=...)).
+WORD_CAPS = {"landed": 12, "cue": 14, "emotion": 6, "reason": 12}
+FINISH_WORDS = 10
 
 
 def state_schema(case: Case, speaker: str, *, can_soften: bool = True) -> type[BaseModel]:
@@ -62,18 +66,24 @@ def _state_schema(others: tuple[str, ...], can_soften: bool) -> type[BaseModel]:
         warmth=(int, Field(ge=0, le=10)),
         tension=(int, Field(ge=0, le=10)),
     )
-    fields: dict = {"landed": (str, soft_max_words(WORD_CAPS["landed"]))}
+    fields: dict = {"landed": (str, soft_max_words(WORD_CAPS["landed"], finish=FINISH_WORDS))}
     if can_soften:
-        fields["cue"] = (str, soft_max_words(WORD_CAPS["cue"], allow_empty=True))
+        fields["cue"] = (str, soft_max_words(WORD_CAPS["cue"], allow_empty=True, finish=FINISH_WORDS))
     fields.update(
         emotion=(str, soft_max_words(WORD_CAPS["emotion"])),
         intensity=(int, Field(ge=0, le=10)),
         felt_heard=(int, Field(ge=0, le=10)),
         toward=(list[feeling], Field(min_length=len(others), max_length=len(others))),  # type: ignore[valid-type]
-        reason=(str, soft_max_words(WORD_CAPS["reason"])),
+        reason=(str, soft_max_words(WORD_CAPS["reason"], finish=FINISH_WORDS)),
         move=(Literal[moves_on_offer(can_soften)], ...),  # type: ignore[valid-type]
     )
     return create_model("MemberStateReply", **fields)
+
+
+def state_word_caps() -> dict[str, int]:
+    """The most words each self-report field may have (cap plus FINISH_WORDS), as the schema's grammar allows:
+    what the cut-off check measures a field against, live and when auditing a saved record."""
+    return _word_caps(_state_schema(("",), True))
 
 
 @functools.lru_cache(maxsize=64)
@@ -306,6 +316,7 @@ async def member_turn(
                 instructions=_with_reask(speak_instructions, flags),
                 prefill=f'{speaker} (to {to}): "',
                 stop=('"', "\n"),
+                avoid=repeated_texts(flags, turns),
             ),
             role="member",
             max_tokens=72,

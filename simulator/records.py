@@ -93,7 +93,7 @@ class FidelityCheck(StrEnum):
     NOT_AN_EMOTION = "not_an_emotion"  # the emotion field names no emotion
     INTENSITY_MISMATCH = "intensity_mismatch"  # the intensity does not fit the named emotion
     CUT_OFF = "cut_off"  # a field or the line stops mid-phrase, or the line hit the token limit
-    COPIED_TAG = "copied_tag"  # the line starts with (or contains) the transcript's speaker tag
+    COPIED_TAG = "copied_tag"  # the line or a self-report field copies the prompt's rendering (a speaker tag)
     FALSE_REFERENCE = "false_reference"  # "you mentioned ..." to a counsellor who never said it
     UNEARNED_SOFTENING = "unearned_softening"  # a softening move with no cause in the supporter's last turn
 
@@ -105,6 +105,7 @@ class FidelityFlag(_Record):
     field: str = Field(default="text", description="`text` (the line) or the self-report field that failed.")
     detail: str = Field(description="One line: what is wrong, as told to the model when it is re-asked.")
     evidence: str = Field(default="", description="The offending words (and, for repeats, the earlier turn).")
+    turn: int | None = Field(default=None, description="For a repeat: the index of the earlier turn it copies.")
 
 
 class Reask(_Record):

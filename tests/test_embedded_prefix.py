@@ -215,3 +215,27 @@ def test_a_field_at_its_word_cap_ends_instead_of_gluing_the_next_word_on(model):
     long, short = line(30), line(3)
     assert len(long.split()) > 3
     assert short == " ".join(long.split()[:3])
+
+    # with `finish`, past its cap the field goes on to the end of its sentence: what the uncapped reply says
+    finished = create_model("Line", line=(str, soft_max_words(3, finish=27))).model_json_schema()
+    out = json.loads(model.generate(ask, max_tokens=80, temperature=0.0, seed=0, json_schema=finished).text)["line"]
+    assert long.startswith(out) and len(out.split()) > 3 and out[-1] in ".!?"
+
+
+def test_a_reply_told_to_avoid_a_text_copies_no_run_of_its_tokens(model):
+    """A member re-asked for repeating a line gets that line to avoid: the sampler bans every token that would
+    complete a NO_REPEAT_TOKENS run of it, so even a prompt that asks for a copy cannot get one."""
+    from simulator.llm.decoding import NO_REPEAT_TOKENS
+
+    said = "I am tired of coming home to a cold house and a list of my mistakes every night."
+    ask = [SYSTEM, {"role": "user", "content": f'Repeat this sentence exactly, nothing else: "{said}"'}]
+    copied = model.generate(ask, max_tokens=40, temperature=0.0, seed=0).text
+    assert said.rstrip(".") in copied  # without the ban, the model copies it
+    out = model.generate(ask, max_tokens=40, temperature=0.0, seed=0, avoid=[said]).text
+
+    def runs(text: str) -> set[tuple[str, ...]]:  # every word here is one token
+        ws = text.rstrip(".").split()
+        return {tuple(ws[i : i + NO_REPEAT_TOKENS]) for i in range(len(ws) - NO_REPEAT_TOKENS + 1)}
+
+    assert out.strip() and not runs(out) & runs(said)
+    assert len(runs(copied) & runs(said)) == len(runs(said))

@@ -6,6 +6,7 @@ import asyncio
 import json
 
 import pytest
+from pydantic import create_model
 
 from personas.library import resolve_case
 from personas.taxonomy import MEMBER_MOVES, SOFTENING_MOVES
@@ -19,7 +20,7 @@ from simulator.fidelity import (
     session_language,
 )
 from simulator.llm.fake import FakeModelClient, FakeReply
-from simulator.members import RESEED, WORD_CAPS, member_turn, state_schema
+from simulator.members import FINISH_WORDS, RESEED, WORD_CAPS, member_turn, state_schema, state_word_caps
 from simulator.records import FidelityCheck, SessionRecord, Turn
 from simulator.supporters import SilentSupporter
 from tests._sim_fakes import RoomScript
@@ -66,7 +67,7 @@ def state_checks(case, s, *, turns=EARLIER, speaker="Arjun"):
         speaker=speaker,
         turns=turns,
         language="en",
-        word_caps=dict(WORD_CAPS),
+        word_caps=state_word_caps(),
     )
     return [f.check for f in flags], flags
 
@@ -116,6 +117,15 @@ def test_copied_speaker_tag_from_the_transcript_rendering(case):
     assert Check.COPIED_TAG in kinds and flags[0].evidence == "Arjun (to Therapist):"
 
 
+def test_a_self_report_field_that_copies_the_prompts_rendering(case):
+    kinds, flags = state_checks(case, state(landed="The last line was Therapist (to Couple): 'Can I pause us?'"))
+    assert kinds == [Check.COPIED_TAG] and flags[0].field == "landed" and "Therapist (to Couple):" in flags[0].detail
+    kinds, flags = state_checks(case, state(emotion="lonely and angry (7/10)", intensity=7))
+    assert kinds == [Check.COPIED_TAG] and flags[0].field == "emotion"
+    assert state_checks(case, state(reason="the last line was Meera's, and it hurt"))[0] == [Check.COPIED_TAG]
+    assert state_checks(case, state(landed="like the last line she always uses"))[0] == []  # words, not the prompt's
+
+
 def test_language_switch(case):
     assert line_checks(case, "Yo trabajo todo el día y ella no lo ve, es muy difícil para mí.")[0] == [
         Check.LANGUAGE_SWITCH
@@ -137,9 +147,12 @@ def test_line_cut_off_at_the_token_limit(case):
 def test_cut_off_self_report_field(case):
     kinds, flags = state_checks(case, state(landed="when she said that I felt a"))
     assert kinds == [Check.CUT_OFF] and flags[0].field == "landed" and "mid-phrase" in flags[0].detail
-    long = " ".join(["word"] * WORD_CAPS["reason"])
-    kinds, flags = state_checks(case, state(reason=long))
-    assert kinds == [Check.CUT_OFF] and "word limit" in flags[0].detail
+    longest = state_word_caps()["reason"]
+    assert longest == WORD_CAPS["reason"] + FINISH_WORDS
+    kinds, flags = state_checks(case, state(reason=" ".join(["word"] * longest)))
+    assert kinds == [Check.CUT_OFF] and f"{longest}-word limit" in flags[0].detail
+    assert state_checks(case, state(reason=" ".join(["word"] * longest) + "."))[0] == []  # it ended its sentence
+    assert state_checks(case, state(reason=" ".join(["word"] * WORD_CAPS["reason"])))[0] == []  # could go on
     # records from before word caps: a field exactly at the old character cap was cut by the grammar
     legacy = check_state(
         {"landed": "x" * 60, "emotion": "hurt"}, intensity=5, move=None, speaker="Arjun", turns=[], language="en",
@@ -215,6 +228,27 @@ def test_schema_caps_words_not_characters(case):
     LlamaGrammar.from_string(schema_gbnf(state_schema(case, "Arjun").model_json_schema()), verbose=False)
 
 
+def test_a_field_past_its_cap_may_only_go_on_to_end_its_sentence(case):
+    import re
+
+    from simulator.llm.structured import max_words, soft_max_words
+
+    props = state_schema(case, "Arjun").model_json_schema()["properties"]
+    assert max_words(props["reason"]) == WORD_CAPS["reason"] + FINISH_WORDS
+    assert max_words(props["emotion"]) == WORD_CAPS["emotion"]  # a feeling is not a sentence
+    field = re.compile(props["reason"]["pattern"])
+    words = lambda n, end="": " ".join(["word"] * n) + end
+    cap = WORD_CAPS["reason"]
+    assert field.match(words(cap)) and field.match(words(3))  # up to the cap it may stop anywhere
+    assert not field.match(words(cap + 1))  # past it only a sentence's end may close the field
+    assert field.match(words(cap + 1, ".")) and field.match(words(cap + FINISH_WORDS, "?"))
+    assert not field.match(words(cap + 1, ".") + " more.")  # at the first end
+    assert not field.match(words(cap + FINISH_WORDS + 1, "."))
+    assert max_words(props["cue"]) == WORD_CAPS["cue"] + FINISH_WORDS and re.match(props["cue"]["pattern"], "")
+    plain = create_model("P", x=(str, soft_max_words(4))).model_json_schema()["properties"]["x"]
+    assert max_words(plain) == 4 and not re.match(plain["pattern"], words(5, "."))
+
+
 # ---- the re-ask path ----------------------------------------------------------------------------------------
 
 
@@ -256,6 +290,20 @@ def test_a_failing_line_is_reasked_with_the_reason_and_a_new_seed(case):
     assert second.prompt.context == first.prompt.context  # the re-ask keeps the cached prefix
     assert second.seed == first.seed + RESEED
     assert len(turn.calls) == 2 and len(turn.reasks[0].calls) == 1
+
+
+def test_a_repeated_line_is_reasked_with_the_earlier_line_to_avoid(case):
+    """A small model told in words alone wrote the same line again; its re-ask names the line it may not copy
+    (the embedded model bans its token runs while decoding: tests/test_embedded_e2e.py)."""
+    repeat = EARLIER[0].text
+    client = FakeModelClient(replies=[_state_reply(), repeat, "I work twelve hours a day and still I'm the bad guy?"])
+    turn = play(client, case)
+    assert turn.reasks[0].flags[0].turn == 1
+    assert client.calls[1].prompt.avoid == () and client.calls[2].prompt.avoid == (repeat,)
+    # other failures name nothing to avoid
+    client = FakeModelClient(replies=[_state_reply(), FakeReply("I work all day and", "length"), "Fine."])
+    play(client, case)
+    assert client.calls[2].prompt.avoid == ()
 
 
 def test_a_line_that_still_fails_is_accepted_and_flagged(case):

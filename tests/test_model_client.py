@@ -157,6 +157,31 @@ def test_disk_cache_serves_repeats_and_keys_on_seed(tmp_path, fake_provider):
     assert asyncio.run(c2.complete(PROMPT, role="member", schema=Feeling, seed=1)).call.cache_hit
 
 
+def test_text_to_avoid_reaches_only_the_embedded_provider_and_keys_the_cache(tmp_path, fake_provider):
+    seen = []
+    fake_provider["behaviour"] = lambda m, p: seen.append(dict(p)) or "Fine."
+    c = client(tmp_path, default="fakeprov/x")
+    avoiding = PROMPT.model_copy(update={"avoid": ("You are never home.",)})
+    asyncio.run(c.complete(avoiding, role="member", seed=1))
+    assert "avoid_texts" not in seen[0]  # a hosted API has no such argument and would refuse it
+    asyncio.run(c.complete(PROMPT, role="member", seed=1))
+    assert fake_provider["calls"] == 2  # not served the other call's answer
+    from simulator.llm import client as client_module
+
+    sent = {}
+
+    async def direct(**kwargs):
+        sent.update(kwargs)
+        raise RuntimeError("stop here")
+
+    local = LiteLLMClient(ModelSettings(cache=False, max_retries=0))
+    lib = type("Lib", (), {"acompletion": staticmethod(direct)})
+    local._lib = lambda: lib  # the litellm module stand-in: record what would reach the local provider
+    with pytest.raises(ModelError):
+        asyncio.run(local.complete(avoiding, role="member", model=client_module.DEFAULT_LOCAL_MODEL, seed=1))
+    assert sent["avoid_texts"] == ["You are never home."]
+
+
 def test_unusable_cached_answer_is_not_replayed(tmp_path, fake_provider):
     replies = iter(["nonsense", json.dumps({"emotion": "calm", "intensity": 2})])
     fake_provider["behaviour"] = lambda m, p: next(replies)

@@ -201,6 +201,8 @@ class LiteLLMClient:
                 "stop": (list(prompt.stop) or None) if (profile.supports_prefill or not prompt.prefill) else None,
                 "trial": trial * 100 + parse_try,
             }
+            if prompt.avoid:  # only then: the cache keys of every other call stay as they were
+                params["avoid"] = list(prompt.avoid)
             out = await self._call(model, messages, params, json_schema, role)
             attempts += out.attempts
             seconds += out.seconds
@@ -274,6 +276,8 @@ class LiteLLMClient:
             kwargs["seed"] = params["seed"]
         if params["stop"]:
             kwargs["stop"] = params["stop"]
+        if params.get("avoid") and provider_of(model) == LOCAL_PROVIDER:  # a hosted API would reject the argument
+            kwargs["avoid_texts"] = params["avoid"]
         if schema is not None and direct is None and _wants_response_format(lib, model):
             kwargs["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
         if model in self.settings.api_bases:
@@ -636,6 +640,7 @@ def _register_local_provider(litellm: Any, settings: ModelSettings) -> None:
                 temperature=float(optional_params.get("temperature", 0.7)),
                 seed=optional_params.get("seed"),
                 stop=optional_params.get("stop"),
+                avoid=optional_params.get("avoid_texts"),
                 json_schema=schema,
                 progress=on_progress,
             )

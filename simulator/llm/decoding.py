@@ -24,6 +24,16 @@ from simulator.llm.jsondraft import JsonDraft
 from simulator.llm.kvstate import common_prefix
 
 Progress = Callable[[int, int, int, int], None]  # (prompt tokens, read, cached, generated)
+NO_REPEAT_TOKENS = 4  # a reply told to avoid a text copies no run of this many of its tokens (about three words)
+
+
+def banned_continuations(texts: Sequence[Sequence[int]], n: int = NO_REPEAT_TOKENS) -> dict[tuple[int, ...], set[int]]:
+    """For every run of n-1 tokens in the texts, the tokens that would extend it into one of their n-grams."""
+    banned: dict[tuple[int, ...], set[int]] = {}
+    for toks in texts:
+        for i in range(len(toks) - n + 1):
+            banned.setdefault(tuple(toks[i : i + n - 1]), set()).add(toks[i + n - 1])
+    return banned
 
 
 def logits_at(ctx: Any, i: int, n_vocab: int) -> Any:
@@ -36,7 +46,7 @@ def logits_at(ctx: Any, i: int, n_vocab: int) -> Any:
 
 class TokenSampler:
     """Sampling state of one sequence: penalties and top-k/top-p/min-p/temperature (or greedy), a lazily
-    consulted grammar, stop strings and the bytes written so far."""
+    consulted grammar, stop strings, the token runs it may not copy (`avoid`) and the bytes written so far."""
 
     def __init__(
         self,
@@ -47,6 +57,7 @@ class TokenSampler:
         grammar: Any = None,
         schema: dict[str, Any] | None = None,
         stop: Sequence[str] = (),
+        avoid: Sequence[Sequence[int]] = (),
         max_tokens: int,
     ) -> None:
         import codecs
@@ -62,6 +73,8 @@ class TokenSampler:
         self.generated, self.finish_reason = 0, "length"
         self.ended = False
         self.drafted = 0  # tokens the schema forced, fed without sampling (see simulator.llm.jsondraft)
+        self._banned = banned_continuations(avoid)
+        self._written: list[int] = []
         self.draft = JsonDraft(schema) if schema is not None and grammar is not None else None
         self._quote = llm.tokenize(b'"', add_bos=False, special=False)[0] if self.draft is not None else -1
         self._chars = codecs.getincrementaldecoder("utf-8")(errors="ignore")
@@ -100,6 +113,7 @@ class TokenSampler:
             grammar=r.grammar,
             schema=r.schema,
             stop=r.stop,
+            avoid=r.avoid,
             max_tokens=r.max_tokens,
         )
 
@@ -108,6 +122,10 @@ class TokenSampler:
         data.id[:] = self._ids
         data.logit[:] = logits
         data.p[:] = 0.0
+        if self._banned and len(self._written) >= NO_REPEAT_TOKENS - 1:
+            banned = self._banned.get(tuple(self._written[1 - NO_REPEAT_TOKENS :]))
+            if banned:
+                data.logit[list(banned)] = float("-inf")
         full.size, full.selected, full.sorted = self.n_vocab, -1, False
         if masked:
             lc.llama_sampler_apply(self.grammar, ctypes.byref(full))
@@ -157,6 +175,7 @@ class TokenSampler:
         if self.grammar is not None:
             lc.llama_sampler_accept(self.grammar, token)
         self.generated += 1
+        self._written.append(token)
         piece = self._llm.detokenize([token], special=False)
         self.out += piece
         if self.draft is not None:
@@ -209,6 +228,7 @@ class Reply:
     grammar: Any = None
     schema: dict[str, Any] | None = None  # the grammar's JSON schema: text it forces is fed without sampling
     stop: Sequence[str] = ()
+    avoid: Sequence[Sequence[int]] = ()  # token texts whose NO_REPEAT_TOKENS-grams the reply may not write
     progress: Progress | None = None
     text: str = ""
     generated: int = 0

@@ -311,6 +311,7 @@ class EmbeddedModel:
         temperature: float,
         seed: int | None,
         stop: list[str] | None = None,
+        avoid: list[str] | None = None,
         json_schema: dict[str, Any] | None = None,
         progress: Callable[[int, int, int, int], None] | None = None,
     ) -> EmbeddedResult:
@@ -319,7 +320,8 @@ class EmbeddedModel:
 
         Calls made at the same time from several threads (a judge's per-intervention calls, sessions run
         concurrently) are decoded together, up to `max_batch` at once (see simulator.llm.decoding); a lone call
-        takes the single-sequence path with its role's saved KV prefix."""
+        takes the single-sequence path with its role's saved KV prefix. The reply copies no run of NO_REPEAT_TOKENS
+        tokens from any text in `avoid`."""
         from simulator.llm.decoding import Reply
 
         with self._queue_lock:
@@ -340,6 +342,7 @@ class EmbeddedModel:
                     grammar=grammar,
                     schema=_bounded_integers(json_schema) if json_schema is not None and self.draft_json else None,
                     stop=[_IM_END, *(stop or [])],
+                    avoid=[self._tokens_of(a) for text in avoid or () for a in (text, " " + text)],
                     progress=progress,
                 )
             )
@@ -360,6 +363,9 @@ class EmbeddedModel:
             raise job.error
         assert job.result is not None
         return job.result
+
+    def _tokens_of(self, text: str) -> list[int]:
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
     def _gather_batch(self) -> None:
         """Wait briefly for calls issued together to queue: BATCH_WINDOW_S for stragglers, and while calls that

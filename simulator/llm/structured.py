@@ -73,27 +73,40 @@ def soft_max_length(n: int) -> Any:
 
 # A word: anything but whitespace, control characters, quotes and backslashes (no JSON escapes needed).
 _WORD = r'[^\x00-\x20"\\]+'
+_OPEN_WORD = r'[^\x00-\x20"\\]*[^\x00-\x20"\\.!?]'  # one that does not end a sentence
+_LAST_WORD = r'[^\x00-\x20"\\]*[.!?]'  # one that does
 
 
-def soft_max_words(n: int, *, allow_empty: bool = False) -> Any:
+def soft_max_words(n: int, *, allow_empty: bool = False, finish: int = 0) -> Any:
     """A length limit in words, for the schema sent to the model, that ends every field at a word boundary.
 
     A character cap (`maxLength`) makes a grammar close the string wherever the count runs out, mid-word
     ("...felt dismis"); a word-count pattern lets a field stop only after a whole word, and single spaces keep
-    the reply free of newlines. Like `soft_max_length` it is not validated: a hosted model that writes a
-    little more is not a failure. Set `n` above what the prompt asks for, so it is a ceiling, not a target.
+    the reply free of newlines. With `finish`, a field that runs past `n` words may go on for up to `finish` more
+    only to end its sentence: it must then close on a word ending in . ! or ?, so a small model that ignores the
+    length it was asked for finishes its thought instead of being cut mid-sentence at the cap. Like
+    `soft_max_length` it is not validated: a hosted model that writes a little more is not a failure. Set `n`
+    above what the prompt asks for, so it is a ceiling, not a target.
     """
     from pydantic import Field
 
-    body = f"{_WORD}( {_WORD}){{0,{max(0, n - 1)}}}"
+    if finish > 0:
+        body = f"{_WORD}(( {_WORD}){{0,{max(0, n - 1)}}}|( {_WORD}){{{max(0, n - 1)}}}( {_OPEN_WORD}){{0,{finish - 1}}} {_LAST_WORD})"
+    else:
+        body = f"{_WORD}( {_WORD}){{0,{max(0, n - 1)}}}"
     pattern = f"^({body})?$" if allow_empty else f"^{body}$"
     return Field(json_schema_extra={"pattern": pattern})
 
 
 def max_words(field_schema: dict[str, Any]) -> int | None:
-    """The word cap `soft_max_words` put into a field's JSON schema, or None when it has none."""
-    m = re.search(r"\{0,(\d+)\}(?:\)\?)?\$$", field_schema.get("pattern", ""))
-    return int(m.group(1)) + 1 if m else None
+    """The most words `soft_max_words` lets a field have (its cap, plus `finish`), or None when it set none."""
+    pattern = field_schema.get("pattern", "")
+    if not pattern.startswith("^") or _WORD not in pattern:
+        return None
+    free = [int(k) for k in re.findall(r"\{0,(\d+)\}", pattern)]
+    if not free:
+        return None
+    return 1 + sum(free) + (1 if _LAST_WORD in pattern else 0)
 
 
 def check_reply(text: str, schema: type[T] | None) -> T | None:

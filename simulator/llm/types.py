@@ -24,6 +24,11 @@ class Prompt(BaseModel):
     instructions: str = Field(description="Role-specific task, placed after the context.")
     prefill: str = Field(default="", description="Start of the reply, e.g. 'Dana: \"' (script profiles continue it).")
     stop: tuple[str, ...] = Field(default=(), description="Stop sequences for free-text replies.")
+    avoid: tuple[str, ...] = Field(
+        default=(),
+        description="Earlier text the reply must not copy. The embedded model bans its token sequences while it "
+        "decodes (no-repeat n-grams); other providers have no such control, so there only the prompt can ask.",
+    )
 
 
 class Usage(BaseModel):
