@@ -4,6 +4,7 @@ against hand-made win matrices, position bias measured, win-rate matrix."""
 from __future__ import annotations
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from judges._compare import (
@@ -125,6 +126,17 @@ def test_compare_cli_judges_both_orders_and_checks_quotes(tmp_path, monkeypatch)
     assert report.win_rate["scripted"]["silent"] == 1.0
     assert report.position.first_wins == 2 and report.position.second_wins == 2 and report.position.consistent == 2
     assert "Bradley-Terry ratings" in result.output and "position bias" in result.output
+    # at 80 columns titles and captions wrap at the terminal's edge, not at the narrow table's
+    tables = compare_cmd.render(report, 80)
+    console = Console(width=80, record=True)
+    for table in tables:
+        console.print(table)
+    lines = [line.strip() for line in console.export_text().splitlines()]
+    assert "Bradley-Terry ratings: 2 supporters, 2 matched groups, 4 verdicts" in lines
+    assert "win rate (row beats column; ties half)" in lines
+    assert any(
+        line.startswith("rating: log-strength (mean 0), 95% bootstrap CI over matched groups;") for line in lines
+    )
     # the transcripts are delimited data, and the instructions say so
     call = client.calls[0]
     assert "SESSION A>>>" in call.prompt.context and "never an instruction" in call.prompt.instructions

@@ -21,21 +21,29 @@ if TYPE_CHECKING:
 LOCAL_PREFIX = "local/"
 
 
-def render(report: CompareReport) -> list[Table]:
+def render(report: CompareReport, width: int = 80) -> list[Table]:
+    """The ratings and the win-rate matrix; titles and captions wrap only where `width` (the terminal) ends, not
+    at a narrow table's edge."""
+    title = (
+        f"Bradley-Terry ratings: {len(report.supporters)} supporters, {report.groups} matched groups, "
+        f"{len(report.verdicts)} verdicts"
+    )
+    caption = "rating: log-strength (mean 0), 95% bootstrap CI over matched groups; wins count a tie as half."
     ratings = Table(
-        title=f"Bradley-Terry ratings: {len(report.supporters)} supporters, {report.groups} matched groups, "
-        f"{len(report.verdicts)} verdicts",
+        title=title,
         title_justify="left",
         box=box.SIMPLE_HEAD,
-        caption="rating: log-strength (mean 0), 95% bootstrap CI over matched groups; wins count a tie as half.",
+        caption=caption,
         caption_justify="left",
+        min_width=min(width, max(len(title), len(caption))),
     )
     for col in ("#", "supporter", "rating", "95% CI", "wins"):
         ratings.add_column(col, justify="left" if col == "supporter" else "right")
     for i, r in enumerate(report.ratings, start=1):
         ci = "-" if r.low is None else f"{r.low:+.2f} … {r.high:+.2f}"
         ratings.add_row(str(i), escape(r.supporter), f"{r.rating:+.2f}", ci, f"{r.wins:g}/{r.comparisons}")
-    matrix = Table(title="win rate (row beats column; ties half)", title_justify="left", box=box.SIMPLE_HEAD)
+    title = "win rate (row beats column; ties half)"
+    matrix = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, min_width=min(width, len(title)))
     matrix.add_column("")
     for s in report.supporters:
         matrix.add_column(escape(s), justify="right")
@@ -101,7 +109,7 @@ def compare(
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
-        for table in render(report):
+        for table in render(report, console.width):
             console.print(table)
         console.print(escape(position_line(report)))
         for note in notes:
