@@ -17,7 +17,8 @@ new records are measured alike. Thresholds are module constants, documented here
 - emotion: the field must contain a word of the emotion lexicon (simulator/data/fidelity.yaml), and the intensity
   must fall in the range of one of the matched emotions (shifted by "slightly" / "very").
 - cut off: the call stopped at its token limit (`finish_reason == "length"`); a field that ends on a dangling word
-  ("remained a") or a comma, or that used every word its schema allows; a line without closing punctuation when
+  ("remained a") or a comma, or that used every word its schema allows (the grammar ended it, so a full stop
+  there proves nothing); a line without closing punctuation when
   the finish reason is unknown.
 - false reference: "you mentioned X" to the counsellor when the counsellor never spoke, or never said anything
   like X.
@@ -367,7 +368,7 @@ def field_cut_off(value: str, *, word_cap: int | None = None, char_cap: int | No
         return f"it is exactly {char_cap} characters long (cut by the length limit)"
     if re.search(r"[,;:(\-–—]$", v) or (ws and ws[-1] in lexicon().dangling and not _TERMINAL.search(v)):
         return f"it stops mid-phrase ('{' '.join(v.split()[-3:])}')"
-    if word_cap is not None and len(v.split()) >= word_cap and not _TERMINAL.search(v):
+    if word_cap is not None and len(v.split()) >= word_cap:  # the grammar ended it there, full stop or not
         return f"it runs to the {word_cap}-word limit; say it in fewer words"
     return None
 
@@ -431,7 +432,8 @@ def check_state(
         cut = field_cut_off(value, word_cap=(word_caps or {}).get(name), char_cap=(char_caps or {}).get(name))
         if cut:
             flags.append(_flag(FidelityCheck.CUT_OFF, f"`{name}` {cut}", value, name))
-        copied = copied_rendering(value, [speaker, SUPPORTER_NAME, *{t.speaker for t in turns}])
+        names = [speaker, SUPPORTER_NAME, *{t.speaker for t in turns}]
+        copied = None if name == "cue" else copied_rendering(value, names)  # a cue quotes the counsellor by design
         if copied:
             detail = f"`{name}` copies the prompt's rendering ('{copied}'); say it in {speaker}'s own words"
             flags.append(_flag(FidelityCheck.COPIED_TAG, detail, value, name))

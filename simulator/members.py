@@ -43,9 +43,9 @@ RESEED = 104_729  # seed offset per re-ask, so a re-asked call samples afresh (a
 # Word caps of the self-report fields: ceilings above the 10 words (3 for the emotion) the prompt asks for, so
 # fields end at a word boundary on their own (a character cap cut them mid-word). The embedded model still ran
 # to a cap of 12-14 words in half its replies, cut mid-sentence there; past its cap a field may now take up to
-# FINISH_WORDS more to end its sentence (soft_max_words(finish=...)).
+# FINISH_WORDS more to end its sentence (soft_max_words(finish=...)). Its sentences ran to 20-25 words.
 WORD_CAPS = {"landed": 12, "cue": 14, "emotion": 6, "reason": 12}
-FINISH_WORDS = 10
+FINISH_WORDS = 16
 
 
 def state_schema(case: Case, speaker: str, *, can_soften: bool = True) -> type[BaseModel]:

@@ -123,6 +123,7 @@ def test_a_self_report_field_that_copies_the_prompts_rendering(case):
     kinds, flags = state_checks(case, state(emotion="lonely and angry (7/10)", intensity=7))
     assert kinds == [Check.COPIED_TAG] and flags[0].field == "emotion"
     assert state_checks(case, state(reason="the last line was Meera's, and it hurt"))[0] == [Check.COPIED_TAG]
+    assert state_checks(case, state(cue="Therapist: 'what hurts the most?'"))[0] == []  # a cue quotes by design
     assert state_checks(case, state(landed="like the last line she always uses"))[0] == []  # words, not the prompt's
 
 
@@ -151,7 +152,9 @@ def test_cut_off_self_report_field(case):
     assert longest == WORD_CAPS["reason"] + FINISH_WORDS
     kinds, flags = state_checks(case, state(reason=" ".join(["word"] * longest)))
     assert kinds == [Check.CUT_OFF] and f"{longest}-word limit" in flags[0].detail
-    assert state_checks(case, state(reason=" ".join(["word"] * longest) + "."))[0] == []  # it ended its sentence
+    # the grammar makes a field at its longest end on a full stop: that proves nothing
+    assert state_checks(case, state(reason=" ".join(["word"] * longest) + "."))[0] == [Check.CUT_OFF]
+    assert state_checks(case, state(reason=" ".join(["word"] * (longest - 1)) + "."))[0] == []
     assert state_checks(case, state(reason=" ".join(["word"] * WORD_CAPS["reason"])))[0] == []  # could go on
     # records from before word caps: a field exactly at the old character cap was cut by the grammar
     legacy = check_state(

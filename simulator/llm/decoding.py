@@ -76,7 +76,11 @@ class TokenSampler:
         self._banned = banned_continuations(avoid)
         self._written: list[int] = []
         self.draft = JsonDraft(schema) if schema is not None and grammar is not None else None
-        self._quote = llm.tokenize(b'"', add_bos=False, special=False)[0] if self.draft is not None else -1
+        self._quote, self._period = (
+            (llm.tokenize(b'"', add_bos=False, special=False)[0], llm.tokenize(b".", add_bos=False, special=False)[0])
+            if self.draft is not None
+            else (-1, -1)
+        )
         self._chars = codecs.getincrementaldecoder("utf-8")(errors="ignore")
         self.chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
         add = lambda s: lc.llama_sampler_chain_add(self.chain, s)
@@ -160,13 +164,14 @@ class TokenSampler:
 
     def _string_end(self, wanted: int) -> int | None:
         """The closing quote, when the model wanted a new word inside a JSON string and the grammar forbids it
-        (a field's word cap is reached). Masked, it would pick the best token without the space instead and glue
-        the next word onto the last ("neededhimself")."""
+        (a field's word cap is reached); a full stop where the field must end on one (its `finish` words are
+        spent). Masked, it would pick the best token without the space instead and glue the next word onto the
+        last ("neededhimself")."""
         if self.draft is None or not self.draft.in_string:
             return None
         if not self._llm.detokenize([wanted], special=False)[:1].isspace():
             return None
-        return self._quote if self._allowed(self._quote) else None
+        return next((t for t in (self._quote, self._period) if self._allowed(t)), None)
 
     def _take(self, token: int) -> None:
         """Record one token of the reply; set `ended` when the reply ends with it (a stop string, max_tokens)."""
