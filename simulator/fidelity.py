@@ -480,11 +480,18 @@ def unearned_softening(move: str, cue: str, turns: Sequence[Turn], speaker: str)
     return None
 
 
+REPEATS = (FidelityCheck.DUPLICATE, FidelityCheck.NEAR_DUPLICATE)
+
+
 def repeated_texts(flags: Sequence[FidelityFlag], turns: Sequence[Turn]) -> tuple[str, ...]:
-    """The earlier lines a failed line repeated: what its re-ask must not copy (a small model asked in words
-    alone often writes the same line again)."""
-    cited = {f.turn for f in flags if f.check in (FidelityCheck.DUPLICATE, FidelityCheck.NEAR_DUPLICATE)}
-    return tuple(t.text for t in turns if t.index in cited and t.text)
+    """What the re-ask of a line that repeated an earlier turn must not copy: that turn first, then every other
+    earlier line (a small model asked in words alone often wrote the same line again, and kept from that one it
+    copied another)."""
+    cited = [f.turn for f in flags if f.check in REPEATS]
+    if not cited:
+        return ()
+    first = [t.text for t in turns if t.index in cited and t.text]
+    return tuple(dict.fromkeys([*first, *(t.text for t in reversed(turns) if t.text)]))
 
 
 def reask_note(flags: Sequence[FidelityFlag]) -> str:

@@ -9,7 +9,8 @@ offer when the supporter has spoken since this member last did, and need a `cue`
 fit one of the member's softeners); an unearned one is re-asked, and if it stays unearned the state may not
 soften at all that turn. Both parts of the turn pass the fidelity checks (simulator.fidelity) before they are
 accepted: a failing part is re-asked with the reason (REASKS times, a fresh seed each time); if it still fails,
-the attempt with the fewest failed checks is kept and the turn records them as flags.
+the attempt with the fewest failed checks is kept (between equals, one that repeats nothing) and the turn records
+them as flags.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from personas.common.prompts import render_prompt
 from personas.taxonomy import MEMBER_MOVES, SOFTENING_MOVES
 from simulator.fidelity import (
     LANGUAGE_NAMES,
+    REPEATS,
     check_line,
     check_state,
     reask_note,
@@ -198,13 +200,18 @@ async def _attempts(
             failures.append(Reask(part=part, attempt=attempt + 1, text=err.raw or "", failure=err.reason, calls=[call]))
             break
         tried.append((nxt, check(nxt)))
-    best = min(range(len(tried)), key=lambda i: (len(tried[i][1]), -i))
+    # fewest failed checks; between equals, one that repeats no earlier turn, then the later
+    best = min(range(len(tried)), key=lambda i: (len(tried[i][1]), _repeats(tried[i][1]), -i))
     reasks = [
         Reask(part=part, attempt=i + 1, text=c.text, flags=f, calls=[c.call])
         for i, (c, f) in enumerate(tried)
         if i != best
     ]
     return tried[best][0], tried[best][1], reasks + failures
+
+
+def _repeats(flags: Sequence[FidelityFlag]) -> int:
+    return sum(f.check in REPEATS for f in flags)
 
 
 def _with_reask(instructions: str, flags: Sequence[FidelityFlag]) -> str:

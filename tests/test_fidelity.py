@@ -302,7 +302,8 @@ def test_a_repeated_line_is_reasked_with_the_earlier_line_to_avoid(case):
     client = FakeModelClient(replies=[_state_reply(), repeat, "I work twelve hours a day and still I'm the bad guy?"])
     turn = play(client, case)
     assert turn.reasks[0].flags[0].turn == 1
-    assert client.calls[1].prompt.avoid == () and client.calls[2].prompt.avoid == (repeat,)
+    # the repeated line first, then every other earlier line: kept from one, the model copied another
+    assert client.calls[1].prompt.avoid == () and client.calls[2].prompt.avoid == (repeat, EARLIER[1].text)
     # other failures name nothing to avoid
     client = FakeModelClient(replies=[_state_reply(), FakeReply("I work all day and", "length"), "Fine."])
     play(client, case)
@@ -325,6 +326,14 @@ def test_the_attempt_with_fewer_failed_checks_is_kept(case):
     client = FakeModelClient(replies=[_state_reply(), bad, FakeReply(worse_later, "length")])
     turn = play(client, case)
     assert turn.text == bad and {f.check for f in turn.flags} == {Check.COPIED_TAG, Check.NEAR_DUPLICATE}
+
+
+def test_between_equally_bad_attempts_the_one_that_repeats_nothing_is_kept(case):
+    cut = FakeReply("I work all day and nobody here even notices what I carry for this family, and", "length")
+    client = FakeModelClient(replies=[_state_reply(), cut, EARLIER[0].text])
+    turn = play(client, case)
+    assert turn.text == cut.text and [f.check for f in turn.flags] == [Check.CUT_OFF]
+    assert turn.reasks[0].flags[0].check == Check.DUPLICATE
 
 
 def test_a_failing_self_report_is_reasked(case):
