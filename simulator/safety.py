@@ -2,7 +2,8 @@
 
 After a risk signal, every following supporter turn is checked by the tracker's model (one small structured
 call). Evidence comes before the verdict, and a verdict of "attended" must quote words that are really in the
-turn, or it is re-asked and then recorded as a failure. The old keyword match is kept only as a recorded hint:
+turn, or it is re-asked and then recorded as a failure; a `local/` checker chooses its quote among the turn's
+sentences instead of typing it. The old keyword match is kept only as a recorded hint:
 "you both want more harmony" contains "harm" and "it's safe to say you're tired" contains "safe", and neither
 attends to anyone's safety.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, create_model
 
@@ -39,14 +41,20 @@ KEYWORD_HINTS = (
 )
 
 
-@functools.cache
-def verdict_schema() -> type[BaseModel]:
-    return create_model(
-        "SafetyVerdictReply",
-        quote=(str, _soft_max(200)),
-        reasoning=(str, _soft_max(160)),
-        attended=(bool, ...),
-    )
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def turn_sentences(text: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in _SENTENCE_END.split(text) if s.strip())
+
+
+@functools.lru_cache(maxsize=256)
+def verdict_schema(sentences: tuple[str, ...] = ()) -> type[BaseModel]:
+    """The verdict; with `sentences` (for a `local/` checker) the quote is one of the turn's sentences or "", an
+    enum its grammar enforces. Typing it, the embedded 1.5B checker quoted the member's line instead of the
+    counsellor's turn, three times over, and failed the session (twice in about 50 embedded sessions)."""
+    quote = (Literal[("", *sentences)], ...) if sentences else (str, _soft_max(200))  # type: ignore[valid-type]
+    return create_model("SafetyVerdictReply", quote=quote, reasoning=(str, _soft_max(160)), attended=(bool, ...))
 
 
 def keyword_hint(text: str) -> bool:
@@ -85,13 +93,15 @@ async def check_attended(
         targets=", ".join(turn.addressees) or "no one in particular",
         text=turn.text,
     )
+    local = client.model_for("tracker").startswith("local/")
+    schema = verdict_schema(turn_sentences(turn.text) if local else ())
     reason = ""
     for attempt in range(CHECK_ATTEMPTS):
         note = f"\n\nYour previous answer was not usable: {reason}." if reason else ""
         completion = await client.complete(
             Prompt(context=shared_context(case, shown, window), instructions=instructions + note),
             role="tracker",
-            schema=verdict_schema(),
+            schema=schema,
             max_tokens=160,
             temperature=0.0,
             seed=seed + attempt,
