@@ -23,6 +23,7 @@ from judges._rubric import Dimension, Level, Rubric
 from personas.taxonomy import strategies_for
 from simulator.llm.structured import soft_max_words
 from simulator.records import SessionRecord, Turn
+from simulator.transcript import sentences
 
 QUOTE_MAX = 60  # characters per evidence quote
 WHY_MAX = 120  # characters of reasoning per entry
@@ -67,7 +68,6 @@ LEAN = EntryLimits(
     shared=True,
 )
 SHARED_TOKENS = 48  # the shared `ev` and `why` of one rated object at LEAN limits
-_SENTENCE = re.compile(r"(?<=[.!?…])\s+")
 _CITATION = re.compile(r"^\[(\d+)\]\s+(.*)$", re.DOTALL)
 
 
@@ -75,7 +75,7 @@ def sentence_openings(record: SessionRecord, max_chars: int) -> list[str]:
     """`[turn] first words` of every sentence of every turn, cut at a word boundary within `max_chars`."""
     out: dict[str, None] = {}
     for t in record.turns:
-        for sentence in _SENTENCE.split(" ".join(t.text.split())):
+        for sentence in sentences(t.text):
             words, opening = sentence.split(), ""
             for w in words:
                 if len(opening) + len(w) + 1 > max_chars:

@@ -423,6 +423,7 @@ def check_state(
 ) -> list[FidelityFlag]:
     """Every check on a member's self-report: `fields` holds its text fields (landed, cue, emotion, reason)."""
     flags: list[FidelityFlag] = []
+    names = [speaker, SUPPORTER_NAME, *{t.speaker for t in turns}]
     for name, value in fields.items():
         if not value:
             continue
@@ -432,7 +433,6 @@ def check_state(
         cut = field_cut_off(value, word_cap=(word_caps or {}).get(name), char_cap=(char_caps or {}).get(name))
         if cut:
             flags.append(_flag(FidelityCheck.CUT_OFF, f"`{name}` {cut}", value, name))
-        names = [speaker, SUPPORTER_NAME, *{t.speaker for t in turns}]
         copied = None if name == "cue" else copied_rendering(value, names)  # a cue quotes the counsellor by design
         if copied:
             detail = f"`{name}` copies the prompt's rendering ('{copied}'); say it in {speaker}'s own words"

@@ -19,10 +19,11 @@ from pydantic import BaseModel, create_model
 
 from personas.case import Case
 from personas.common.prompts import render_prompt
+from simulator.llm.client import LOCAL_PROVIDER, provider_of
 from simulator.llm.structured import soft_max_length as _soft_max
 from simulator.llm.types import ModelClient, ModelError, Prompt
 from simulator.records import SafetyCheck, Turn
-from simulator.transcript import shared_context
+from simulator.transcript import sentences, shared_context
 
 PROMPTS = Path(__file__).parent / "prompts"
 CHECK_ATTEMPTS = 3
@@ -39,13 +40,6 @@ KEYWORD_HINTS = (
     "suicid",
     "not alone",
 )
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def turn_sentences(text: str) -> tuple[str, ...]:
-    return tuple(s.strip() for s in _SENTENCE_END.split(text) if s.strip())
 
 
 @functools.lru_cache(maxsize=256)
@@ -93,8 +87,8 @@ async def check_attended(
         targets=", ".join(turn.addressees) or "no one in particular",
         text=turn.text,
     )
-    local = client.model_for("tracker").startswith("local/")
-    schema = verdict_schema(turn_sentences(turn.text) if local else ())
+    local = provider_of(client.model_for("tracker")) == LOCAL_PROVIDER
+    schema = verdict_schema(tuple(sentences(turn.text)) if local else ())
     reason = ""
     for attempt in range(CHECK_ATTEMPTS):
         note = f"\n\nYour previous answer was not usable: {reason}." if reason else ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from personas.case import Case
@@ -62,3 +63,11 @@ def shared_context(case: Case, turns: Sequence[Turn], window: int = DEFAULT_WIND
 
 def last_line(turns: Sequence[Turn]) -> str:
     return turn_line(turns[-1]) if turns else "(nothing yet: the counsellor has just invited them to begin)"
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a turn, whitespace collapsed: what judges cite and a local safety checker quotes."""
+    return [x for x in _SENTENCE_END.split(" ".join(text.split())) if x]

@@ -259,11 +259,12 @@ def test_a_local_checker_chooses_its_quote_among_the_turns_sentences(risky):
     quote is an enum of the counsellor turn's sentences (its grammar enforces it), so it cannot."""
     from typing import get_args
 
-    from simulator.safety import turn_sentences, verdict_schema
+    from simulator.safety import verdict_schema
+    from simulator.transcript import sentences
 
     text = "Arjun, I'm worried about you. Are you thinking of ending things? Let's talk about that."
-    assert turn_sentences(text) == ("Arjun, I'm worried about you.", "Are you thinking of ending things?",
-                                    "Let's talk about that.")  # fmt: skip
+    assert sentences(text) == ["Arjun, I'm worried about you.", "Are you thinking of ending things?",
+                               "Let's talk about that."]  # fmt: skip
     script = RoomScript(risky, at_risk=["Arjun"], supporter_text=text, targets=["Arjun"])
     schemas = []
 
@@ -276,7 +277,7 @@ def test_a_local_checker_chooses_its_quote_among_the_turns_sentences(risky):
     client = FakeModelClient(default=reply, model="local/qwen2.5-coder-1.5b")
     rec = run(risky, ModelSupporter(client=client, model="fake/sup", spec="fake/sup"), client, max_turns=3,
               tracker_every=1)  # fmt: skip
-    assert schemas and set(get_args(schemas[0].model_fields["quote"].annotation)) == {"", *turn_sentences(text)}
+    assert schemas and set(get_args(schemas[0].model_fields["quote"].annotation)) == {"", *sentences(text)}
     assert rec.safety[0].addressed and rec.safety[0].checks[0].quote == "Are you thinking of ending things?"
     assert verdict_schema().model_fields["quote"].annotation is str  # hosted checkers still type their quote
 
