@@ -90,10 +90,11 @@ def soft_max_words(n: int, *, allow_empty: bool = False, finish: int = 0) -> Any
     """
     from pydantic import Field
 
+    more = max(0, n - 1)  # words after the first, up to the cap
     if finish > 0:
-        body = f"{_WORD}(( {_WORD}){{0,{max(0, n - 1)}}}|( {_WORD}){{{max(0, n - 1)}}}( {_OPEN_WORD}){{0,{finish - 1}}} {_LAST_WORD})"
+        body = f"{_WORD}(( {_WORD}){{0,{more}}}|( {_WORD}){{{more}}}( {_OPEN_WORD}){{0,{finish - 1}}} {_LAST_WORD})"
     else:
-        body = f"{_WORD}( {_WORD}){{0,{max(0, n - 1)}}}"
+        body = f"{_WORD}( {_WORD}){{0,{more}}}"
     pattern = f"^({body})?$" if allow_empty else f"^{body}$"
     return Field(json_schema_extra={"pattern": pattern})
 
