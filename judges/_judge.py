@@ -36,7 +36,7 @@ from judges._rubric import Rubric, load_rubric
 from judges._schema import FULL, LEAN, EntryLimits, SchemaBuilder, entry_count, limits_for, max_tokens_for, read_entries
 from judges._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
 from personas.common.prompts import render_prompt
-from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt
+from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt, is_local
 from simulator.records import SUPPORTER, SessionRecord, SessionStatus, Turn
 
 EVIDENCE_ATTEMPTS = 2  # a reply whose quotes are not in their turns is re-asked once, then those items fail
@@ -235,7 +235,7 @@ def judging_mode(judges: Sequence[str], per_intervention: bool | None = None) ->
     re-ask of that reply only, and the calls share one prompt prefix (the turn to rate comes last)."""
     if per_intervention is not None:
         return per_intervention
-    return bool(judges) and all(j.startswith("local/") for j in judges)
+    return bool(judges) and all(is_local(j) for j in judges)
 
 
 def judge_calls(record: SessionRecord, rubric: Rubric, per_intervention: bool = False) -> list[str]:

@@ -22,6 +22,7 @@ from judges._render import as_data
 from judges._rubric import Dimension, Level, Rubric
 from personas.taxonomy import strategies_for
 from simulator.llm.structured import soft_max_words
+from simulator.llm.types import is_local
 from simulator.records import SessionRecord, Turn
 from simulator.transcript import sentences
 
@@ -97,7 +98,7 @@ def read_citation(item: Any) -> tuple[int, str]:
 
 def limits_for(model: str) -> EntryLimits:
     """Lean entries for embedded `local/` judges, full ones for every other model."""
-    return LEAN if model.startswith("local/") else FULL
+    return LEAN if is_local(model) else FULL
 
 
 class _Entry(BaseModel):

@@ -19,9 +19,8 @@ from pydantic import BaseModel, create_model
 
 from personas.case import Case
 from personas.common.prompts import render_prompt
-from simulator.llm.client import LOCAL_PROVIDER, provider_of
 from simulator.llm.structured import soft_max_length as _soft_max
-from simulator.llm.types import ModelClient, ModelError, Prompt
+from simulator.llm.types import ModelClient, ModelError, Prompt, is_local
 from simulator.records import SafetyCheck, Turn
 from simulator.transcript import sentences, shared_context
 
@@ -87,7 +86,7 @@ async def check_attended(
         targets=", ".join(turn.addressees) or "no one in particular",
         text=turn.text,
     )
-    local = provider_of(client.model_for("tracker")) == LOCAL_PROVIDER
+    local = is_local(client.model_for("tracker"))
     schema = verdict_schema(tuple(sentences(turn.text)) if local else ())
     reason = ""
     for attempt in range(CHECK_ATTEMPTS):

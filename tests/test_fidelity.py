@@ -252,6 +252,25 @@ def test_a_field_past_its_cap_may_only_go_on_to_end_its_sentence(case):
     assert max_words(plain) == 4 and not re.match(plain["pattern"], words(5, "."))
 
 
+def test_no_field_may_end_mid_phrase(case):
+    """The grammar closes a field only on a word that ends a phrase: a cue once ended "...frustration...',"."""
+    import re
+
+    from simulator.fidelity import field_cut_off
+    from simulator.llm.structured import soft_max_words
+
+    props = state_schema(case, "Arjun").model_json_schema()["properties"]
+    plain = create_model("P", x=(str, soft_max_words(4))).model_json_schema()["properties"]["x"]
+    for field in (props["cue"], props["reason"], props["emotion"], plain):
+        rx = re.compile(field["pattern"])
+        for end in ",;:(-–—":
+            assert not rx.match(f"he said{end}") and field_cut_off(f"he said{end}")
+        assert rx.match("he said.") and rx.match("hurt") and rx.match("'hurt'")
+    cue = re.compile(props["cue"]["pattern"])
+    assert not cue.match("Therapist says, 'Underneath the frustration...',")
+    assert cue.match("Therapist says, 'Underneath the frustration...'") and cue.match("")
+
+
 # ---- the re-ask path ----------------------------------------------------------------------------------------
 
 

@@ -14,11 +14,10 @@ from rich.table import Table
 
 from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings
+from simulator.llm.types import is_local
 
 if TYPE_CHECKING:
     from judges._compare import CompareReport
-
-LOCAL_PREFIX = "local/"
 
 
 def render(report: CompareReport, width: int = 80) -> list[Table]:
@@ -101,7 +100,7 @@ def compare(
             f"{escape(v.second)} → {v.winner or v.status}[/]"
         )
 
-    at_once = 1 if any(m.startswith(LOCAL_PREFIX) for m in panel) else 4
+    at_once = 1 if any(is_local(m) for m in panel) else 4
     report, notes = asyncio.run(
         compare_runs(run_dirs, client, panel, bootstrap=bootstrap, at_once=at_once, on_verdict=seen, limit=limit)
     )

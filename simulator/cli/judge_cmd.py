@@ -17,6 +17,7 @@ from rich.table import Table
 from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings
 from simulator.cli.leaderboard_cmd import header
+from simulator.llm.types import is_local
 
 if TYPE_CHECKING:
     from judges import Rubric, SessionJudgment
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from simulator.runfolder import RunFolder
 
 SESSIONS_AT_ONCE = 4  # sessions judged concurrently (the client still limits calls per provider)
-LOCAL_PREFIX = "local/"  # the embedded model: one session at a time keeps its prompt-prefix cache warm
 
 
 def parse_judges(text: str | None) -> list[str]:
@@ -52,7 +52,8 @@ async def judge_all(
     """
     from judges import judge_session, write_judgment, write_trial
 
-    gate = asyncio.Semaphore(1 if any(m.startswith(LOCAL_PREFIX) for m in panel) else SESSIONS_AT_ONCE)
+    # the embedded model: one session at a time keeps its prompt-prefix cache warm
+    gate = asyncio.Semaphore(1 if any(is_local(m) for m in panel) else SESSIONS_AT_ONCE)
     done = 0
     total = len(records) * trials
 

@@ -35,10 +35,20 @@ from simulator.llm.embedded import (
 )
 from simulator.llm.profiles import profile_for
 from simulator.llm.structured import ParseError, check_reply
-from simulator.llm.types import CallRecord, Completion, ModelConfigError, ModelError, Prompt, Role, Usage
+from simulator.llm.types import (
+    LOCAL_PROVIDER,
+    CallRecord,
+    Completion,
+    ModelConfigError,
+    ModelError,
+    Prompt,
+    Role,
+    Usage,
+    is_local,
+    provider_of,
+)
 from simulator.redact import redact
 
-LOCAL_PROVIDER = "local"
 # Bumped whenever something outside the key changes answers (e.g. how a schema becomes a grammar), so stale
 # cached answers are never replayed.
 CACHE_VERSION = 2
@@ -82,10 +92,6 @@ class ModelSettings(BaseModel):
 
     def model_for(self, role: str) -> str:
         return canonical_model_id(self.roles.get(role, self.default))
-
-
-def provider_of(model: str) -> str:
-    return model.split("/", 1)[0] if "/" in model else "openai"
 
 
 _RETRYABLE = (
@@ -141,7 +147,7 @@ class LiteLLMClient:
         model = canonical_model_id(model)
         if model in self._checked_env or model in self.settings.api_bases:
             return
-        if provider_of(model) == LOCAL_PROVIDER:
+        if is_local(model):
             if model != DEFAULT_LOCAL_MODEL and not self.settings.gguf:
                 raise ModelConfigError(
                     f"model {model!r}: set RESCUE_SIM_GGUF to its .gguf file, or use {DEFAULT_LOCAL_MODEL}"
@@ -276,7 +282,7 @@ class LiteLLMClient:
             kwargs["seed"] = params["seed"]
         if params["stop"]:
             kwargs["stop"] = params["stop"]
-        if params.get("avoid") and provider_of(model) == LOCAL_PROVIDER:  # a hosted API would reject the argument
+        if params.get("avoid") and is_local(model):  # a hosted API would reject the argument
             kwargs["avoid_texts"] = params["avoid"]
         if schema is not None and direct is None and _wants_response_format(lib, model):
             kwargs["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
@@ -328,7 +334,7 @@ class LiteLLMClient:
             completion_tokens=getattr(u, "completion_tokens", 0) or 0,
             cached_prompt_tokens=getattr(details, "cached_tokens", 0) or 0,
         )
-        cost = 0.0 if provider_of(model) == LOCAL_PROVIDER else (response._hidden_params or {}).get("response_cost")
+        cost = 0.0 if is_local(model) else (response._hidden_params or {}).get("response_cost")
         if watch is not None:
             watch.finish(
                 prompt_tokens=usage.prompt_tokens,
@@ -579,7 +585,7 @@ def _error_message(raw: bytes) -> str:
 
 
 def _wants_response_format(lib: Any, model: str) -> bool:
-    if provider_of(model) == LOCAL_PROVIDER:
+    if is_local(model):
         return True
     try:
         return bool(lib.supports_response_schema(model=model))

@@ -165,8 +165,8 @@ class TokenSampler:
     def _string_end(self, wanted: int) -> int | None:
         """The closing quote, when the model wanted a new word inside a JSON string and the grammar forbids it
         (a field's word cap is reached); a full stop where the field must end on one (its `finish` words are
-        spent). Masked, it would pick the best token without the space instead and glue the next word onto the
-        last ("neededhimself")."""
+        spent, or its last word ends mid-phrase, on a comma). Masked, it would pick the best token without the
+        space instead and glue the next word onto the last ("neededhimself")."""
         if self.draft is None or not self.draft.in_string:
             return None
         if not self._llm.detokenize([wanted], special=False)[:1].isspace():

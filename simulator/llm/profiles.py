@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.llm.types import Prompt
+from simulator.llm.types import Prompt, is_local
 
 SYSTEM_PREAMBLE = (
     "You are one component of a research simulation of couple and family counselling sessions. "
@@ -47,7 +47,7 @@ SCRIPT = PromptProfile(name="script", supports_prefill=True, json_in_prompt=Fals
 
 def profile_for(model: str) -> PromptProfile:
     """Local GGUF models get the script profile; everything else the chat profile."""
-    return SCRIPT if model.startswith("local/") else CHAT
+    return SCRIPT if is_local(model) else CHAT
 
 
 _COMPACT: dict[int, tuple[dict[str, Any], str]] = {}

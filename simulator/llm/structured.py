@@ -75,6 +75,7 @@ def soft_max_length(n: int) -> Any:
 _WORD = r'[^\x00-\x20"\\]+'
 _OPEN_WORD = r'[^\x00-\x20"\\]*[^\x00-\x20"\\.!?]'  # one that does not end a sentence
 _LAST_WORD = r'[^\x00-\x20"\\]*[.!?]'  # one that does
+_END_WORD = r'[^\x00-\x20"\\]*[^\x00-\x20"\\,;:(\-–—]'  # one a field may end on: not mid-phrase ("said,")
 
 
 def soft_max_words(n: int, *, allow_empty: bool = False, finish: int = 0) -> Any:
@@ -82,7 +83,7 @@ def soft_max_words(n: int, *, allow_empty: bool = False, finish: int = 0) -> Any
 
     A character cap (`maxLength`) makes a grammar close the string wherever the count runs out, mid-word
     ("...felt dismis"); a word-count pattern lets a field stop only after a whole word, and single spaces keep
-    the reply free of newlines. With `finish`, a field that runs past `n` words may go on for up to `finish` more
+    the reply free of newlines. Nor may a field end mid-phrase, on a comma, colon or dash. With `finish`, a field that runs past `n` words may go on for up to `finish` more
     only to end its sentence: it must then close on a word ending in . ! or ?, so a small model that ignores the
     length it was asked for finishes its thought instead of being cut mid-sentence at the cap. Like
     `soft_max_length` it is not validated: a hosted model that writes a little more is not a failure. Set `n`
@@ -90,12 +91,11 @@ def soft_max_words(n: int, *, allow_empty: bool = False, finish: int = 0) -> Any
     """
     from pydantic import Field
 
-    more = max(0, n - 1)  # words after the first, up to the cap
+    more = max(0, n - 1)  # words before the last, up to the cap
+    body = f"({_WORD} ){{0,{more}}}{_END_WORD}"
     if finish > 0:
-        body = f"{_WORD}(( {_WORD}){{0,{more}}}|( {_WORD}){{{more}}}( {_OPEN_WORD}){{0,{finish - 1}}} {_LAST_WORD})"
-    else:
-        body = f"{_WORD}( {_WORD}){{0,{more}}}"
-    pattern = f"^({body})?$" if allow_empty else f"^{body}$"
+        body = f"{body}|({_WORD} ){{{n}}}({_OPEN_WORD} ){{0,{finish - 1}}}{_LAST_WORD}"
+    pattern = f"^({body})?$" if allow_empty else f"^({body})$"
     return Field(json_schema_extra={"pattern": pattern})
 
 

@@ -11,6 +11,18 @@ from personas.common.errors import UserError
 Role = Literal["member", "supporter", "tracker", "judge", "bench", "enrich", "check"]
 
 
+LOCAL_PROVIDER = "local"  # the embedded offline model's litellm provider: `local/<gguf stem>`
+
+
+def provider_of(model: str) -> str:
+    return model.split("/", 1)[0] if "/" in model else "openai"
+
+
+def is_local(model: str) -> bool:
+    """Is this the embedded offline model (one process, one batch at a time, no API)?"""
+    return provider_of(model) == LOCAL_PROVIDER
+
+
 class Prompt(BaseModel):
     """A model-agnostic prompt; a prompt profile renders it into messages for a given model.
 

@@ -24,7 +24,7 @@ from personas.common.errors import UserError
 from personas.library import load_library
 from judges import judging_mode
 from simulator.engine import SessionConfig
-from simulator.llm.types import ModelClient
+from simulator.llm.types import ModelClient, is_local
 from simulator.perturbations import (
     Perturbation,
     PerturbationError,
@@ -341,7 +341,7 @@ def estimate(config: StressConfig, matrix: Matrix) -> Estimate:
             completion += panel * (interventions * 5 + 6) * _OUT["judge_entry"]
     models = {config.model_for(r) for r in MODEL_ROLES} | set(config.judges)
     models |= {s for s in config.supporters if "/" in s and not s.startswith("http")}
-    local = all(m is None or m.startswith("local/") for m in models)
+    local = all(m is None or is_local(m) for m in models)
     by_sup: dict[str, int] = {}
     by_pert: dict[str, int] = {}
     for s in matrix.specs:
