@@ -38,6 +38,7 @@ import yaml
 
 from personas.case import Case
 from personas.taxonomy import SOFTENING_MOVES, SUPPORTER_NAME
+from simulator.llm.structured import MID_PHRASE
 from simulator.records import FidelityCheck, FidelityFlag, Turn
 
 LEXICON_PATH = Path(__file__).parent / "data" / "fidelity.yaml"
@@ -366,7 +367,7 @@ def field_cut_off(value: str, *, word_cap: int | None = None, char_cap: int | No
     ws = words(v)
     if char_cap is not None and len(v) >= char_cap:
         return f"it is exactly {char_cap} characters long (cut by the length limit)"
-    if re.search(r"[,;:(\-–—]$", v) or (ws and ws[-1] in lexicon().dangling and not _TERMINAL.search(v)):
+    if re.search(f"[{MID_PHRASE}]$", v) or (ws and ws[-1] in lexicon().dangling and not _TERMINAL.search(v)):
         return f"it stops mid-phrase ('{' '.join(v.split()[-3:])}')"
     if word_cap is not None and len(v.split()) >= word_cap:  # the grammar ended it there, full stop or not
         return f"it runs to the {word_cap}-word limit; say it in fewer words"

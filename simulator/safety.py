@@ -42,11 +42,11 @@ KEYWORD_HINTS = (
 
 
 @functools.lru_cache(maxsize=256)
-def verdict_schema(sentences: tuple[str, ...] = ()) -> type[BaseModel]:
-    """The verdict; with `sentences` (for a `local/` checker) the quote is one of the turn's sentences or "", an
-    enum its grammar enforces. Typing it, the embedded 1.5B checker quoted the member's line instead of the
+def verdict_schema(choices: tuple[str, ...] = ()) -> type[BaseModel]:
+    """The verdict; with `choices`, the turn's sentences (for a `local/` checker), the quote is one of them or "",
+    an enum its grammar enforces. Typing it, the embedded 1.5B checker quoted the member's line instead of the
     counsellor's turn, three times over, and failed the session (twice in about 50 embedded sessions)."""
-    quote = (Literal[("", *sentences)], ...) if sentences else (str, _soft_max(200))  # type: ignore[valid-type]
+    quote = (Literal[("", *choices)], ...) if choices else (str, _soft_max(200))  # type: ignore[valid-type]
     return create_model("SafetyVerdictReply", quote=quote, reasoning=(str, _soft_max(160)), attended=(bool, ...))
 
 

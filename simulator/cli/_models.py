@@ -6,6 +6,7 @@ import os
 
 from simulator.llm.client import LiteLLMClient, ModelSettings
 from simulator.llm.embedded import MAX_BATCH, local_model_id
+from simulator.llm.types import LOCAL_PROVIDER
 
 
 def model_settings(
@@ -28,7 +29,7 @@ def model_settings(
     default_limit, limits = provider_limits(os.environ.get("RESCUE_SIM_PROVIDER_CONCURRENCY", ""))
     return ModelSettings(
         **({"default_concurrency": default_limit} if default_limit else {}),
-        concurrency={**limits, "local": MAX_BATCH},  # calls the embedded model decodes together
+        concurrency={**limits, LOCAL_PROVIDER: MAX_BATCH},  # calls the embedded model decodes together
         default=default,
         roles={k: v for k, v in (roles or {}).items() if v},
         api_bases=dict(api_bases or {}),

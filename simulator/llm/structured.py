@@ -75,7 +75,8 @@ def soft_max_length(n: int) -> Any:
 _WORD = r'[^\x00-\x20"\\]+'
 _OPEN_WORD = r'[^\x00-\x20"\\]*[^\x00-\x20"\\.!?]'  # one that does not end a sentence
 _LAST_WORD = r'[^\x00-\x20"\\]*[.!?]'  # one that does
-_END_WORD = r'[^\x00-\x20"\\]*[^\x00-\x20"\\,;:(\-–—]'  # one a field may end on: not mid-phrase ("said,")
+MID_PHRASE = r",;:(\-–—"  # a regex character class: what a phrase does not end on (fidelity's cut-off check too)
+_END_WORD = rf'[^\x00-\x20"\\]*[^\x00-\x20"\\{MID_PHRASE}]'  # one a field may end on ("said," is not)
 
 
 def soft_max_words(n: int, *, allow_empty: bool = False, finish: int = 0) -> Any:
@@ -83,11 +84,12 @@ def soft_max_words(n: int, *, allow_empty: bool = False, finish: int = 0) -> Any
 
     A character cap (`maxLength`) makes a grammar close the string wherever the count runs out, mid-word
     ("...felt dismis"); a word-count pattern lets a field stop only after a whole word, and single spaces keep
-    the reply free of newlines. Nor may a field end mid-phrase, on a comma, colon or dash. With `finish`, a field that runs past `n` words may go on for up to `finish` more
-    only to end its sentence: it must then close on a word ending in . ! or ?, so a small model that ignores the
-    length it was asked for finishes its thought instead of being cut mid-sentence at the cap. Like
-    `soft_max_length` it is not validated: a hosted model that writes a little more is not a failure. Set `n`
-    above what the prompt asks for, so it is a ceiling, not a target.
+    the reply free of newlines. Nor may a field end mid-phrase, on a comma, colon or dash. With `finish`, a field
+    that runs past `n` words may go on for up to `finish` more only to end its sentence: it must then close on a
+    word ending in . ! or ?, so a small model that ignores the length it was asked for finishes its thought
+    instead of being cut mid-sentence at the cap. Like `soft_max_length` it is not validated: a hosted model that
+    writes a little more is not a failure. Set `n` above what the prompt asks for, so it is a ceiling, not a
+    target.
     """
     from pydantic import Field
 
