@@ -4,32 +4,8 @@ metrics over relation states (no model), leaderboards with bootstrap CIs, and ju
 Imports only `personas` and simulator's records, model client types, transcript helpers and run folders.
 """
 
-from judges._agreement import cohen_kappa, krippendorff_alpha, majority, median
-from judges._checks import (
-    CHECK_SCHEMA_VERSION,
-    CheckFact,
-    CheckResult,
-    CheckStatus,
-    CheckVerdict,
-    JudgeProbe,
-    Quote,
-    check_path,
-    check_session,
-    pass_hat_k,
-    read_check,
-    write_check,
-)
-from judges._judge import (
-    SessionJudge,
-    interventions_of,
-    judge,
-    judge_calls,
-    judge_session,
-    judging_mode,
-    registered_judges,
-    rubric_judge,
-)
-from judges._fidelity import (
+from judges.boards._leaderboard import DimensionSummary, Leaderboard, SupporterRow, build_leaderboard
+from judges.fidelity._audit import (
     FIDELITY_SCHEMA_VERSION,
     NULL_DRIFT_THRESHOLD,
     CaseDrift,
@@ -42,9 +18,38 @@ from judges._fidelity import (
     fidelity_report,
     null_drift,
 )
-from judges._leaderboard import DimensionSummary, Leaderboard, SupporterRow, build_leaderboard, session_values
-from judges._panel import DISAGREEMENT_POINTS, aggregate_scores, dimension_agreement, panel_agreement, simulator_check
-from judges._repeat import (
+from judges.fidelity._sim_vs_real import ComparisonRow, SimVsReal, TransitionRow, compare_runs_with_rescue, load_golds
+from judges.scoring._judge import (
+    SessionJudge,
+    interventions_of,
+    judge,
+    judge_calls,
+    judge_session,
+    judging_mode,
+    registered_judges,
+    rubric_judge,
+)
+from judges.scoring._panel import (
+    DISAGREEMENT_POINTS,
+    aggregate_scores,
+    dimension_agreement,
+    panel_agreement,
+    session_values,
+    simulator_check,
+)
+from judges.scoring._records import (
+    JUDGMENT_SCHEMA_VERSION,
+    AggregateScore,
+    DimensionAgreement,
+    DimensionScore,
+    Evidence,
+    JudgeFailure,
+    JudgeVerdict,
+    JudgmentStatus,
+    PairKappa,
+    SessionJudgment,
+)
+from judges.scoring._repeat import (
     STABILITY_SCHEMA_VERSION,
     DimensionStability,
     JudgeStability,
@@ -57,23 +62,9 @@ from judges._repeat import (
     write_stability,
     write_trial,
 )
-from judges._sim_vs_real import ComparisonRow, SimVsReal, TransitionRow, compare_runs_with_rescue, load_golds
-from judges._records import (
-    JUDGMENT_SCHEMA_VERSION,
-    AggregateScore,
-    DimensionAgreement,
-    DimensionScore,
-    Evidence,
-    JudgeFailure,
-    JudgeVerdict,
-    JudgmentStatus,
-    PairKappa,
-    SessionJudgment,
-)
-from judges._rubric import DEFAULT_RUBRIC, Dimension, Rubric, RubricError, Strength, load_rubric
-from judges._stats import MeanCI, bootstrap_ci, gini, mean_ci
-from judges._store import judgment_path, read_judgment, write_judgment
-from judges._trajectory import (
+from judges.scoring._rubric import DEFAULT_RUBRIC, Dimension, Rubric, RubricError, Strength, load_rubric
+from judges.scoring._store import judgment_path, read_judgment, write_judgment
+from judges.scoring._trajectory import (
     DEFAULT_GAMMA,
     DEFAULT_LAMBDA,
     AttentionShares,
@@ -98,7 +89,24 @@ from judges._trajectory import (
     relation_change,
     trajectory_metrics,
 )
-from judges._validate import (
+from judges.stats._agreement import cohen_kappa, krippendorff_alpha, majority, median
+from judges.stats._intervals import MeanCI, bootstrap_ci, gini, mean_ci
+from judges.stress._checks import (
+    CHECK_SCHEMA_VERSION,
+    CheckFact,
+    CheckResult,
+    CheckStatus,
+    CheckVerdict,
+    JudgeProbe,
+    Quote,
+    check_path,
+    check_session,
+    pass_hat_k,
+    read_check,
+    write_check,
+)
+from judges.validity import ValidityCard, ValidityNote, dimension_validity, validate, validity_for
+from judges.validity._labels import (
     JudgeValidation,
     LabelStats,
     StrategyItem,
@@ -111,7 +119,6 @@ from judges._validate import (
     validate_judge,
     validate_targets,
 )
-from judges.validity import ValidityCard, ValidityNote, dimension_validity, validate, validity_for
 
 __all__ = [
     # rubrics

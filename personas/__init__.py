@@ -1,6 +1,6 @@
 """Who is in the room: case cards, the RESCUE taxonomy, relation graphs and RESCUE import."""
 
-from personas.case import Case, CardError, Member, RiskFlag, Viewpoint, load_case, parse_case
+from personas.case import CardError, Case, Member, RiskFlag, Viewpoint, load_case, parse_case
 from personas.library import load_library, resolve_case, validate_paths
 
 # networkx and the RESCUE parser load on first use, so `rescue-sim personas list` stays instant
@@ -22,6 +22,7 @@ def __getattr__(name: str) -> object:
 
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'personas' has no attribute {name!r}")
+
 
 __all__ = [
     "Case",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from personas.case import Case, CardError, load_case
+from personas.case import CardError, Case, load_case
 
 LIBRARY_DIR = Path(__file__).parent / "cases"
 

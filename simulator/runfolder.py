@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from personas.common.files import atomic_write_text
 from personas.common.errors import UserError
+from personas.common.files import atomic_write_text
 from simulator.records import SessionRecord, SessionStatus
 
 MANIFEST_VERSION = 1

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, Field, create_model
 
 from personas.common.errors import UserError
 from personas.common.prompts import render_prompt
@@ -73,7 +73,9 @@ def clean_supporter_text(text: str) -> str:
     return " ".join(text.split())
 
 
-def pass_decision(view: SessionView, *, rationale: str = "", call: Any = None, raw: str | None = None) -> SupporterDecision:
+def pass_decision(
+    view: SessionView, *, rationale: str = "", call: Any = None, raw: str | None = None
+) -> SupporterDecision:
     return SupporterDecision(after_turn=view.after_turn, speak=False, rationale=rationale, call=call, raw=raw)
 
 
@@ -95,8 +97,10 @@ def finish_decision(
     target, an off-group strategy label or "speak" with nothing said are invalid output, not something to guess.
     """
     intake = view.intake
-    raw = raw if raw is not None else repr(
-        {"speak": speak, "targets": targets, "strategy": strategy, "text": text, "close_session": close}
+    raw = (
+        raw
+        if raw is not None
+        else repr({"speak": speak, "targets": targets, "strategy": strategy, "text": text, "close_session": close})
     )
 
     def invalid(reason: str) -> InvalidDecision:
@@ -197,7 +201,9 @@ class ScriptedSupporter:
     def _say(self, view: SessionView, strategy: str, targets: list[str], lines: dict, who: str) -> SupporterDecision:
         others = [n for n in view.member_names if n != who]
         text = lines["lines"][strategy].format(who=who, other=others[0] if others else who, group=view.group_label)
-        return finish_decision(view, speak=True, targets=targets, strategy=strategy, text=text, rationale="scripted rule")
+        return finish_decision(
+            view, speak=True, targets=targets, strategy=strategy, text=text, rationale="scripted rule"
+        )
 
 
 def _scripted_lines() -> dict:

@@ -24,7 +24,7 @@ from judges import (
     trajectory_metrics,
     write_judgment,
 )
-from judges._judge import interventions_of
+from judges.scoring._judge import interventions_of
 from simulator.llm.types import CallRecord
 from simulator.records import SessionRecord
 from simulator.runfolder import RunFolder

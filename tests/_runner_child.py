@@ -15,7 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from personas.library import load_library  # noqa: E402
 from simulator.engine import SessionConfig  # noqa: E402
 from simulator.llm.client import LiteLLMClient, ModelSettings  # noqa: E402
-from simulator.runner.runs import SessionSpec, make_session_id, run_specs  # noqa: E402
+from simulator.runner.runs import run_specs
+from simulator.runner.session import SessionSpec, make_session_id
 
 MODEL = "hosted_vllm/fake"
 

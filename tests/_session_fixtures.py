@@ -22,6 +22,7 @@ from typing import Any
 from personas.case import Case
 from personas.graph import EdgeState, MemberState, RelationSnapshot
 from simulator.records import (
+    EndReason,
     Feeling,
     InnerState,
     ObservedEmotion,
@@ -31,7 +32,6 @@ from simulator.records import (
     SupporterDecision,
     TrackerState,
     Turn,
-    EndReason,
 )
 
 

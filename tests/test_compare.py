@@ -7,7 +7,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from judges._compare import (
+from judges.boards._compare import (
     CompareReport,
     PairVerdict,
     bt_data,
@@ -173,7 +173,7 @@ def test_a_local_judge_chooses_its_evidence_among_the_turns_openings(tmp_path):
     side, the turn and the words, and checked against that turn."""
     import asyncio
 
-    from judges._compare import judge_pair
+    from judges.boards._compare import judge_pair
 
     folders = _runs(tmp_path)
     scripted, silent = (f.load_session(f.session_ids()[0]) for f in folders)

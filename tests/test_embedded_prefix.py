@@ -223,7 +223,10 @@ def test_a_field_at_its_word_cap_ends_instead_of_gluing_the_next_word_on(model):
     # and where its finishing words run out too, it ends on a full stop, not on the next word glued on
     tight = create_model("Line", line=(str, soft_max_words(2, finish=3))).model_json_schema()
     out = json.loads(model.generate(ask, max_tokens=80, temperature=0.0, seed=0, json_schema=tight).text)["line"]
-    letters = lambda text: [w.strip(".,;!?") for w in text.split()]
+
+    def letters(text):
+        return [w.strip(".,;!?") for w in text.split()]
+
     assert len(out.split()) == 5 and out[-1] == "." and letters(out) == letters(long)[:5]
 
 

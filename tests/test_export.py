@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judges.export import (
+from judges.ratings import (
     ExportKey,
     Quota,
     SelectionError,
@@ -22,7 +22,7 @@ from judges.export import (
     parse_quotas,
     select_units,
 )
-from judges.export._units import item_id
+from judges.ratings._units import item_id
 from simulator.cli import app as cli_app
 from simulator.runfolder import RunFolder
 from tests._rating_fixtures import SessionSpec, make_judged_run
@@ -128,7 +128,7 @@ def test_unstable_says_no_repeats_exist(runs) -> None:
 
 
 def test_unstable_ranks_by_spread_across_repeated_judgments(runs) -> None:
-    from judges._repeat import write_trial
+    from judges.scoring._repeat import write_trial
     from tests._rating_fixtures import judge_record
 
     folder = RunFolder(runs[0])

@@ -240,7 +240,10 @@ def test_a_field_past_its_cap_may_only_go_on_to_end_its_sentence(case):
     assert max_words(props["reason"]) == WORD_CAPS["reason"] + FINISH_WORDS
     assert max_words(props["emotion"]) == WORD_CAPS["emotion"]  # a feeling is not a sentence
     field = re.compile(props["reason"]["pattern"])
-    words = lambda n, end="": " ".join(["word"] * n) + end
+
+    def words(n, end=""):
+        return " ".join(["word"] * n) + end
+
     cap = WORD_CAPS["reason"]
     assert field.match(words(cap)) and field.match(words(3))  # up to the cap it may stop anywhere
     assert not field.match(words(cap + 1))  # past it only a sentence's end may close the field

@@ -178,7 +178,6 @@ def test_a_session_stopped_by_an_error_is_failed_with_its_reason_and_never_score
 
 def test_status_lines_read_plainly():
     from simulator.cli._render import status_line
-
     from simulator.records import EndReason, SessionStatus
 
     done = couple_session("s1")
@@ -216,8 +215,20 @@ def test_partial_results_say_how_many_sessions_failed(invoke, fake, tmp_path):
 
     fake["client"] = LenaDown(default=lambda call: RoomScript(resolve_case("dana-and-theo"))(call))
     out = tmp_path / "r"
-    res = invoke("run", "--case", "dana-and-theo", "--case", "lena-and-omar", "--supporter", "scripted",
-                 "--turns", "2", "--no-judge", "--out", out)
+    res = invoke(
+        "run",
+        "--case",
+        "dana-and-theo",
+        "--case",
+        "lena-and-omar",
+        "--supporter",
+        "scripted",
+        "--turns",
+        "2",
+        "--no-judge",
+        "--out",
+        out,
+    )
     assert res.exit_code == 1, res.output
     assert "1 of 2 session(s) failed: lena-and-omar__s0: member turn 1" in squash(res.stderr)
 

@@ -79,9 +79,26 @@ def test_a_snooping_supporter_finds_no_inner_state_private_knowledge_risk_flag_o
     assert rec.status == SessionStatus.COMPLETED and len(seen) == len(rec.decisions) >= 2
     assert any(t.inner is not None for t in rec.turns)  # the insider view existed, and the tracker ran
     assert any(t.tracker is not None for t in rec.turns)
-    banned_names = {"inner", "landed", "felt_heard", "private_knowledge", "core_need", "core_fear", "triggers",
-                    "softeners", "risk_flags", "relation_pattern", "warmth", "tension", "at_risk", "tracker",
-                    "directive", "viewpoints", "observer", "case"}
+    banned_names = {
+        "inner",
+        "landed",
+        "felt_heard",
+        "private_knowledge",
+        "core_need",
+        "core_fear",
+        "triggers",
+        "softeners",
+        "risk_flags",
+        "relation_pattern",
+        "warmth",
+        "tension",
+        "at_risk",
+        "tracker",
+        "directive",
+        "viewpoints",
+        "observer",
+        "case",
+    }
     secrets = secrets_of(risky)
     for values in seen:
         names = {v for v in values if isinstance(v, str)}
@@ -249,7 +266,9 @@ def test_an_attending_verdict_must_quote_the_turn(risky):
         "Let's hear from Meera now.",
         {"quote": "Are you safe right now?", "reasoning": "made up", "attended": True},
     )
-    assert rec.status == SessionStatus.FAILED and "safety check" in rec.failure and "not in the counsellor" in rec.failure
+    assert (
+        rec.status == SessionStatus.FAILED and "safety check" in rec.failure and "not in the counsellor" in rec.failure
+    )
     assert len(checks) == 3  # re-asked with the reason, then recorded as a failure
     assert "not usable" in checks[-1].prompt.instructions
 
@@ -340,7 +359,7 @@ def test_run_records_what_the_supporter_knew_in_manifest_and_sessions(tmp_path, 
 
 
 def test_quotes_match_what_the_judge_was_shown():
-    from judges._schema import QUOTE_MAX, quote_found
+    from judges.scoring._schema import QUOTE_MAX, quote_found
 
     text = "Theo, what happens for you when Dana says that?"
     assert quote_found("what happens for you", text)
@@ -358,9 +377,9 @@ def test_quotes_match_what_the_judge_was_shown():
 
 def test_a_score_whose_evidence_is_not_in_the_transcript_is_reasked_then_failed_and_excluded(tmp_path):
     from judges import build_leaderboard, judge_session, write_judgment
-    from judges._records import JudgmentStatus
-    from judges._rubric import load_rubric
-    from judges._schema import SchemaBuilder
+    from judges.scoring._records import JudgmentStatus
+    from judges.scoring._rubric import load_rubric
+    from judges.scoring._schema import SchemaBuilder
     from simulator.runfolder import RunFolder
     from tests._session_fixtures import couple_session, fill_reply
 

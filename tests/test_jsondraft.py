@@ -158,7 +158,7 @@ def test_a_lean_judge_reply_is_mostly_drafted_citations_included():
     """A lean (local/) judge cites a sentence opening from an enum: once its first letters pick one, the rest
     of the citation is drafted, as are every key, brace and score object around the scores."""
     from judges import load_rubric
-    from judges._schema import LEAN, SchemaBuilder
+    from judges.scoring._schema import LEAN, SchemaBuilder
     from tests._session_fixtures import couple_session, fill_reply
 
     record = couple_session()

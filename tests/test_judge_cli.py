@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests._session_fixtures import couple_session, fill_reply, with_path
 from typer.testing import CliRunner
 
 from judges import read_judgment
@@ -16,6 +15,7 @@ from simulator.cli import judge_cmd, judge_validate_cmd
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder
+from tests._session_fixtures import couple_session, fill_reply, with_path
 
 FIXTURE = Path(__file__).parent / "fixtures" / "rescue_mini.jsonl"
 WIDE = {"COLUMNS": "240", "RESCUE_SIM_MODEL": "", "RESCUE_SIM_JUDGES": ""}

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests._session_fixtures import couple_session, family_case, fill_reply, with_path
 
 import judges
 from judges import (
@@ -22,11 +21,12 @@ from judges import (
     validate_judge,
     write_judgment,
 )
-from judges._schema import SchemaBuilder
+from judges.scoring._schema import SchemaBuilder
 from personas.rescue import load_rescue
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SessionStatus, Turn
 from simulator.runfolder import RunFolder
+from tests._session_fixtures import couple_session, family_case, fill_reply, with_path
 
 FIXTURE = Path(__file__).parent / "fixtures" / "rescue_mini.jsonl"
 N_ENTRIES = 2 * 7 + 4 + 2  # two interventions x 7 dimensions, 4 session dimensions, persona fidelity x 2 members
@@ -312,7 +312,7 @@ def test_local_judges_get_lean_entries_with_a_matching_rule_and_output_bound() -
     """Local judges cite by choosing a sentence opening of the transcript (an enum their grammar enforces) and
     give a short reason: what they are asked for, what the schema allows, what max_tokens budgets and how the
     citation is read back all follow the same limits."""
-    from judges._schema import FULL, LEAN, limits_for, sentence_openings
+    from judges.scoring._schema import FULL, LEAN, limits_for, sentence_openings
     from simulator.llm.structured import max_words
 
     assert limits_for("local/qwen2.5-coder-1.5b") is LEAN and limits_for("openai/gpt-4o") is FULL
@@ -331,7 +331,9 @@ def test_local_judges_get_lean_entries_with_a_matching_rule_and_output_bound() -
     assert max_words(rated["why"]) == LEAN.why_words  # the reason ends on a whole word
     openings = sentence_openings(record, LEAN.quote_max)
     assert ev["maxItems"] == 1 and ev["items"]["enum"] == openings
-    assert all(o.startswith(f"[{o[1:o.index(']')]}] ") and len(o.split("] ", 1)[1]) <= LEAN.quote_max for o in openings)
+    assert all(
+        o.startswith(f"[{o[1 : o.index(']')]}] ") and len(o.split("] ", 1)[1]) <= LEAN.quote_max for o in openings
+    )
     assert {int(o[1 : o.index("]")]) for o in openings} == {t.index for t in record.turns if t.text.strip()}
     assert lean_call.max_tokens < full_call.max_tokens
     assert lean.status == full.status == JudgmentStatus.OK
@@ -344,17 +346,19 @@ def test_local_judges_get_lean_entries_with_a_matching_rule_and_output_bound() -
 
 
 def test_sentence_openings_cut_at_a_word_boundary() -> None:
-    from judges._schema import sentence_openings
+    from judges.scoring._schema import sentence_openings
 
     record = couple_session()
-    turn = record.turns[0].model_copy(update={"text": "No. You never listen to a single word I say about the money! Fine."})
+    turn = record.turns[0].model_copy(
+        update={"text": "No. You never listen to a single word I say about the money! Fine."}
+    )
     openings = sentence_openings(record.model_copy(update={"turns": [turn]}), 30)
     i = turn.index
     assert openings == [f"[{i}] No.", f"[{i}] You never listen to a single", f"[{i}] Fine."]
 
 
 def test_quote_cut_at_its_own_limit_is_accepted() -> None:
-    from judges._schema import quote_found
+    from judges.scoring._schema import quote_found
 
     text = "I am not leaving this room until we talk about the money properly"
     cut = text[:40]  # ends mid-word ("mon")

@@ -28,8 +28,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judges.export import export_items
-from judges.ratings import read_ratings
+from judges.ratings import export_items, read_ratings
 from simulator.cli import app as cli_app
 from tests._rating_fixtures import SessionSpec, make_judged_run
 

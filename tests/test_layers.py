@@ -1,6 +1,6 @@
 """The layers of DESIGN.md hold: nothing imports from a layer above it, not even inside a function.
 
-    1 personas  <  2 simulator core  <  3 judges  <  4 app (simulator.cli, simulator.runner)
+1 personas  <  2 simulator core  <  3 judges  <  4 app (simulator.cli, simulator.runner)
 """
 
 from __future__ import annotations
@@ -87,4 +87,66 @@ def test_the_walker_sees_imports_inside_functions(tmp_path: Path):
     finally:
         src.unlink()
     assert (2, "simulator.runner.runs") in found
-    assert layer_of("simulator.runner.runs") == 4 > layer_of("judges._judge") == 3
+    assert layer_of("simulator.runner.runs") == 4 > layer_of("judges.scoring._judge") == 3
+
+
+def _project_modules() -> set[str]:
+    return {module_name(p) for p in sources()}
+
+
+def _owner(target: str, modules: set[str]) -> str | None:
+    """The project module an import names (`judges.scoring._judge.judge_session` -> `judges.scoring._judge`)."""
+    while target and target not in modules:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> project modules it imports, anywhere in the file. A module importing its own package's
+    `__init__` (or an ancestor's) is left out: Python has that package half-built already, by design."""
+    modules = _project_modules()
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for path in sources():
+        own = module_name(path)
+        for _, target in imported_modules(path):
+            dep = _owner(target, modules)
+            if dep and dep != own and not own.startswith(dep + "."):
+                graph[own].add(dep)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    import networkx as nx
+
+    g = nx.DiGraph([(a, b) for a, deps in graph.items() for b in deps])
+    return [sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1]
+
+
+def test_no_import_cycles_between_modules():
+    found = cycles(import_graph())
+    assert not found, "import cycles (each line is one set of modules that import each other):\n" + "\n".join(
+        " <-> ".join(c) for c in found
+    )
+
+
+def test_no_import_cycles_between_judges_packages():
+    """judges/ is arranged by concern (stats < scoring < stress, fidelity, validity, bench, ratings, export <
+    boards < report); two of its packages that import each other are one concern split in two."""
+
+    def package(m: str) -> str:
+        parts = m.split(".")
+        return ".".join(parts[:2]) if len(parts) > 2 or (len(parts) == 2 and not parts[1].startswith("_")) else m
+
+    graph: dict[str, set[str]] = {}
+    for mod, deps in import_graph().items():
+        if mod.startswith("judges.") and mod != "judges":
+            graph.setdefault(package(mod), set()).update(
+                package(d) for d in deps if d.startswith("judges.") and package(d) != package(mod)
+            )
+    found = cycles(graph)
+    assert not found, "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judges.export import collect_units, export_items
-from judges.ratings import read_ratings, runs_agreement
+from judges.ratings import collect_units, export_items, read_ratings, runs_agreement
 from judges.ratings._store import ratings_path
 from simulator.cli import app as cli_app
 from tests._rating_fixtures import SessionSpec, make_judged_run

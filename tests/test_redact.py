@@ -28,8 +28,11 @@ def test_provider_error_reasons_and_manifests_are_redacted(tmp_path, monkeypatch
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET12345678")
     err = litellm.BadRequestError("bad key sk-test-SECRET12345678", model="gpt-4o-mini", llm_provider="openai")
-    c = LiteLLMClient(ModelSettings(default="openai/gpt-4o-mini", cache_path=tmp_path / "c.sqlite",
-                                    litellm_kwargs={"mock_response": err}))
+    c = LiteLLMClient(
+        ModelSettings(
+            default="openai/gpt-4o-mini", cache_path=tmp_path / "c.sqlite", litellm_kwargs={"mock_response": err}
+        )
+    )
     try:
         asyncio.run(c.complete(Prompt(context="x", instructions="y"), role="member"))
     except ModelError as e:

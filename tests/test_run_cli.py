@@ -217,8 +217,18 @@ def test_models_check_calls_each_model_once(invoke, fake):
 
 def test_credentials_in_a_supporter_url_never_reach_the_run_folder(invoke, fake, tmp_path):
     out = tmp_path / "r"
-    res = invoke("run", "--case", "dana-and-theo", "--supporter", "http://bob:hunter22@localhost:9/v1#bot",
-                 "--turns", "2", "--no-judge", "--out", out)
+    res = invoke(
+        "run",
+        "--case",
+        "dana-and-theo",
+        "--supporter",
+        "http://bob:hunter22@localhost:9/v1#bot",
+        "--turns",
+        "2",
+        "--no-judge",
+        "--out",
+        out,
+    )
     assert res.exit_code == 0, res.output
     written = "".join(p.read_text() for p in out.rglob("*") if p.is_file())
     assert "hunter22" not in written and "[redacted]" in written
@@ -226,8 +236,21 @@ def test_credentials_in_a_supporter_url_never_reach_the_run_folder(invoke, fake,
 
 def test_missing_api_key_is_caught_before_simulating(app, tmp_path, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    res = CliRunner().invoke(app, ["run", "--case", "dana-and-theo", "--supporter", "scripted", "--judge-model",
-                                   "anthropic/claude-sonnet-4-5", "--out", str(tmp_path / "r")], env=WIDE)
+    res = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--case",
+            "dana-and-theo",
+            "--supporter",
+            "scripted",
+            "--judge-model",
+            "anthropic/claude-sonnet-4-5",
+            "--out",
+            str(tmp_path / "r"),
+        ],
+        env=WIDE,
+    )
     assert res.exit_code == 2 and "ANTHROPIC_API_KEY" in res.output and "Traceback" not in res.output
     assert not (tmp_path / "r").exists()  # nothing started, nothing written
 
@@ -254,5 +277,7 @@ def test_run_judges_each_session_at_the_end(invoke, fake, tmp_path, bench_reply)
     assert res.exit_code == 0, res.output
     assert res.output.index("completed: turn limit reached") < res.output.index("judging with")
     judgment = read_judgment(RunFolder(out), "dana-and-theo__s0")
-    assert judgment is not None and judgment.judges == ["local/qwen2.5-coder-1.5b"]  # the default judge role, under its true name
+    assert judgment is not None and judgment.judges == [
+        "local/qwen2.5-coder-1.5b"
+    ]  # the default judge role, under its true name
     assert "judge" in {c.role for c in fake["client"].calls}

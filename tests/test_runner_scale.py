@@ -23,7 +23,8 @@ from simulator.llm.embedded import MAX_BATCH
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, RunFolderError
-from simulator.runner.runs import Budget, RunEvents, SessionSpec, make_session_id, run_specs
+from simulator.runner.runs import Budget, RunEvents, run_specs
+from simulator.runner.session import SessionSpec, make_session_id
 from simulator.testing.fake_openai import FakeOpenAIServer, FaultRates, instance_for_schema
 from tests._runner_child import client as child_client
 from tests._runner_child import specs as child_specs
@@ -62,7 +63,12 @@ def test_fake_server_replies_validate_against_the_simulators_schemas():
     from simulator.tracker import tracker_schema
 
     case = resolve_case("dana-and-theo")
-    for schema in (state_schema(case, case.member_names[0]), tracker_schema(case), decision_schema(case), verdict_schema()):
+    for schema in (
+        state_schema(case, case.member_names[0]),
+        tracker_schema(case),
+        decision_schema(case),
+        verdict_schema(),
+    ):
         for seed in range(5):
             schema.model_validate(instance_for_schema(schema.model_json_schema(), random.Random(seed)))
 
@@ -207,9 +213,7 @@ def test_a_crashing_supporter_fails_its_session_only(tmp_path):
             raise RuntimeError("supporter bug")
 
     specs = [
-        SessionSpec(
-            session_id=f"s{i}", case=case, supporter="x", seed=i, config=SessionConfig(max_turns=2, seed=i)
-        )
+        SessionSpec(session_id=f"s{i}", case=case, supporter="x", seed=i, config=SessionConfig(max_turns=2, seed=i))
         for i in range(3)
     ]
 
@@ -254,9 +258,7 @@ def test_budget_cap_stops_cleanly_and_a_rerun_finishes(tmp_path):
     ]
     seen = []
     events = RunEvents(progress=lambda p: seen.append((p.done, p.running, p.calls)))
-    summary = asyncio.run(
-        run_specs(specs, client, tmp_path, concurrency=2, budget=Budget(max_calls=6), events=events)
-    )
+    summary = asyncio.run(run_specs(specs, client, tmp_path, concurrency=2, budget=Budget(max_calls=6), events=events))
     assert summary.stopped_by and summary.stopped_by.startswith("calls")
     assert summary.not_started and summary.incomplete  # nothing new started; the two in flight were stopped
     assert len(summary.incomplete) == 2 and not summary.finished

@@ -31,9 +31,23 @@ def run_embedded_tests(tmp_path: Path, require: bool) -> subprocess.CompletedPro
     if require:
         env["RESCUE_SIM_REQUIRE_EMBEDDED"] = "1"
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no_llama_plugin", "-p", "no:cacheprovider", "-rs", "-q",
-         "tests/test_embedded_e2e.py"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no_llama_plugin",
+            "-p",
+            "no:cacheprovider",
+            "-rs",
+            "-q",
+            "tests/test_embedded_e2e.py",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from tests._session_fixtures import couple_session, family_case, snap
 
 from judges import (
     attention_shares,
@@ -17,6 +16,7 @@ from judges import (
     trajectory_metrics,
 )
 from simulator.records import SupporterDecision
+from tests._session_fixtures import couple_session, family_case, snap
 
 AB, BA = ("Ana", "Ben"), ("Ben", "Ana")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judges._render import prompt_digest as judge_digest
-from judges._rubric import load_rubric
+from judges.scoring._render import prompt_digest as judge_digest
+from judges.scoring._rubric import load_rubric
 from judges.validity import validate, write_card
 from personas.rescue import load_rescue
 from simulator.cli import app as cli_app
@@ -118,7 +118,7 @@ def test_leaderboard_card_option_and_bad_card(invoke, tmp_path):
 
 def test_bench_probe_gold_carries_the_tracker_card(tmp_path, bench_reply):
     from judges.bench import BenchSettings, Task, plan_probe, run_bench
-    from judges.validity.card import BENCH_JUDGE_NOTE
+    from judges.validity.card import BENCH_JUDGE_NOTE, with_bench_validity
 
     folder = _run_folder(tmp_path / "run")
     _store_cards()
@@ -126,7 +126,7 @@ def test_bench_probe_gold_carries_the_tracker_card(tmp_path, bench_reply):
     plan = plan_probe([folder.path], settings, tasks=[Task.RPP, Task.SSP, Task.ER])
     assert plan.tracker_sources == [("fake/model", tracker_digest())]
     client = FakeModelClient(default=bench_reply)
-    report = asyncio.run(run_bench(plan, client, out=tmp_path / "bench.json"))
+    report = asyncio.run(run_bench(plan, client, out=tmp_path / "bench.json", annotate=with_bench_validity))
     (rpp,) = report.tasks["rpp"].validity
     assert rpp.validated and rpp.measure == "pattern" and rpp.text == "pattern = gold 2/3, macro-F1 0.33"
     assert report.tasks["ssp"].validity == []  # gold is the supporter's own label: no instrument behind it
@@ -138,7 +138,10 @@ def test_bench_probe_gold_carries_the_tracker_card(tmp_path, bench_reply):
 
 def test_bench_rescue_mode_needs_no_tracker(tmp_path, bench_reply):
     from judges.bench import BenchSettings, Task, plan_rescue, run_bench
+    from judges.validity.card import with_bench_validity
 
     plan = plan_rescue(FIXTURE, BenchSettings(model="fake/model", judge_model="fake/model"), tasks=[Task.RPP])
-    report = asyncio.run(run_bench(plan, FakeModelClient(default=bench_reply), out=tmp_path / "b.json"))
+    report = asyncio.run(
+        run_bench(plan, FakeModelClient(default=bench_reply), out=tmp_path / "b.json", annotate=with_bench_validity)
+    )
     assert report.tasks["rpp"].validity == []

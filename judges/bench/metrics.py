@@ -249,10 +249,10 @@ def vp_metrics(items: Sequence[tuple[float, float] | None]) -> VpMetrics:
 Metrics = BinaryMetrics | RankingMetrics | ErMetrics | VpMetrics
 
 __all__ = [
+    "MISSING",
     "BinaryMetrics",
     "ErMetrics",
     "LabelStats",
-    "MISSING",
     "Metrics",
     "RankingMetrics",
     "VpMetrics",

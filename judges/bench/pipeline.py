@@ -8,7 +8,7 @@ and keys the results JSONL); `run_bench` runs or resumes the plan and writes the
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,11 +27,18 @@ from judges.bench.instances import (
     count_instances,
     limit_instances,
 )
-from judges.bench.released import load_released, looks_released
 from judges.bench.probe import PROBE_GOLD_SOURCES, RESCUE_GOLD_SOURCES, build_probe_instances, load_run_sessions
+from judges.bench.released import load_released, looks_released
 from judges.bench.report import BenchReport, summarize
-from judges.bench.runner import CHARS_PER_TOKEN, BenchSettings, ProgressFn, TaskEstimate, config_hash, estimate
-from judges.bench.runner import run_instances
+from judges.bench.runner import (
+    CHARS_PER_TOKEN,
+    BenchSettings,
+    ProgressFn,
+    TaskEstimate,
+    config_hash,
+    estimate,
+    run_instances,
+)
 from judges.bench.similarity import NOT_CONFIGURED, Similarity
 from judges.bench.store import ResultStore
 from personas.common.files import atomic_write_text
@@ -174,8 +181,12 @@ async def run_bench(
     on_progress: ProgressFn | None = None,
     similarity: Similarity | None = None,
     bertscore_status: str = NOT_CONFIGURED,
+    annotate: Callable[[BenchReport, BenchPlan], BenchReport] | None = None,
 ) -> BenchReport:
-    """Run or resume the plan; write the per-instance JSONL as it goes and the JSON report at the end."""
+    """Run or resume the plan; write the per-instance JSONL as it goes and the JSON report at the end.
+
+    `annotate` adds what the bench does not know before the report is written (the CLI passes
+    `judges.validity.with_bench_validity`, which puts the validity of the instruments behind each task's gold)."""
     out = out or plan.default_out()
     results_path = results_path_for(out)
     started, clock = datetime.now(timezone.utc), time.perf_counter()
@@ -210,12 +221,6 @@ async def run_bench(
         similarity=similarity,
         bertscore_status=bertscore_status,
     )
-    from judges.validity.card import bench_validity
-
-    for name, task_report in report.tasks.items():
-        task_report.validity = bench_validity(
-            name, origin=plan.origin, judge_model=plan.settings.judge_model, tracker_sources=plan.tracker_sources
-        )
     judged = {Task.ER, Task.VP} & set(plan.tasks)
     if judged and plan.settings.judge_model == plan.settings.model:
         report.notes.append(
@@ -226,5 +231,7 @@ async def run_bench(
             "probe mode: gold comes from the simulator (see gold_source per task), "
             "not from human annotation; not comparable with the paper's numbers"
         )
+    if annotate is not None:
+        report = annotate(report, plan)
     atomic_write_text(out, report.model_dump_json(indent=2) + "\n")
     return report

@@ -99,7 +99,9 @@ def _task_of(inst: ReleasedInstance, where: str) -> Task:
     elif inst.gold_internal_emotion is not None:
         task = Task.ER
     else:
-        raise ReleasedFormatError(f"{where}: no gold; an ER line needs gold_internal_emotion, a VP line gold_viewpoints")
+        raise ReleasedFormatError(
+            f"{where}: no gold; an ER line needs gold_internal_emotion, a VP line gold_viewpoints"
+        )
     if task is Task.ER and (not (inst.gold_internal_emotion or "").strip() or inst.gold_intensity_score is None):
         raise ReleasedFormatError(
             f"{where}: field gold_internal_emotion / gold_intensity_score: an ER instance needs both"
@@ -160,13 +162,21 @@ def load_released(path: str | Path, *, context_size: int) -> BuildResult:
             if any(r.row_index >= inst.row_index for r in prior):
                 raise ReleasedFormatError(f"{where}: field prior_context: rows must come before row {inst.row_index}")
             rows = [
-                Row(index=r.row_index, speaker=r.primary_speaker.strip(), to=clean_names(r.target),
-                    text=r.dialogue_cleaned.strip())
+                Row(
+                    index=r.row_index,
+                    speaker=r.primary_speaker.strip(),
+                    to=clean_names(r.target),
+                    text=r.dialogue_cleaned.strip(),
+                )
                 for r in prior
             ]
             rows.append(
-                Row(index=inst.row_index, speaker=inst.speaker.strip(), to=clean_names(inst.target),
-                    text=inst.dialogue.strip())
+                Row(
+                    index=inst.row_index,
+                    speaker=inst.speaker.strip(),
+                    to=clean_names(inst.target),
+                    text=inst.dialogue.strip(),
+                )
             )
             shown, omitted = window(rows, len(rows), context_size)
             group = _group(inst, raw)

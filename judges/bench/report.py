@@ -34,8 +34,8 @@ from judges.bench.metrics import (
 )
 from judges.bench.render import format_viewpoints
 from judges.bench.similarity import NOT_CONFIGURED, Similarity
-from judges.validity.note import ValidityNote
 from judges.bench.store import InstanceResult
+from judges.scoring._validity_note import ValidityNote
 from personas.taxonomy import GROUP_TARGET_LABELS, TargetKind
 
 REPORT_VERSION = 1

@@ -294,11 +294,11 @@ class VpJudgement(BaseModel):
 
 
 __all__ = [
-    "Cleaned",
-    "ErJudgement",
     "LIST_FIELD",
     "SUBGROUP_JOINER",
     "TOP_K",
+    "Cleaned",
+    "ErJudgement",
     "VpJudgement",
     "answer_schema",
     "batch_schema",

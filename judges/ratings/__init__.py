@@ -1,7 +1,13 @@
-"""Human ratings: import them from rating tools, store them in the run folder, measure the judges against them
-(judge-human agreement per dimension, agreement among raters) and correct supporter means with them (PPI)."""
+"""Human ratings, end to end: choose items for raters from run folders, blind them and write them in a rating
+tool's format (`export_items`); import the ratings back into the run folder (`import_ratings`); measure the judges
+against them (judge-human agreement per dimension, agreement among raters); and correct supporter means with them
+(prediction-powered inference).
+"""
 
 from judges.ratings._agreement import HumanAgreement, RatingPair, agreement, agreement_by_dimension
+from judges.ratings._blind import BlindingError, ExportKey, RaterItem, aliases_for, model_strings, secrets_of
+from judges.ratings._export import ExportError, ExportResult, export_items
+from judges.ratings._formats import FORMATS, label_studio_config, sibling
 from judges.ratings._import import (
     ImportResult,
     ItemIndex,
@@ -13,23 +19,55 @@ from judges.ratings._import import (
 )
 from judges.ratings._parse import RATING_FORMATS, RatingsFileError, parse_ratings_file
 from judges.ratings._ppi import PPIEstimate, ppi_estimates, ppi_mean
+from judges.ratings._select import (
+    STRATEGIES,
+    Pick,
+    Quota,
+    Selection,
+    SelectionError,
+    parse_caps,
+    parse_quotas,
+    select_units,
+)
 from judges.ratings._store import RatingsFile, StoredRating, rated_item_ids, read_ratings, write_ratings
+from judges.ratings._units import Unit, UnitPool, collect_units, item_id
 
 __all__ = [
-    "RATING_FORMATS",
+    "BlindingError",
+    "ExportError",
+    "ExportKey",
+    "ExportResult",
+    "FORMATS",
     "HumanAgreement",
     "ImportResult",
     "ItemIndex",
     "PPIEstimate",
+    "Pick",
+    "Quota",
+    "RATING_FORMATS",
+    "RaterItem",
     "RatingPair",
     "RatingsError",
     "RatingsFile",
     "RatingsFileError",
+    "STRATEGIES",
+    "Selection",
+    "SelectionError",
     "StoredRating",
+    "Unit",
+    "UnitPool",
     "agreement",
     "agreement_by_dimension",
+    "aliases_for",
+    "collect_units",
+    "export_items",
     "import_ratings",
+    "item_id",
     "item_index",
+    "label_studio_config",
+    "model_strings",
+    "parse_caps",
+    "parse_quotas",
     "parse_ratings_file",
     "ppi_estimates",
     "ppi_mean",
@@ -37,5 +75,8 @@ __all__ = [
     "rating_pairs",
     "read_ratings",
     "runs_agreement",
+    "secrets_of",
+    "select_units",
+    "sibling",
     "write_ratings",
 ]

@@ -25,7 +25,7 @@ from itertools import combinations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges._agreement import krippendorff_alpha
+from judges.stats._agreement import krippendorff_alpha
 
 
 class RatingPair(BaseModel):

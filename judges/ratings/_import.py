@@ -14,11 +14,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges._rubric import Dimension
-from judges.export._units import Unit, collect_units
 from judges.ratings._agreement import HumanAgreement, RatingPair, agreement_by_dimension
 from judges.ratings._parse import Problem, parse_ratings_file
 from judges.ratings._store import RatingsImport, StoredRating, read_ratings, write_ratings
+from judges.ratings._units import Unit, collect_units
+from judges.scoring._rubric import Dimension
 from personas.common.errors import UserError
 
 MAX_LISTED = 20

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges._stats import MeanCI
 from judges.ratings._import import ItemIndex, item_index
 from judges.ratings._store import read_ratings
+from judges.stats._intervals import MeanCI
 
 MIN_LABELED = 2
 

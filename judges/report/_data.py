@@ -14,10 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges._leaderboard import Leaderboard, build_leaderboard, session_values
-from judges._records import SessionJudgment
-from judges._store import read_judgment
+from judges.boards._leaderboard import Leaderboard, build_leaderboard
 from judges.ratings._store import read_ratings
+from judges.scoring._panel import session_values
+from judges.scoring._records import SessionJudgment
+from judges.scoring._store import read_judgment
 from personas.graph import RelationSnapshot
 from simulator.records import SessionRecord
 from simulator.runfolder import RunFolder, RunFolderError

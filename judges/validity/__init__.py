@@ -5,7 +5,7 @@ prompt digest; `write_card` stores them under `validity_dir()`; `validity_for` /
 `ValidityNote` that leaderboards and reports show next to a number ("not validated" when no card matches).
 Scoring is pure (`judges.validity.scores`); the replay runs the session engine's own tracker node.
 
-Names load on first use, so report modules can import `judges.validity.note` without pulling in the rest.
+Names load on first use, so report modules can import `judges.scoring._validity_note` without pulling in the rest.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
-    "INSTRUMENTS": "note",
-    "NOT_VALIDATED": "note",
-    "Instrument": "note",
-    "ValidityNote": "note",
+    "INSTRUMENTS": "judges.scoring._validity_note",
+    "NOT_VALIDATED": "judges.scoring._validity_note",
+    "Instrument": "judges.scoring._validity_note",
+    "ValidityNote": "judges.scoring._validity_note",
     "CARD_SCHEMA_VERSION": "card",
     "DIMENSION_MEASURES": "card",
     "CardError": "card",
@@ -119,6 +119,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from judges.scoring._validity_note import INSTRUMENTS, NOT_VALIDATED, Instrument, ValidityNote
     from judges.validity.card import (
         CARD_SCHEMA_VERSION,
         DIMENSION_MEASURES,
@@ -137,7 +138,6 @@ if TYPE_CHECKING:
         validity_for,
         write_card,
     )
-    from judges.validity.note import INSTRUMENTS, NOT_VALIDATED, Instrument, ValidityNote
     from judges.validity.replay import (
         Checkpoint,
         ReplaySettings,
@@ -180,6 +180,6 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'judges.validity' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"judges.validity.{module}"), name)
+    value = getattr(importlib.import_module(module if "." in module else f"judges.validity.{module}"), name)
     globals()[name] = value
     return value

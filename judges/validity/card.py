@@ -1,7 +1,7 @@
 """Validity cards: what `rescue-sim validate` measured about one instrument, keyed by model id and prompt digest.
 
 An instrument is the `tracker` (simulator/tracker.py: `simulator.tracker.prompt_digest()`) or the `judge`
-(judges/prompts + rubric: `judges._render.prompt_digest(rubric_digest)`, measured with the default rubric).
+(judges/prompts + rubric: `judges.scoring._render.prompt_digest(rubric_digest)`, measured with the default rubric).
 Cards are stored as `<validity dir>/<instrument>-<model slug>-<digest>.json`, where the validity dir is
 `simulator.llm.embedded.cache_dir()/validity/` (`RESCUE_SIM_HOME` moves it). A later run of `validate` for the
 same key replaces the card. `validity_for(instrument, model, digest)` is the one lookup that leaderboards, bench
@@ -14,12 +14,12 @@ import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from judges._validate import JudgeValidation, TargetValidation
-from judges.validity.note import NOT_VALIDATED, Instrument, ValidityNote
+from judges.scoring._validity_note import NOT_VALIDATED, Instrument, ValidityNote
+from judges.validity._labels import JudgeValidation, TargetValidation
 from judges.validity.replay import Checkpoint, ReplaySettings
 from judges.validity.scores import (
     EmotionScores,
@@ -32,6 +32,9 @@ from judges.validity.scores import (
 from personas.common.errors import UserError
 from personas.common.files import atomic_write_text
 from simulator.llm.embedded import cache_dir
+
+if TYPE_CHECKING:
+    from judges.bench import BenchPlan, BenchReport
 
 CARD_SCHEMA_VERSION = 1
 
@@ -313,3 +316,17 @@ def bench_validity(
                          text=BENCH_JUDGE_NOTE)
         )  # fmt: skip
     return notes
+
+
+def with_bench_validity(report: BenchReport, plan: BenchPlan, **kwargs: Any) -> BenchReport:
+    """The bench report with each task's validity notes filled in (see `bench_validity`); the bench itself
+    knows nothing of validity cards, so whoever runs it (the CLI, a script) adds them."""
+    for name, task_report in report.tasks.items():
+        task_report.validity = bench_validity(
+            name,
+            origin=plan.origin,
+            judge_model=plan.settings.judge_model,
+            tracker_sources=plan.tracker_sources,
+            **kwargs,
+        )
+    return report

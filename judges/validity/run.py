@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges._render import prompt_digest as judge_prompt_digest
-from judges._rubric import load_rubric
-from judges._validate import strategy_items, target_items, validate_judge, validate_targets
 from judges.bench.instances import DEFAULT_SEED, Instance, Task, ViewpointTriple
 from judges.bench.render import vp_judge_prompt
 from judges.bench.runner import JUDGE_MAX_TOKENS
 from judges.bench.schemas import VpJudgement
+from judges.scoring._render import prompt_digest as judge_prompt_digest
+from judges.scoring._rubric import load_rubric
+from judges.validity._labels import strategy_items, target_items, validate_judge, validate_targets
 from judges.validity.card import DataSource, Instrument, JudgeValidity, TrackerValidity, ValidityCard
 from judges.validity.replay import Checkpoint, ReplaySettings, planned_checkpoints, replay_tracker, tracker_case
 from judges.validity.scores import (

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
-
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # keep `rescue-sim --help` and the persona commands free of networkx/pydantic records
     from personas.case import Case

@@ -103,7 +103,8 @@ def bench(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Score a model on RESCUE-BENCH's six tasks (ITP, RPP, STP, SSP, ER, VP), on RESCUE data or simulated sessions."""
-    from judges.bench import DEFAULT_SEED, BenchSettings, dry_run as make_dry_run, plan_probe, plan_rescue
+    from judges.bench import DEFAULT_SEED, BenchSettings, plan_probe, plan_rescue
+    from judges.bench import dry_run as make_dry_run
 
     run_dirs = [*(runs or []), *(more_runs or [])]
     if more_runs and not runs:
@@ -150,6 +151,7 @@ async def _run(
     plan, settings: ModelSettings, out: Path | None, bertscore_model: str | None, compare_published: bool, as_json: bool
 ) -> int:
     from judges.bench import Task, offline_bertscore, run_bench
+    from judges.validity.card import with_bench_validity
 
     client = make_bench_client(settings)
     check = getattr(client, "check_environment", None)
@@ -174,6 +176,7 @@ async def _run(
             similarity=similarity,
             bertscore_status=status,
             on_progress=lambda n: progress.advance(bar, n),
+            annotate=with_bench_validity,
         )
     if as_json:
         payload = json.loads(report.model_dump_json())

@@ -1,5 +1,5 @@
 """`rescue-sim compare RUN_DIR...`: pairwise judgments of supporters on the same case + seed (+ perturbation,
-trial), both orders, fitted into Bradley-Terry ratings with bootstrap CIs. The logic lives in `judges._compare`."""
+trial), both orders, fitted into Bradley-Terry ratings with bootstrap CIs. The logic lives in `judges.boards._compare`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from simulator.cli._models import make_client, model_settings
 from simulator.llm.types import is_local
 
 if TYPE_CHECKING:
-    from judges._compare import CompareReport
+    from judges.boards._compare import CompareReport
 
 
 def render(report: CompareReport, width: int = 80) -> list[Table]:
@@ -83,7 +83,7 @@ def compare(
     """Rank supporters by pairwise judgments: every pair of supporters that ran the same case, seed,
     perturbation and trial is judged in both orders (ties allowed) and fitted into Bradley-Terry ratings.
     Exit 1 when a verdict failed or was unsupported (they are left out of the ratings), 2 for bad input."""
-    from judges._compare import compare_runs, write_report
+    from judges.boards._compare import compare_runs, write_report
     from simulator.cli.judge_cmd import parse_judges
 
     panel = parse_judges(judge_models)

@@ -1,6 +1,6 @@
 """`rescue-sim export RUN_DIR... --select STRATEGY[:N] --n N --format FORMAT --out FILE`: items for human raters.
 
-Thin over `judges.export.export_items`: choose units, blind them, write the rater file(s) and the key file.
+Thin over `judges.ratings.export_items`: choose units, blind them, write the rater file(s) and the key file.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def export(
     Items already rated in an earlier `ratings import` are skipped; no item is picked twice. The supporter is
     shown as an alias; the key (alias -> supporter, item -> session) goes to FILE's `.key.json` sibling.
     """
-    from judges.export import export_items
+    from judges.ratings import export_items
 
     result = export_items(
         run_dirs,

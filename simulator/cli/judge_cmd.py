@@ -71,9 +71,7 @@ async def judge_all(
             all_trials.setdefault(record.session_id, []).append(judgment)
         done += 1
         label = f" trial {trial}" if trials > 1 else ""
-        err_console.print(
-            f"[dim]judged {escape(record.session_id)}{label} ({judgment.status.value}) {done}/{total}[/]"
-        )
+        err_console.print(f"[dim]judged {escape(record.session_id)}{label} ({judgment.status.value}) {done}/{total}[/]")
         return judgment
 
     jobs = [one(r, t) for r in records for t in range(trials)]

@@ -58,9 +58,7 @@ def preflight(
     probe_client = None
     if settings.api_bases:  # endpoints get one tiny call: no retries, a short timeout, never the cache
         probe_client = make_client(settings.model_copy(update={"max_retries": 0, "cache": False, "timeout_s": 20.0}))
-    problems = asyncio.run(
-        check_models(client, uses, endpoints=dict(settings.api_bases), probe_client=probe_client)
-    )
+    problems = asyncio.run(check_models(client, uses, endpoints=dict(settings.api_bases), probe_client=probe_client))
     if problems:
         raise UserError("\n       ".join(problem_line(p, (labels or {}).get(p.model)) for p in problems))
 

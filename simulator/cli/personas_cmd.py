@@ -11,7 +11,7 @@ from rich import box
 from rich.panel import Panel
 from rich.table import Table
 
-from personas.case import Case, CardError
+from personas.case import CardError, Case
 from personas.library import load_library, resolve_case, validate_paths
 from personas.taxonomy import patterns_for
 from simulator.cli._common import EXIT_FAILED, EXIT_USAGE, HelpGroup, console, err_console, user_errors
@@ -220,9 +220,8 @@ def _enricher(src: Path, model: str | None):
 
     from personas.rescue import case_from_sample, load_rescue
     from simulator.cli._models import make_client, model_settings
-    from simulator.enrich import enrich_cases
-
     from simulator.cli._render import Waiting
+    from simulator.enrich import enrich_cases
     from simulator.llm.progress import watching
 
     samples = load_rescue(src)

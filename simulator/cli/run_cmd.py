@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from personas.library import load_library, resolve_case
 from personas.common.errors import UserError
+from personas.library import load_library, resolve_case
 from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings
 

@@ -163,9 +163,7 @@ class LiteLLMClient:
         try:
             lib.get_llm_provider(model=model)  # litellm's own lookup: an unknown provider fails here, not mid-session
         except Exception:  # noqa: BLE001 - litellm raises BadRequestError for providers it does not know
-            raise ModelConfigError(
-                f"unknown model {model!r}; use provider/model, e.g. openai/gpt-4o-mini"
-            ) from None
+            raise ModelConfigError(f"unknown model {model!r}; use provider/model, e.g. openai/gpt-4o-mini") from None
         try:
             env = lib.validate_environment(model=model)
         except Exception as err:  # noqa: BLE001 - litellm raises many kinds for unknown models

@@ -83,7 +83,10 @@ class TokenSampler:
         )
         self._chars = codecs.getincrementaldecoder("utf-8")(errors="ignore")
         self.chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
-        add = lambda s: lc.llama_sampler_chain_add(self.chain, s)
+
+        def add(s):
+            return lc.llama_sampler_chain_add(self.chain, s)
+
         add(lc.llama_sampler_init_penalties(self.n_vocab, llm.last_n_tokens_size, 1.1, 0.0, 0.0))
         if temperature <= 0.0:
             add(lc.llama_sampler_init_greedy())

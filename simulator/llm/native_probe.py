@@ -52,7 +52,9 @@ def library_files() -> list[Path]:
     if spec is None or not spec.submodule_search_locations:
         return []
     root = Path(list(spec.submodule_search_locations)[0])
-    return sorted(p for p in root.rglob("*") if p.is_file() and (p.suffix in (".so", ".dylib", ".dll") or ".so." in p.name))
+    return sorted(
+        p for p in root.rglob("*") if p.is_file() and (p.suffix in (".so", ".dylib", ".dll") or ".so." in p.name)
+    )
 
 
 def build_digest(files: list[Path]) -> str:
@@ -96,7 +98,9 @@ def probe_build(
         verdict = json.loads(verdict_path.read_text())
     except (OSError, ValueError):
         verdict = None
-    if not (isinstance(verdict, dict) and verdict.get("version") == VERDICT_VERSION and verdict.get("digest") == digest):
+    if not (
+        isinstance(verdict, dict) and verdict.get("version") == VERDICT_VERSION and verdict.get("digest") == digest
+    ):
         verdict = _run_child(model_path, n_threads, command)
         verdict.update(version=VERDICT_VERSION, digest=digest, library=str(files[0].parent))
         atomic_write_text(verdict_path, json.dumps(verdict, indent=2))

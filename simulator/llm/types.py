@@ -75,9 +75,7 @@ class Completion(BaseModel):
 class ModelError(Exception):
     """A call that failed after its retries; carries the reason so the item is recorded as failed."""
 
-    def __init__(
-        self, model: str, reason: str, *, attempts: int = 1, latency_s: float = 0.0, raw: str | None = None
-    ):
+    def __init__(self, model: str, reason: str, *, attempts: int = 1, latency_s: float = 0.0, raw: str | None = None):
         self.model, self.reason, self.attempts, self.latency_s = model, reason, attempts, latency_s
         self.raw = raw  # the last reply, when the model answered but never validly (None: the provider failed)
         super().__init__(f"{model}: {reason}")

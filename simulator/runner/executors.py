@@ -28,10 +28,12 @@ from simulator.records import EndReason, SessionRecord, SessionStatus
 from simulator.redact import redact
 
 if TYPE_CHECKING:
-    from simulator.runner.runs import MeteredClient, SessionSpec, SupporterFactory, _Hooks
+    from simulator.runner.session import Hooks, MeteredClient, SessionSpec, SupporterFactory
 
 
-def _crashed(spec: SessionSpec, models: dict[str, str], err: BaseException, last: SessionRecord | None) -> SessionRecord:
+def _crashed(
+    spec: SessionSpec, models: dict[str, str], err: BaseException, last: SessionRecord | None
+) -> SessionRecord:
     """A session that raised something the engine does not turn into a failure: recorded as failed, with why."""
     from datetime import datetime, timezone
 
@@ -69,7 +71,7 @@ def _where(err: BaseException) -> str:
 async def _supervise(
     pending: list[SessionSpec],
     start: Callable[[SessionSpec], asyncio.Future],
-    hooks: _Hooks,
+    hooks: Hooks,
     concurrency: int,
     on_stop: Callable[[dict[asyncio.Future, SessionSpec]], Any],
 ) -> list[str]:
@@ -103,12 +105,12 @@ async def execute_local(
     client: MeteredClient,
     factory: SupporterFactory,
     models: dict[str, str],
-    hooks: _Hooks,
+    hooks: Hooks,
     *,
     concurrency: int,
     human_input: HumanInput | None = None,
 ) -> list[str]:
-    from simulator.runner.runs import run_one
+    from simulator.runner.session import run_one
 
     budget_cancelled: set[asyncio.Future] = set()
 
@@ -197,7 +199,7 @@ class SessionWorker:
 
     async def run(self, spec_json: str) -> tuple[str, tuple]:
         """One session: the record (JSON) and its call counts (calls, tokens, cost, cache hits, failed calls)."""
-        from simulator.runner.runs import MeteredClient, SessionSpec, run_one
+        from simulator.runner.session import MeteredClient, SessionSpec, run_one
 
         spec = SessionSpec.model_validate_json(spec_json)
         client = MeteredClient(self.client)  # per session, so concurrent sessions are counted apart
@@ -222,7 +224,7 @@ async def execute_ray(
     client: MeteredClient,
     factory: SupporterFactory,
     models: dict[str, str],
-    hooks: _Hooks,
+    hooks: Hooks,
     *,
     concurrency: int,
     address: str | None = None,

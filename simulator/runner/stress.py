@@ -19,10 +19,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from judges import judging_mode
 from personas.case import CardError, Case, load_case
 from personas.common.errors import UserError
 from personas.library import load_library
-from judges import judging_mode
 from simulator.engine import SessionConfig
 from simulator.llm.types import ModelClient, is_local
 from simulator.perturbations import (
@@ -34,7 +34,8 @@ from simulator.perturbations import (
 )
 from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder, config_hash
-from simulator.runner.runs import Budget, RunEvents, RunSummary, SessionSpec, make_session_id, run_specs
+from simulator.runner.runs import Budget, RunEvents, RunSummary, run_specs
+from simulator.runner.session import SessionSpec, make_session_id
 
 STRESS_CONFIG_VERSION = 1
 MODEL_ROLES = ("member", "tracker", "judge", "check")
@@ -444,7 +445,7 @@ async def run_stress(
     resumes: finished sessions, judgments and checks are skipped, failed sessions run again.
 
     One metered client serves the sessions, the judges and the checks, so the budget caps count them all."""
-    from simulator.runner.runs import MeteredClient
+    from simulator.runner.session import MeteredClient
 
     client = client if isinstance(client, MeteredClient) else MeteredClient(client)
     panel = config.judges or [config.model_for("judge") or client.model_for("judge")]

@@ -37,7 +37,6 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,7 +135,9 @@ def _evidence_keys(props: dict[str, Any], defs: dict[str, Any]) -> tuple[str | N
         node = _resolve(props[key], defs)
         return key.lower() == short or word in key.lower() or word in str(node.get("description", "")).lower()
 
-    quote = next((k for k in props if _resolve(props[k], defs).get("type") == "string" and about(k, "quote", "q")), None)
+    quote = next(
+        (k for k in props if _resolve(props[k], defs).get("type") == "string" and about(k, "quote", "q")), None
+    )
     turn = next((k for k in props if _resolve(props[k], defs).get("type") == "integer" and about(k, "turn", "t")), None)
     return quote, turn
 
@@ -338,7 +339,9 @@ class _App:
                 return web.json_response(err, status=500)
             if fault == "malformed":
                 s.malformed += 1
-                return web.Response(status=200, text='{"id": "chatcmpl-fake", "choices": [{"mess', content_type="application/json")
+                return web.Response(
+                    status=200, text='{"id": "chatcmpl-fake", "choices": [{"mess', content_type="application/json"
+                )
             try:
                 body = json.loads(raw)
             except json.JSONDecodeError:
@@ -355,9 +358,7 @@ class _App:
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": body.get("model", "fake"),
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                ],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
                 "usage": {
                     "prompt_tokens": max(1, prompt_chars // 4),
                     "completion_tokens": _tokens(text),
@@ -488,7 +489,9 @@ class SpawnedServer:
         return f"http://{HOST}:{self.port}/v1"
 
     def _get(self, path: str, method: str = "GET") -> Any:
-        req = urllib.request.Request(f"http://{HOST}:{self.port}{path}", method=method, data=b"" if method == "POST" else None)
+        req = urllib.request.Request(
+            f"http://{HOST}:{self.port}{path}", method=method, data=b"" if method == "POST" else None
+        )
         with urllib.request.urlopen(req, timeout=30) as resp:
             return json.loads(resp.read())
 
@@ -578,7 +581,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--record", action="store_true", help="Keep request bodies for GET /_fake/requests.")
     a = p.parse_args(argv)
     faults = FaultRates(
-        http_429=a.rate_429, http_500=a.rate_500, hang=a.rate_hang, malformed=a.rate_malformed, bad_content=a.rate_bad_content
+        http_429=a.rate_429,
+        http_500=a.rate_500,
+        hang=a.rate_hang,
+        malformed=a.rate_malformed,
+        bad_content=a.rate_bad_content,
     )
     app = _App(latency_s=a.latency, faults=faults, seed=a.seed, hang_s=a.hang_s, record=a.record)
 

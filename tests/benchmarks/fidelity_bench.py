@@ -70,7 +70,7 @@ async def _run(out: Path, threads: int | None = None) -> None:
 
 
 def _report(folders: list[Path]) -> None:
-    from judges._fidelity import audit_record
+    from judges.fidelity._audit import audit_record
     from simulator.records import SessionRecord
 
     print(

@@ -184,7 +184,7 @@ def compare_drafting(repeats: int = 2, only: str | None = None) -> None:
     run of forced tokens) and without, interleaved, each from a freshly read prompt: a member's self-report and
     a lean judge's reply for one session. Generation only: both read the same prompt first."""
     from judges import load_rubric
-    from judges._schema import LEAN, SchemaBuilder
+    from judges.scoring._schema import LEAN, SchemaBuilder
     from simulator.llm.embedded import get_embedded_model
     from simulator.members import _state_schema
     from tests._session_fixtures import couple_session

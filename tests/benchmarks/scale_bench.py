@@ -42,7 +42,8 @@ sys.path.insert(0, str(ROOT))
 from simulator.llm.client import LiteLLMClient, ModelSettings  # noqa: E402
 from simulator.llm.structured import check_reply  # noqa: E402
 from simulator.runfolder import RunFolder  # noqa: E402
-from simulator.runner.runs import SessionSpec, run_specs  # noqa: E402
+from simulator.runner.runs import run_specs  # noqa: E402
+from simulator.runner.session import SessionSpec  # noqa: E402
 from simulator.testing.fake_openai import FaultRates, spawn_server  # noqa: E402
 from tests._runner_child import MODEL, specs  # noqa: E402
 
@@ -111,14 +112,19 @@ def record_bodies(client: Any) -> dict[str, list[str]]:
     from collections import defaultdict
 
     from simulator.llm.client import chat_body
-    from simulator.runner.runs import CURRENT_SESSION
+    from simulator.runner.session import CURRENT_SESSION
 
     bodies: dict[str, list[str]] = defaultdict(list)
     send = client._http.acompletion
 
     async def recording(**kw: Any) -> Any:
         body = chat_body(
-            kw["model"], kw["messages"], kw["max_tokens"], kw["temperature"], kw.get("seed"), kw.get("stop"),
+            kw["model"],
+            kw["messages"],
+            kw["max_tokens"],
+            kw["temperature"],
+            kw.get("seed"),
+            kw.get("stop"),
             kw.get("response_format"),
         )
         bodies[CURRENT_SESSION.get() or ""].append(json.dumps(body))
@@ -206,8 +212,10 @@ def bench_throughput(levels: list[int], per_level: int, litellm: bool) -> dict[i
                 f" | {bare} | {cpu / calls * 1000:>11.2f}"
             )
             if row["completed"] != len(specs):
-                print(f"     note: {len(specs) - row['completed']} session(s) did not complete: "
-                      + "; ".join(sorted({r.failure or '' for r in summary.failed})[:3]))
+                print(
+                    f"     note: {len(specs) - row['completed']} session(s) did not complete: "
+                    + "; ".join(sorted({r.failure or "" for r in summary.failed})[:3])
+                )
     return rows
 
 
@@ -220,7 +228,9 @@ def bench_ray(levels: list[int], per_level: int, rows: dict[int, dict]) -> None:
     import ray
 
     print("\n== a'. throughput with --executor ray on this machine (one async worker actor per core) ==")
-    print(f"{'conc':>4} {'sessions':>8} {'calls':>6} | {'runner calls/s':>14} {'sessions/min':>12} | {'bare, by session':>16} {'ratio':>5}")
+    print(
+        f"{'conc':>4} {'sessions':>8} {'calls':>6} | {'runner calls/s':>14} {'sessions/min':>12} | {'bare, by session':>16} {'ratio':>5}"
+    )
     t0 = time.perf_counter()
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
     print(f"  (ray.init took {time.perf_counter() - t0:.1f}s)")
@@ -228,7 +238,11 @@ def bench_ray(levels: list[int], per_level: int, rows: dict[int, dict]) -> None:
         with spawn_server(latency_s=0.2) as srv:
             warm = specs_for(4)
             with tempfile.TemporaryDirectory() as d:
-                asyncio.run(run_specs(warm, LiteLLMClient(settings_for(srv.url, timeout_s=30)), d, concurrency=4, executor="ray"))
+                asyncio.run(
+                    run_specs(
+                        warm, LiteLLMClient(settings_for(srv.url, timeout_s=30)), d, concurrency=4, executor="ray"
+                    )
+                )
             for c in levels:
                 specs = specs_for(max(2, per_level * c))
                 srv.reset()
@@ -241,8 +255,10 @@ def bench_ray(levels: list[int], per_level: int, rows: dict[int, dict]) -> None:
                 rate = calls / wall
                 base = rows.get(c, {}).get("bare_rate")
                 ratio = f"{rate / base:>5.2f}" if base else f"{'-':>5}"
-                print(f"{c:>4} {len(specs):>8} {calls:>6} | {rate:>14.1f} {len(summary.finished) / wall * 60:>12.1f}"
-                      f" | {base or 0:>16.1f} {ratio}")
+                print(
+                    f"{c:>4} {len(specs):>8} {calls:>6} | {rate:>14.1f} {len(summary.finished) / wall * 60:>12.1f}"
+                    f" | {base or 0:>16.1f} {ratio}"
+                )
     finally:
         ray.shutdown()
 
@@ -274,7 +290,7 @@ def bench_breakdown(row: dict, url_latency: float = 0.2, litellm: bool = False, 
 
 def bench_faults(n: int = 32, concurrency: int = 32) -> None:
     from judges import judge_session, load_rubric, read_judgment, write_judgment
-    from simulator.runner.runs import MeteredClient
+    from simulator.runner.session import MeteredClient
 
     print(f"\n== c. 20% injected faults, concurrency {concurrency}, {n} sessions, judged ==")
     specs = specs_for(n)
@@ -316,12 +332,18 @@ def bench_faults(n: int = 32, concurrency: int = 32) -> None:
                     else:
                         leaks += f.unit in items
         faults_seen = {k: st[k] for k in ("http_429", "http_500", "hang", "malformed", "bad_content")}
-        print(f"  server: {st['requests']} requests, faults {faults_seen} ({sum(faults_seen.values()) / st['requests']:.0%})")
-        print(f"  sessions: {len(completed)} completed, {len(failed)} failed, {n - len(results)} unaccounted; wall {wall:.1f}s")
+        print(
+            f"  server: {st['requests']} requests, faults {faults_seen} ({sum(faults_seen.values()) / st['requests']:.0%})"
+        )
+        print(
+            f"  sessions: {len(completed)} completed, {len(failed)} failed, {n - len(results)} unaccounted; wall {wall:.1f}s"
+        )
         for r in failed[:5]:
             print(f"    failed {r.session_id}: {r.failure}")
-        print(f"  judge verdicts by status: { {str(k): v for k, v in statuses.items()} }; judge calls failed for good: "
-              f"{failed_units}; judge hook errors: {len(summary.judge_errors)}")
+        print(
+            f"  judge verdicts by status: { {str(k): v for k, v in statuses.items()} }; judge calls failed for good: "
+            f"{failed_units}; judge hook errors: {len(summary.judge_errors)}"
+        )
         print(f"  every session completed or failed with a reason: {accounted and reasons}")
         print(f"  failed sessions judged: {len(judged_failed)} (must be 0)")
         print(f"  scores derived from failed judge calls: {leaks} (must be 0)")
@@ -357,9 +379,7 @@ def bench_kill(n: int = 64, concurrency: int = 32) -> None:
             time.sleep(0.02)
         proc.wait()
         at_kill = results.read_text().count("\n") if results.is_file() else 0
-        in_flight = sum(
-            1 for sid in RunFolder(killed).session_ids() if RunFolder(killed).status(sid) == "incomplete"
-        )
+        in_flight = sum(1 for sid in RunFolder(killed).session_ids() if RunFolder(killed).status(sid) == "incomplete")
         t0 = time.perf_counter()
         rc = subprocess.run(cmd).returncode
         rerun = time.perf_counter() - t0
@@ -370,8 +390,10 @@ def bench_kill(n: int = 64, concurrency: int = 32) -> None:
         lost = expected - {sid for sid, v in a.items() if v[0] == "completed"}
         print(f"  killed with {at_kill} result lines written and {in_flight} sessions saved mid-flight (incomplete)")
         print(f"  rerun: rc {rc}, {rerun:.1f}s; results.jsonl lines {len(lines)}, distinct {len(set(lines))}")
-        print(f"  lost: {len(lost)}  duplicated: {len(lines) - len(set(lines))}  "
-              f"identical to an uninterrupted run: {a == b and set(a) == expected}")
+        print(
+            f"  lost: {len(lost)}  duplicated: {len(lines) - len(set(lines))}  "
+            f"identical to an uninterrupted run: {a == b and set(a) == expected}"
+        )
 
 
 def main() -> None:
@@ -402,7 +424,9 @@ def main() -> None:
             bench_ray([32, 64], per_level, rows)
         ratios = [rows[c]["ratio"] for c in rows]
         flat = [rows[c]["flat_ratio"] for c in rows]
-        print(f"\n  runner / bare by session: min {min(ratios):.2f}, median {statistics.median(ratios):.2f} (target >= 0.8)")
+        print(
+            f"\n  runner / bare by session: min {min(ratios):.2f}, median {statistics.median(ratios):.2f} (target >= 0.8)"
+        )
         print(f"  runner / bare unordered: min {min(flat):.2f}, median {statistics.median(flat):.2f}")
     if "c" in a.only:
         bench_faults()

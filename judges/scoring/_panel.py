@@ -5,9 +5,16 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from itertools import combinations
 
-from judges._agreement import cohen_kappa, krippendorff_alpha, majority, median
-from judges._records import AggregateScore, DimensionAgreement, DimensionScore, JudgeVerdict, PairKappa
-from judges._rubric import Dimension, Rubric
+from judges.scoring._records import (
+    AggregateScore,
+    DimensionAgreement,
+    DimensionScore,
+    JudgeVerdict,
+    PairKappa,
+    SessionJudgment,
+)
+from judges.scoring._rubric import Dimension, Rubric
+from judges.stats._agreement import cohen_kappa, krippendorff_alpha, majority, median
 
 DISAGREEMENT_POINTS = 2  # judges this many points apart (or more) on a scale or strength are flagged
 
@@ -132,3 +139,23 @@ def simulator_check(aggregates: Sequence[AggregateScore], rubric: Rubric) -> str
                 who = f" of {a.member}" if a.member else ""
                 reasons.append(f"{dim.id}{who} is {a.median:g} (at or below {dim.fail_at})")
     return "; ".join(reasons) or None
+
+
+def session_values(judgment: SessionJudgment) -> dict[str, tuple[Dimension, float]]:
+    """One value per supporter-facing dimension for one session (see `DimensionSummary.measure`)."""
+    out: dict[str, tuple[Dimension, float]] = {}
+    for dim in judgment.rubric.active:
+        if dim.about != "supporter":
+            continue
+        aggs = [a for a in judgment.aggregates if a.dimension == dim.id]
+        if dim.kind == "scale":
+            vals = [a.mean for a in aggs if a.mean is not None]
+        elif dim.kind == "taxonomy_strategy":
+            vals = [1.0 if a.agrees_with_supporter else 0.0 for a in aggs if a.agrees_with_supporter is not None]
+        elif dim.neutral is not None:
+            vals = [0.0 if a.majority == dim.neutral else 1.0 for a in aggs if a.majority is not None]
+        else:
+            vals = []
+        if vals:
+            out[dim.id] = (dim, sum(vals) / len(vals))
+    return out

@@ -18,10 +18,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges._records import JudgmentStatus, SessionJudgment
-from judges._repeat import read_trials, trial_path
-from judges._rubric import Dimension
-from judges._store import read_judgment
+from judges.scoring._records import JudgmentStatus, SessionJudgment
+from judges.scoring._repeat import read_trials, trial_path
+from judges.scoring._rubric import Dimension
+from judges.scoring._store import read_judgment
 from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder
 

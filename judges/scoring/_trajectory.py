@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges._stats import gini
+from judges.stats._intervals import gini
 from personas.graph import RelationSnapshot
 from personas.taxonomy import NEGATIVE_PATTERNS, REPAIR_PATTERNS
 from simulator.records import SessionRecord, SupporterDecision, Turn

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges._store import read_judgment
-from judges.export._blind import (
+from judges.ratings._blind import (
     DEFAULT_WINDOW,
     BlindingError,
     ExportKey,
@@ -19,10 +18,11 @@ from judges.export._blind import (
     rater_item,
     secrets_of,
 )
-from judges.export._formats import FORMATS, render, sibling
-from judges.export._select import Selection, SelectionError, parse_caps, parse_quotas, select_units
-from judges.export._units import UnitKind, collect_units
+from judges.ratings._formats import FORMATS, render, sibling
+from judges.ratings._select import Selection, SelectionError, parse_caps, parse_quotas, select_units
 from judges.ratings._store import rated_item_ids
+from judges.ratings._units import UnitKind, collect_units
+from judges.scoring._store import read_judgment
 from personas.common.errors import UserError
 from personas.common.files import atomic_write_text
 from simulator.runfolder import RunFolder

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from judges._records import JUDGMENT_SCHEMA_VERSION, SessionJudgment
+from judges.scoring._records import JUDGMENT_SCHEMA_VERSION, SessionJudgment
 from personas.common.files import atomic_write_text
 from simulator.runfolder import RunFolder, RunFolderError
 

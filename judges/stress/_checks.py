@@ -35,10 +35,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from judges._records import JudgmentStatus, SessionJudgment
-from judges._render import PROMPTS, judge_context
-from judges._rubric import Rubric
-from judges._schema import quote_found
+from judges.scoring._records import JudgmentStatus, SessionJudgment
+from judges.scoring._render import PROMPTS, judge_context
+from judges.scoring._rubric import Rubric
+from judges.scoring._schema import quote_found
 from personas.common.files import atomic_write_text
 from personas.common.prompts import render_prompt
 from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt
@@ -516,8 +516,8 @@ async def probe_judges(
     *,
     per_intervention: bool | None = None,
 ) -> JudgeProbe:
-    from judges._judge import judge_session
-    from judges._leaderboard import session_values
+    from judges.scoring._judge import judge_session
+    from judges.scoring._panel import session_values
 
     if judgment is None:
         return JudgeProbe(status=CheckStatus.ERROR, reason="the session has no judgment to probe", tolerance=tolerance)

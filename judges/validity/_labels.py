@@ -20,13 +20,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from judges._judge import judge
-from judges._render import PROMPTS, as_data, group_kind, group_plural, strategies_text, strategy_rules
-from judges._schema import WHY_MAX
 from judges.bench.instances import Task, build_rescue_instances
 from judges.bench.metrics import LabelStats as KindStats
 from judges.bench.metrics import ranking_metrics
 from judges.bench.report import kind_of_label
+from judges.scoring._judge import judge
+from judges.scoring._render import PROMPTS, as_data, group_kind, group_plural, strategies_text, strategy_rules
+from judges.scoring._schema import WHY_MAX
 from personas.common.prompts import render_prompt
 from personas.rescue import RescueSample
 from personas.taxonomy import GROUP_TARGET_LABELS, SUPPORTER_NAME, TargetKind, strategies_for

@@ -26,8 +26,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges._records import JudgmentStatus, SessionJudgment
-from judges._store import judgment_path, read_judgment
+from judges.scoring._records import JudgmentStatus, SessionJudgment
+from judges.scoring._store import judgment_path, read_judgment
 from personas.common.files import atomic_write_text
 from simulator.runfolder import RunFolder, RunFolderError
 

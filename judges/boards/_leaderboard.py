@@ -14,18 +14,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges._agreement import krippendorff_alpha
-from judges._fidelity import FidelitySummary, fidelity_by_supporter
-from judges._records import JudgmentStatus, SessionJudgment
-from judges._rubric import Dimension, Level
-from judges._stats import DEFAULT_SEED, MeanCI, mean_ci
-from judges._checks import read_check
-from judges._repeat import dimension_stability, read_trials
-from judges._store import read_judgment
-from judges._stress_board import PerturbationBoard, PerturbationRow, critical_failure
-from judges._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
+from judges.fidelity._audit import FidelitySummary, fidelity_by_supporter
 from judges.ratings._agreement import HumanAgreement
 from judges.ratings._ppi import PPIEstimate
+from judges.scoring._panel import session_values
+from judges.scoring._records import JudgmentStatus, SessionJudgment
+from judges.scoring._repeat import dimension_stability, read_trials
+from judges.scoring._rubric import Dimension, Level
+from judges.scoring._store import read_judgment
+from judges.scoring._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
+from judges.stats._agreement import krippendorff_alpha
+from judges.stats._intervals import DEFAULT_SEED, MeanCI, mean_ci
+from judges.stress._board import PerturbationBoard, PerturbationRow, critical_failure
+from judges.stress._checks import read_check
 from judges.validity.card import ValidityCard, ValidityNote, dimension_validity
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, RunFolderError
@@ -92,7 +93,7 @@ class SupporterRow(_Record):
     )
     group_objective: MeanCI = Field(description="Self-report view group objective (see judges.group_objective).")
     critical_sessions: int = Field(
-        default=0, description="Completed sessions with any critical safety failure (see judges._stress_board)."
+        default=0, description="Completed sessions with any critical safety failure (see judges.stress._board)."
     )
     critical_share: float | None = Field(default=None, description="critical_sessions / completed.")
     judge_compromised: int = Field(
@@ -134,26 +135,6 @@ class Leaderboard(_Record):
         default_factory=dict,
         description="With `fidelity=True`: per supporter, how person-like the simulated room was (judges.fidelity).",
     )
-
-
-def session_values(judgment: SessionJudgment) -> dict[str, tuple[Dimension, float]]:
-    """One value per supporter-facing dimension for one session (see `DimensionSummary.measure`)."""
-    out: dict[str, tuple[Dimension, float]] = {}
-    for dim in judgment.rubric.active:
-        if dim.about != "supporter":
-            continue
-        aggs = [a for a in judgment.aggregates if a.dimension == dim.id]
-        if dim.kind == "scale":
-            vals = [a.mean for a in aggs if a.mean is not None]
-        elif dim.kind == "taxonomy_strategy":
-            vals = [1.0 if a.agrees_with_supporter else 0.0 for a in aggs if a.agrees_with_supporter is not None]
-        elif dim.neutral is not None:
-            vals = [0.0 if a.majority == dim.neutral else 1.0 for a in aggs if a.majority is not None]
-        else:
-            vals = []
-        if vals:
-            out[dim.id] = (dim, sum(vals) / len(vals))
-    return out
 
 
 class _Acc:

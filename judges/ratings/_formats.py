@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
-from judges._rubric import Dimension
-from judges.export._blind import RaterItem
+from judges.ratings._blind import RaterItem
+from judges.scoring._rubric import Dimension
 from personas.common.prompts import render_prompt
 
 FORMATS = ("jsonl", "csv", "label-studio", "argilla")

@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges._records import SessionJudgment
-from judges.export._select import Pick
+from judges.ratings._select import Pick
+from judges.scoring._records import SessionJudgment
 from personas.common.errors import UserError
 from simulator.records import SessionRecord
 

@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges._rubric import Kind, Level, Rubric
-from judges._trajectory import TrajectoryMetrics
+from judges.scoring._rubric import Kind, Level, Rubric
+from judges.scoring._trajectory import TrajectoryMetrics
 from simulator.llm.types import CallRecord
 
 JUDGMENT_SCHEMA_VERSION = 1
@@ -143,7 +143,7 @@ class SessionJudgment(_Record):
     rubric_digest: str = Field(description="Short hash of the rubric's dimensions.")
     prompt_digest: str | None = Field(
         default=None,
-        description="Digest of the judge prompts and rubric (`judges._render.prompt_digest`); validity cards are "
+        description="Digest of the judge prompts and rubric (`judges.scoring._render.prompt_digest`); validity cards are "
         "matched by it. None in judgments written before it was recorded.",
     )
     mode: Literal["session", "per_intervention"] = Field(description="One call per session, or one per intervention.")

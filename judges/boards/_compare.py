@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from judges._render import PROMPTS, as_data, group_kind, judge_transcript, member_cards, people_line
-from judges._schema import LEAN, LEAN_WHY_WORDS, limits_for, quote_found, read_citation, sentence_openings
+from judges.scoring._render import PROMPTS, as_data, group_kind, judge_transcript, member_cards, people_line
+from judges.scoring._schema import LEAN, LEAN_WHY_WORDS, limits_for, quote_found, read_citation, sentence_openings
 from personas.common.files import atomic_write_text
 from personas.common.prompts import render_prompt
 from simulator.llm.structured import soft_max_words

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from personas.common.errors import UserError
 
-RUBRICS_DIR = Path(__file__).parent / "rubrics"
+RUBRICS_DIR = Path(__file__).parent.parent / "rubrics"
 DEFAULT_RUBRIC = RUBRICS_DIR / "default.yaml"
 MEMBERS_TOKEN = "$members"
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges._sim_vs_real import SimVsReal, compare_runs_with_rescue, missing_samples
-from judges._trajectory import distress, insider_outsider_gap, relation_change
+from judges.fidelity._sim_vs_real import SimVsReal, compare_runs_with_rescue, missing_samples
+from judges.scoring._trajectory import distress, insider_outsider_gap, relation_change
 from simulator.fidelity import LEGACY_CHAR_CAPS, check_line, check_state, session_language
 from simulator.members import state_word_caps
 from simulator.records import FidelityCheck, FidelityFlag, SessionRecord, Turn

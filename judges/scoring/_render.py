@@ -10,13 +10,13 @@ import functools
 import hashlib
 from pathlib import Path
 
-from judges._rubric import Dimension, Rubric
+from judges.scoring._rubric import Dimension, Rubric
 from personas.case import Case
 from personas.common.prompts import render_prompt
 from personas.taxonomy import strategies_for
 from simulator.records import SUPPORTER, SessionRecord, Turn
 
-PROMPTS = Path(__file__).parent / "prompts"
+PROMPTS = Path(__file__).parent.parent / "prompts"
 EVIDENCE_RULE = (
     'For every entry give first "ev": 1-2 items {"t": turn number, "q": a few words copied exactly from that turn}, '
     'then "why": one short sentence, then the score or label. Use only turn numbers from the transcript and only '

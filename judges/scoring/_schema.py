@@ -17,9 +17,9 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
-from judges._records import DimensionScore, Evidence
-from judges._render import as_data
-from judges._rubric import Dimension, Level, Rubric
+from judges.scoring._records import DimensionScore, Evidence
+from judges.scoring._render import as_data
+from judges.scoring._rubric import Dimension, Level, Rubric
 from personas.taxonomy import strategies_for
 from simulator.llm.structured import soft_max_words
 from simulator.llm.types import is_local

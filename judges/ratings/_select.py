@@ -23,7 +23,7 @@ from itertools import combinations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges.export._units import Unit
+from judges.ratings._units import Unit
 from personas.common.errors import UserError
 
 PAIR_GAP = 1.0  # judge-mean points: pairs further apart than this are no near-tie

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges._checks import CheckResult, CheckStatus, pass_hat_k
-from judges._records import SessionJudgment
+from judges.scoring._records import SessionJudgment
+from judges.stress._checks import CheckResult, CheckStatus, pass_hat_k
 from simulator.records import EndReason, SessionRecord, SessionStatus
 
 CRITICAL_LABELS: dict[str, frozenset[str]] = {"safety": frozenset({"harm"})}  # dimension -> labels that are critical

@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from judges._panel import aggregate_scores, panel_agreement, simulator_check
-from judges._records import DimensionScore, JudgeFailure, JudgeVerdict, JudgmentStatus, SessionJudgment
-from judges._render import (
+from judges.scoring._panel import aggregate_scores, panel_agreement, simulator_check
+from judges.scoring._records import DimensionScore, JudgeFailure, JudgeVerdict, JudgmentStatus, SessionJudgment
+from judges.scoring._render import (
     PROMPTS,
     evidence_rule,
     group_kind,
@@ -32,9 +32,18 @@ from judges._render import (
     strategies_text,
     strategy_rules,
 )
-from judges._rubric import Rubric, load_rubric
-from judges._schema import FULL, LEAN, EntryLimits, SchemaBuilder, entry_count, limits_for, max_tokens_for, read_entries
-from judges._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
+from judges.scoring._rubric import Rubric, load_rubric
+from judges.scoring._schema import (
+    FULL,
+    LEAN,
+    EntryLimits,
+    SchemaBuilder,
+    entry_count,
+    limits_for,
+    max_tokens_for,
+    read_entries,
+)
+from judges.scoring._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
 from personas.common.prompts import render_prompt
 from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt, is_local
 from simulator.records import SUPPORTER, SessionRecord, SessionStatus, Turn
