@@ -181,6 +181,49 @@ class SafetyEvent(_Record):
     checks: list[SafetyCheck] = Field(default_factory=list, description="Verdicts on each later supporter turn.")
 
 
+class DeliveryStatus(StrEnum):
+    """Whether a perturbation's stressor was actually said in the room (not just directed)."""
+
+    DELIVERED = "delivered"  # the directed member's line says it (a fact, or the check model's quote from it)
+    DIRECTED_NOT_SAID = "directed_not_said"  # directed, but the line does not say it: a simulator fault
+    NOT_PLAYED = "not_played"  # the session ended (or failed) before the directed member turn
+
+
+class StressorDelivery(_Record):
+    """The verdict on one stressor after its directed member turn: facts first, then the check model."""
+
+    perturbation: str = Field(description="Name of the perturbation.")
+    turn: int | None = Field(default=None, description="The directed member turn; None when it never came.")
+    member: str | None = Field(default=None, description="The member who was directed.")
+    status: DeliveryStatus
+    quote: str = Field(default="", description="Words of that member's line that say the stressor (found in it).")
+    reason: str = Field(default="", description="One line: why this verdict (which fact, or the model's reason).")
+    by: Literal["fact", "model", "none"] = Field(default="none", description="What decided: a fact or the model.")
+    calls: list[CallRecord] = Field(default_factory=list, description="Check-model calls behind the verdict.")
+
+
+class FaultKind(StrEnum):
+    """Ways the simulated room can malfunction; a supporter is never credited or blamed for them."""
+
+    STRESSOR_NOT_SAID = "stressor_not_said"
+    OUT_OF_ROLE = "out_of_role"  # a member speaking as the counsellor or not as themself
+    SPEAKS_FOR_ANOTHER = "speaks_for_another"
+    REPEAT_AFTER_REASK = "repeat_after_reask"
+    LANGUAGE_SWITCH = "language_switch"
+    TRACKER_FAILURE = "tracker_failure"
+    FIDELITY_FLAGS = "fidelity_flags"  # accepted member turns carrying fidelity flags over the threshold
+
+
+class SimulatorFault(_Record):
+    """One malfunction of the simulated family, with where it happened and the words that show it."""
+
+    kind: FaultKind
+    turn: int | None = Field(default=None, description="The turn it shows in; None for session-wide faults.")
+    member: str | None = Field(default=None, description="The member (or role) at fault, when one is.")
+    quote: str = Field(default="", description="The words that show it, from the record.")
+    detail: str = Field(description="One line: what went wrong.")
+
+
 class SessionRecord(_Record):
     """A whole session: the transcript, both views of the relations per turn, decisions, calls and outcome."""
 
@@ -210,6 +253,14 @@ class SessionRecord(_Record):
     self_report: list[RelationSnapshot] = Field(default_factory=list, description="Insider view per turn.")
     observer: list[RelationSnapshot] = Field(default_factory=list, description="Tracker view per turn.")
     safety: list[SafetyEvent] = Field(default_factory=list)
+    delivery: StressorDelivery | None = Field(
+        default=None, description="Was the perturbation's stressor actually said (None: no stressor, or an old record)."
+    )
+    simulator_faults: list[SimulatorFault] = Field(
+        default_factory=list,
+        description="Malfunctions of the simulated room found in this record; a faulted session is left out of "
+        "supporter scores by default.",
+    )
     started_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
     finished_at: datetime | None = None
     wall_s: float = 0.0
