@@ -40,7 +40,7 @@ def label_studio_or_skip() -> Path:
     exe = os.environ.get(ENV)
     why = None
     if not exe:
-        why = f"{ENV} is not set (point it at a label-studio executable; .ci/run installs one in .venv-labelstudio)"
+        why = f"{ENV} is not set (point it at a label-studio executable; .ci/run installs one in ~/.cache/rescue-sim-ci)"
     elif not Path(exe).is_file():
         why = f"{ENV}={exe}: no such file"
     if why is None:
@@ -201,7 +201,8 @@ def test_exported_tasks_load_under_the_shipped_config(label_studio, tmp_path: Pa
 def test_ci_installs_chromium_and_label_studio_and_requires_their_tests() -> None:
     script = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
     assert "apt-get install -y -qq chromium" in script
-    assert 'pip install -q "label-studio==' in script
-    assert 'export RESCUE_SIM_LABEL_STUDIO="$PWD/.venv-labelstudio/bin/label-studio"' in script
+    assert 'pip" install -q "label-studio==' in script
+    assert 'export RESCUE_SIM_LABEL_STUDIO="$ls_venv/bin/label-studio"' in script
+    assert script.index('ls_venv="') < script.index('"$ls_venv/bin/pip" install')  # a pinned, cached venv
     assert 'export CI="${CI:-true}"' in script  # with CI=true a skipped browser or Label Studio test fails
     assert script.index("RESCUE_SIM_LABEL_STUDIO") < script.index('bash -euo pipefail -c "$cmd"')

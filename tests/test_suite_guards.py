@@ -74,3 +74,9 @@ def test_ci_script_requires_embedded_tests_and_runs_the_readme_command():
 @pytest.mark.skipif(os.environ.get("CI") != "true", reason="only meaningful inside CI's own run")
 def test_ci_sets_the_requirement():
     assert os.environ.get("RESCUE_SIM_REQUIRE_EMBEDDED") == "1"
+
+
+def test_ci_lints_and_prints_its_wall_time():
+    script = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
+    assert ".venv/bin/ruff check ." in script and ".venv/bin/ruff format --check ." in script
+    assert "ci wall time:" in script
