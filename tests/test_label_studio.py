@@ -40,7 +40,9 @@ def label_studio_or_skip() -> Path:
     exe = os.environ.get(ENV)
     why = None
     if not exe:
-        why = f"{ENV} is not set (point it at a label-studio executable; .ci/run installs one in ~/.cache/rescue-sim-ci)"
+        why = (
+            f"{ENV} is not set (point it at a label-studio executable; .ci/run installs one in ~/.cache/rescue-sim-ci)"
+        )
     elif not Path(exe).is_file():
         why = f"{ENV}={exe}: no such file"
     if why is None:
