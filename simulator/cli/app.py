@@ -61,6 +61,9 @@ def _register() -> None:
     app.command("export")(export_cmd.export)
     app.command("report")(report_cmd.report)
     app.add_typer(ratings_cmd.app, name="ratings", help="Human ratings: import them, judge-human agreement.")
+    from simulator.cli._examples import add_examples
+
+    add_examples(app)
     _registered = True
 
 
