@@ -3,6 +3,10 @@
 Forms accepted by `--supporter` (see `parse_supporter_spec`): a litellm model id (`openai/gpt-4o-mini`,
 `local/qwen2.5-coder-1.5b`), an OpenAI-compatible endpoint `http://host:port/v1#model-name`, a Python callable
 `package.module:function`, `human`, and the baselines `silent` and `scripted`.
+
+The quality ladder (`simulator/data/ladder.yaml`) adds degradations of any model id M, the same model with
+different counselling instructions (`prompts/ladder/<style>.md`): `sides:M` takes one member's side and blames
+the others, `lecture:M` gives advice and instructions only, `generic:M` reflects warmly to whoever spoke last.
 """
 
 from __future__ import annotations
@@ -33,8 +37,19 @@ PROMPTS = Path(__file__).parent / "prompts"
 ACCEPTED_FORMS = (
     "a litellm model id (provider/model, e.g. openai/gpt-4o-mini or local/qwen2.5-coder-1.5b); "
     "an OpenAI-compatible endpoint URL#model (e.g. http://localhost:8000/v1#my-bot); "
-    "a Python callable package.module:function; human; silent; scripted"
+    "a Python callable package.module:function; human; silent; scripted; "
+    "a ladder degradation of a model id: sides:M, lecture:M, generic:M"
 )
+LADDER_STYLES = ("sides", "lecture", "generic")  # prompts/ladder/<style>.md
+
+
+def supporter_prompt_name(style: str | None) -> str:
+    """The prompt file (under PROMPTS, without .md) a model supporter of this ladder style is instructed by."""
+    if style is None:
+        return "supporter"
+    if style not in LADDER_STYLES:
+        raise SupporterSpecError(f"unknown ladder style {style!r}; use one of {', '.join(LADDER_STYLES)}")
+    return f"ladder/{style}"
 
 
 class SupporterSpecError(UserError):
@@ -246,6 +261,23 @@ class ModelSupporter:
     structured: bool = True
     window: int = 16
     seed: int = 0
+    style: str | None = None  # a ladder degradation (LADDER_STYLES); None: the project's counsellor prompt
+
+    def instructions(self, view: SessionView) -> str:
+        """The instructions of one decision (without a re-ask note): the counsellor prompt or the ladder rung's."""
+        intake = view.intake
+        names = list(intake.member_names)
+        return render_prompt(
+            supporter_prompt_name(self.style),
+            PROMPTS,
+            supporter=SUPPORTER_NAME,
+            group_kind="couples" if intake.group == "couple" else "family",
+            last_line=last_line(view.transcript),
+            names=", ".join(names),
+            group_label=intake.group_label,
+            ally=names[0],
+            others=" and ".join(names[1:]) or names[0],
+        )
 
     async def decide(self, view: SessionView, reask: str | None = None) -> SupporterDecision:
         intake = view.intake
@@ -253,16 +285,7 @@ class ModelSupporter:
             completion = await self.client.complete(
                 Prompt(
                     context=shared_context(intake, view.transcript, self.window),
-                    instructions=render_prompt(
-                        "supporter",
-                        PROMPTS,
-                        supporter=SUPPORTER_NAME,
-                        group_kind="couples" if intake.group == "couple" else "family",
-                        last_line=last_line(view.transcript),
-                        names=", ".join(intake.member_names),
-                        group_label=intake.group_label,
-                    )
-                    + _reask_note(reask),
+                    instructions=self.instructions(view) + _reask_note(reask),
                 ),
                 role="supporter",
                 model=self.model,
@@ -430,6 +453,13 @@ def parse_supporter_spec(
         return ScriptedSupporter()
     if spec == HUMAN:
         return HumanSupporter()
+    style, sep, model = spec.partition(":")
+    if sep and style in LADDER_STYLES:
+        if "/" not in model or " " in model or model.startswith(("http://", "https://")):
+            raise SupporterSpecError(
+                f"--supporter {spec}: a ladder rung degrades a model id (provider/model), e.g. {style}:openai/gpt-4o-mini"
+            )
+        return ModelSupporter(client=client, model=model, spec=spec, seed=seed, style=style)
     if spec.startswith(("http://", "https://")):
         url, _, model = spec.partition("#")
         if not model:
