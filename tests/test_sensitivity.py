@@ -81,3 +81,141 @@ def test_degraded_supporters_keep_the_decision_contract(style, case_id):
     )
     with pytest.raises(InvalidDecision):
         asyncio.run(parse_supporter_spec(f"{style}:{M}", bad).decide(view))
+
+
+# -- the statistics -----------------------------------------------------------------------------------------------
+
+
+def _metric(order, higher_is_better=True):
+    from simulator.runner.sensitivity import LadderMetric
+
+    return LadderMetric(id="m", source="judge", order=order, higher_is_better=higher_is_better)
+
+
+def test_ladder_file_declares_orders_over_known_rungs():
+    from simulator.runner.sensitivity import load_ladder
+
+    ladder = load_ladder()
+    ids = [r.id for r in ladder.rungs]
+    assert ids[0] == "model" and "silent" in ids and len(ids) == 6
+    specs = ladder.specs(M)
+    assert set(specs.values()) == {M, "scripted", "silent", *(f"{s}:{M}" for s in LADDER_STYLES)}
+    by_id = {m.id: m for m in ladder.metrics}
+    assert {"overall_quality", "balance", "group_objective", "stress_pass_rate", "critical_share"} <= set(by_id)
+    assert "silent" in by_id["strategy_fit"].unordered  # silent has no strategy fit, and says so
+    assert by_id["side_taking"].higher_is_better is False
+
+
+def test_known_order_gives_tau_one_and_separation():
+    from simulator.runner.sensitivity import analyse_metric
+
+    order = ["a", "b", "c", "d"]
+    units = [f"u{i}" for i in range(12)]
+    values = {r: {u: 4.0 - k + 0.1 * ((i * 7 + k) % 3) for i, u in enumerate(units)} for k, r in enumerate(order)}
+    result = analyse_metric(_metric(order), values)
+    assert result.kendall_tau == pytest.approx(1.0)
+    assert result.observed == order
+    assert all(p.separates and p.as_declared for p in result.adjacent)
+    assert result.separates_top_bottom and result.measured
+    assert all(p.sessions_for_power is not None and p.sessions_for_power >= 2 for p in result.adjacent)
+    # lower is better: the same numbers reversed are the declared order
+    flipped = analyse_metric(_metric(order[::-1], higher_is_better=False), values)
+    assert flipped.kendall_tau == pytest.approx(1.0) and flipped.separates_top_bottom
+
+
+def test_reversed_order_separates_the_wrong_way():
+    from simulator.runner.sensitivity import analyse_metric, failures_of
+
+    values = {"a": {f"u{i}": float(i % 2) for i in range(10)}, "b": {f"u{i}": 3.0 + i % 2 for i in range(10)}}
+    result = analyse_metric(_metric(["a", "b"]), values)
+    assert result.kendall_tau == pytest.approx(-1.0)
+    assert result.top_bottom.separates and not result.separates_top_bottom
+    assert "wrong way" in failures_of([result])[0]
+
+
+def test_identical_values_separate_nothing():
+    from simulator.runner.sensitivity import analyse_metric, failures_of
+
+    order = ["a", "b", "c"]
+    values = {r: {f"u{i}": 3.0 for i in range(8)} for r in order}
+    result = analyse_metric(_metric(order), values)
+    assert result.kendall_tau is None
+    assert not any(p.separates for p in result.adjacent) and not result.separates_top_bottom
+    assert all(p.difference == 0 and p.sessions_for_power is None for p in result.adjacent)
+    assert failures_of([result]) and "identical" in failures_of([result])[0]
+
+
+def test_one_shared_unit_claims_nothing():
+    from simulator.runner.sensitivity import analyse_metric
+
+    result = analyse_metric(_metric(["a", "b"]), {"a": {"u0": 5.0, "u1": 5.0}, "b": {"u0": 1.0, "u9": 1.0}})
+    assert result.top_bottom.shared_units == 1 and not result.top_bottom.separates
+
+
+def test_power_needs_more_sessions_for_smaller_differences():
+    from simulator.runner.sensitivity import sessions_for_power
+
+    a, b = [1.0, 2.0, 3.0, 2.0], [1.5, 2.5, 1.5, 2.5]
+    assert sessions_for_power(a, b, 0.0) is None
+    assert sessions_for_power(a, b, 0.1) > sessions_for_power(a, b, 1.0)
+
+
+# -- the command --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cli():
+    from typer.testing import CliRunner
+
+    from simulator.cli.app import _register, app
+
+    _register()
+    return CliRunner(), app
+
+
+def test_dry_run_prints_the_matrix_and_runs_nothing(cli, tmp_path, monkeypatch):
+    import simulator.cli._models as cli_models
+
+    runner, app = cli
+
+    def no_client(settings):
+        raise AssertionError("a dry run makes no client")
+
+    monkeypatch.setattr(cli_models, "make_client", no_client)
+    out = tmp_path / "run"
+    result = runner.invoke(
+        app, ["sensitivity", M, "--cases", "dana-and-theo", "--seeds", "0-2", "--dry-run", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "6 rungs x 1 cases x 3 seeds x 2 perturbations" in result.output
+    assert "36 sessions" in result.output and "model calls: total" in result.output
+    assert f"sides:{M}" in result.output and not out.exists()
+
+
+def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monkeypatch):
+    import json
+
+    import simulator.cli._models as cli_models
+    from simulator.runfolder import RunFolder
+    from simulator.runner.sensitivity import SensitivityReport
+    from tests._stress_fixtures import any_schema_reply
+
+    runner, app = cli
+    fake = FakeModelClient(default=any_schema_reply())
+    monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
+    out = tmp_path / "run"
+    args = ["sensitivity", M, "--cases", "dana-and-theo", "--seeds", "0-1", "--turns", "2", "--perturbations", "none"]
+    result = runner.invoke(app, [*args, "--tracker-every", "0", "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    report = SensitivityReport.model_validate(json.loads((out / "sensitivity.json").read_text()))
+    folder = RunFolder(out)
+    records = [folder.load_session(s) for s in folder.session_ids()]
+    assert {r.supporter for r in records} == set(report.rungs.values())  # each record names its rung
+    assert report.sessions == 12 and report.failures
+    assert not any(m.separates_top_bottom for m in report.metrics)
+    assert not any(p.separates for m in report.metrics for p in [*m.adjacent, m.top_bottom])
+    assert all(not m.run for m in report.metrics if m.source == "stress")  # no perturbations: not run
+    objective = next(m for m in report.metrics if m.id == "group_objective")
+    assert objective.measured and objective.kendall_tau is None  # measured, identical for every rung
+    assert all(p.difference == 0 and p.sessions_for_power is None for p in objective.adjacent)
+    assert "not sensitive" in result.output and "do not separate" in result.output

@@ -53,6 +53,9 @@ def _register() -> None:
     from simulator.cli import stress_cmd
 
     app.command("stress")(stress_cmd.stress)
+    from simulator.cli import sensitivity_cmd
+
+    app.command("sensitivity")(sensitivity_cmd.sensitivity)
     from simulator.cli import compare_cmd
 
     app.command("compare")(compare_cmd.compare)

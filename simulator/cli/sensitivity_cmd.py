@@ -1,0 +1,169 @@
+"""`rescue-sim sensitivity MODEL`: run the supporter ladder for MODEL, judge it and say whether each headline
+metric orders the rungs as declared. The logic lives in `simulator.runner.sensitivity`."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
+
+if TYPE_CHECKING:
+    from simulator.runner.sensitivity import MetricResult, SensitivityReport
+
+
+def _split(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip() and x.strip() != "none"]
+
+
+def _ci(stat) -> str:
+    ci = stat.ci
+    if ci.mean is None:
+        return "-"
+    return f"{ci.mean:.2f} [{ci.low:.2f}, {ci.high:.2f}] n={ci.n}"
+
+
+def render_metric(m: MetricResult) -> Table:
+    arrow = "higher is better" if m.higher_is_better else "lower is better"
+    tau = "n/a" if m.kendall_tau is None else f"{m.kendall_tau:+.2f}"
+    title = f"{m.id} ({m.source}, {arrow}): Kendall tau {tau}"
+    if not m.run:
+        title += " — not run (no perturbations)"
+    table = Table(title=escape(title), title_justify="left")
+    for col in ("declared", "observed (mean [95% CI] over units)", "next pair: paired diff [95% CI]", "n for 80%"):
+        table.add_column(col)
+    means = {s.rung: s for s in m.rungs}
+    for i, rung in enumerate(m.declared):
+        obs = m.observed[i] if i < len(m.observed) else ""
+        pair = m.adjacent[i] if i < len(m.adjacent) else None
+        if pair is None:
+            diff, power = "", ""
+        elif pair.difference is None:
+            diff, power = f"{pair.better} vs {pair.worse}: {pair.note}", "n/a"
+        else:
+            verdict = "separates" if pair.as_declared else ("reversed" if pair.separates else "does not separate")
+            diff = (
+                f"{pair.better} vs {pair.worse}: {pair.difference:+.2f} [{pair.low:+.2f}, {pair.high:+.2f}] {verdict}"
+            )
+            power = "n/a" if pair.sessions_for_power is None else str(pair.sessions_for_power)
+        observed = f"{obs}: {_ci(means[obs])}" if obs else ""
+        table.add_row(escape(rung), escape(observed), escape(diff), power)
+    return table
+
+
+def render_report(report: SensitivityReport) -> None:
+    for m in report.metrics:
+        console.print(render_metric(m))
+        if m.unordered:
+            console.print(
+                "[dim]not ordered: " + "; ".join(f"{escape(r)} ({escape(w)})" for r, w in m.unordered.items()) + "[/]"
+            )
+
+
+@user_errors
+def sensitivity(
+    model: Annotated[str, typer.Argument(metavar="MODEL", help="Model id whose ladder is run (e.g. openai/gpt-4o).")],
+    cases: Annotated[str, typer.Option(help="Comma-separated case ids, globs, tag:<t> or group:<g>.")] = ",".join(
+        ("dana-and-theo", "nguyen-family")
+    ),
+    seeds: Annotated[str, typer.Option(help="Seeds: a list 0,1,2 or a range 0-4.")] = "0-1",
+    perturbations: Annotated[
+        str, typer.Option(help="Comma-separated perturbations (built-in names or YAML files); `none` for none.")
+    ] = "crisis_disclosure",
+    turns: Annotated[int, typer.Option(min=1, max=200, help="Member turns per session.")] = 6,
+    room_model: Annotated[
+        str | None, typer.Option("--room-model", help="Model for members, tracker and judge (default: the usual).")
+    ] = None,
+    judge: Annotated[list[str] | None, typer.Option(help="Judge model (repeat for a panel).")] = None,
+    tracker_every: Annotated[int, typer.Option(min=0, help="Tracker every N member turns and at the end.")] = 3,
+    out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/sensitivity-<model>-<hash>).")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, max=1024, help="Sessions in flight.")] = 1,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the matrix and a call estimate; run nothing.")
+    ] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model call cache.")] = False,
+) -> None:
+    """Run the supporter ladder (M, scripted, generic:M, lecture:M, sides:M, silent) on cases x seeds x
+    perturbations, judge it, and print per headline metric the declared and observed order with 95% CIs over
+    case x seed units, Kendall tau, which adjacent rungs separate and the sessions needed for 80% power.
+    Writes sensitivity.json into the run folder. Exit 1 when a headline metric does not separate its top and
+    bottom rung (or sessions failed); 2 for bad input."""
+    from simulator.runner.sensitivity import default_out_dir, load_ladder, sensitivity_config
+    from simulator.runner.stress import build_matrix, estimate
+
+    ladder = load_ladder()
+    config = sensitivity_config(
+        model,
+        ladder=ladder,
+        cases=_split(cases),
+        seeds=seeds,  # type: ignore[arg-type]  # StressConfig parses lists and ranges
+        perturbations=_split(perturbations),
+        turns=turns,
+        room_model=room_model,
+        judges=judge or (),
+        tracker_every=tracker_every,
+        concurrency=concurrency,
+    )
+    base = Path.cwd()
+    matrix = build_matrix(config, base, "sensitivity")
+    from simulator.cli.stress_cmd import _check_supporters, render_estimate
+
+    _check_supporters(config, Path("sensitivity"))
+    out_dir = out or default_out_dir(model, config, matrix.specs)
+    variants = ["none", *(p.name for p in matrix.perturbations)]
+    if dry_run:
+        console.print(
+            f"[bold]ladder matrix[/]: {len(ladder.rungs)} rungs x {len(matrix.cases)} cases x {len(config.seeds)} "
+            f"seeds x {len(variants)} perturbations (incl. none) = {len(matrix.specs)} sessions"
+        )
+        console.print("rungs: " + ", ".join(f"{r.id}={escape(r.spec_for(model))}" for r in ladder.rungs))
+        console.print("cases: " + ", ".join(escape(c.id) for c in matrix.cases))
+        console.print("seeds: " + ", ".join(str(s) for s in config.seeds))
+        console.print("perturbations: " + ", ".join(escape(v) for v in variants))
+        for line in matrix.skipped:
+            console.print(f"[dim]skipped (group does not fit): {escape(line)}[/]")
+        console.print(render_estimate(estimate(config, matrix)))
+        console.print(f"run folder would be: {escape(str(out_dir))}")
+        return
+
+    from simulator.cli._models import make_client, model_settings
+    from simulator.runner.runs import RunEvents
+    from simulator.runner.sensitivity import run_sensitivity
+
+    roles = {r: config.model_for(r) for r in ("member", "tracker", "judge", "check")}
+    client = make_client(model_settings(config.model, roles=roles, no_cache=no_cache))
+    console.print(f"[bold]{len(matrix.specs)} sessions[/] → {escape(str(out_dir))}")
+
+    def finished(record, path) -> None:
+        why = f": {escape(record.failure)}" if record.failure else ""
+        console.print(f"[dim]{escape(record.session_id)} {record.status.value}{why}[/]")
+
+    try:
+        report, summary = asyncio.run(
+            run_sensitivity(
+                model, ladder, config, matrix, client, out_dir, base=base, events=RunEvents(session_finished=finished)
+            )
+        )
+    except KeyboardInterrupt:
+        err_console.print(f"[yellow]interrupted[/]: rerun the same command to resume ({out_dir})")
+        raise typer.Exit(130) from None
+    render_report(report)
+    for r in summary.run.failed:
+        err_console.print(f"[red]failed[/] {escape(r.session_id)}: {escape(r.failure or '')}")
+    for sid, reason in summary.errors.items():
+        err_console.print(f"[red]judge/check error[/] {escape(sid)}: {escape(reason)}")
+    console.print(f"sensitivity.json: [bold]{escape(str(Path(out_dir) / 'sensitivity.json'))}[/]")
+    if report.failures:
+        err_console.print(
+            f"[red]not sensitive[/]: {len(report.failures)} of {sum(m.run for m in report.metrics)} headline metrics "
+            "do not separate their top and bottom rung: " + escape("; ".join(report.failures)),
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_FAILED)
+    if summary.run.failed:
+        raise typer.Exit(EXIT_FAILED)
