@@ -211,7 +211,7 @@ def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monke
     folder = RunFolder(out)
     records = [folder.load_session(s) for s in folder.session_ids()]
     assert {r.supporter for r in records} == set(report.rungs.values())  # each record names its rung
-    assert report.sessions == 12 and report.failures
+    assert report.sessions == 12 and report.units == 2 and report.sessions_per_unit == 1 and report.failures
     assert not any(m.separates_top_bottom for m in report.metrics)
     assert not any(p.separates for m in report.metrics for p in [*m.adjacent, m.top_bottom])
     assert all(not m.run for m in report.metrics if m.source == "stress")  # no perturbations: not run

@@ -35,7 +35,7 @@ def render_metric(m: MetricResult) -> Table:
     if not m.run:
         title += " — not run (no perturbations)"
     table = Table(title=escape(title), title_justify="left")
-    for col in ("declared", "observed (mean [95% CI] over units)", "next pair: paired diff [95% CI]", "n for 80%"):
+    for col in ("declared", "observed (mean [95% CI] over units)", "next pair: paired diff [95% CI]", "units for 80%"):
         table.add_column(col)
     means = {s.rung: s for s in m.rungs}
     for i, rung in enumerate(m.declared):
@@ -57,6 +57,10 @@ def render_metric(m: MetricResult) -> Table:
 
 
 def render_report(report: SensitivityReport) -> None:
+    console.print(
+        f"[bold]{report.units} case x seed units[/] ({report.sessions_per_unit} sessions per rung each), "
+        f"{report.completed}/{report.sessions} sessions completed; CIs are 95% bootstraps over units"
+    )
     for m in report.metrics:
         console.print(render_metric(m))
         if m.unordered:

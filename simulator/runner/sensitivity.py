@@ -6,11 +6,13 @@ expected to order. `sensitivity_config` turns a model, cases, seeds and perturba
 with one supporter per rung; `run_sensitivity` runs and judges it with the stress runner (`run_stress`, so
 `run_specs`: concurrent, resumable) and `analyse` compares observed and declared orders.
 
-Statistics are over units, one unit being a case x perturbation x seed x trial, never over turns: each rung's
+Statistics are over units, one unit being a case x seed (its value: the mean over that unit's sessions, one per
+perturbation incl. `none`), never over turns: each rung's
 mean with a percentile-bootstrap 95% CI over its units; Kendall's tau between the declared and observed order;
 for each adjacent declared pair, the bootstrap CI of the paired difference over the units both rungs share (the
 pair separates when it excludes 0), and the sessions per rung a two-sample normal approximation needs for 80%
-power at the observed variance and difference (None when the difference is 0). Nothing is claimed from fewer
+power at the observed variance and difference (None when the difference is 0), counted in case x seed units
+(`sessions_per_unit` sessions each). Nothing is claimed from fewer
 than two shared units, and identical values never separate (their difference CI is [0, 0]).
 """
 
@@ -29,7 +31,7 @@ from personas.common.errors import UserError
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, config_hash
 from simulator.runner.session import SessionSpec
-from simulator.runner.stress import BASELINE, StressConfig
+from simulator.runner.stress import StressConfig
 
 LADDER_PATH = Path(__file__).resolve().parent.parent / "data" / "ladder.yaml"
 SENSITIVITY_SCHEMA_VERSION = 1
@@ -159,8 +161,9 @@ def default_out_dir(model: str, config: StressConfig, specs: Sequence[SessionSpe
 
 
 def unit_of(spec: SessionSpec | Any) -> str:
-    """The unit a session belongs to: case x perturbation x seed x trial (shared by every rung)."""
-    return f"{spec.case.id}|{spec.perturbation or BASELINE}|s{spec.seed}|t{spec.trial}"
+    """The unit a session belongs to: case x seed, shared by every rung. A unit's value is the mean over its
+    sessions (one per perturbation, `none` included, and trial), so the bootstrap resamples case x seed units."""
+    return f"{spec.case.id}|s{spec.seed}"
 
 
 Values = dict[str, dict[str, dict[str, float]]]  # metric -> rung -> unit -> value
@@ -172,7 +175,7 @@ def collect_values(ladder: Ladder, model: str, folder: RunFolder, specs: Sequenc
     from judges.stress import CheckStatus, critical_failure
 
     rung_of = {spec: rung for rung, spec in ladder.specs(model).items()}
-    out: Values = {m.id: {} for m in ladder.metrics}
+    acc: dict[str, dict[str, dict[str, list[float]]]] = {m.id: {} for m in ladder.metrics}
     for spec in specs:
         rung = rung_of.get(spec.supporter)
         if rung is None or folder.status(spec.session_id) != SessionStatus.COMPLETED:
@@ -200,8 +203,11 @@ def collect_values(ladder: Ladder, model: str, folder: RunFolder, specs: Sequenc
             else:
                 raise LadderError(f"metric {m.id}: no way to measure it from a session; see sensitivity.py")
             if value is not None:
-                out[m.id].setdefault(rung, {})[unit] = float(value)
-    return out
+                acc[m.id].setdefault(rung, {}).setdefault(unit, []).append(float(value))
+    return {
+        metric: {rung: {u: sum(v) / len(v) for u, v in units.items()} for rung, units in rungs.items()}
+        for metric, rungs in acc.items()
+    }
 
 
 # -- the statistics -----------------------------------------------------------------------------------------------
@@ -228,7 +234,8 @@ class PairStat(BaseModel):
     separates: bool = Field(description="The CI of the paired difference excludes 0 (from >= 2 shared units).")
     as_declared: bool = Field(description="Separates, in the declared direction.")
     sessions_for_power: int | None = Field(
-        description="Sessions per rung for 80% power (two-sample normal approximation); None: difference is 0."
+        description="Case x seed units per rung for 80% power (two-sample normal approximation; each unit is "
+        "`sessions_per_unit` sessions); None: the difference is 0."
     )
     note: str = ""
 
@@ -263,6 +270,8 @@ class SensitivityReport(BaseModel):
     turns: int
     sessions: int = Field(description="Sessions in the matrix.")
     completed: int = Field(description="Completed sessions the metrics were read from.")
+    units: int = Field(description="Case x seed units (the bootstrap's resampling unit).")
+    sessions_per_unit: int = Field(description="Sessions per rung in one unit: perturbations (incl. none) x trials.")
     confidence: float = CONFIDENCE
     power: float = POWER
     metrics: list[MetricResult]
@@ -383,6 +392,7 @@ def analyse(
     config: StressConfig,
     sessions: int,
     completed: int,
+    units: Sequence[str],
 ) -> SensitivityReport:
     ran = {"judge": config.judge, "trajectory": True, "stress": bool(config.perturbations), "safety": True}
     metrics = [analyse_metric(m, values.get(m.id, {}), run=ran[m.source]) for m in ladder.metrics]
@@ -395,6 +405,8 @@ def analyse(
         turns=config.turns,
         sessions=sessions,
         completed=completed,
+        units=len(units),
+        sessions_per_unit=max(1, sessions // max(1, len(units) * len(ladder.rungs))),
         metrics=metrics,
         failures=failures_of(metrics),
     )
@@ -424,6 +436,7 @@ async def run_sensitivity(
     folder = summary.run.folder
     values = collect_values(ladder, model, folder, matrix.specs)
     completed = sum(folder.status(s.session_id) == SessionStatus.COMPLETED for s in matrix.specs)
-    report = analyse(ladder, model, values, config=config, sessions=len(matrix.specs), completed=completed)
+    units = sorted({unit_of(s) for s in matrix.specs})
+    report = analyse(ladder, model, values, config=config, sessions=len(matrix.specs), completed=completed, units=units)
     write_report(out_dir, report)
     return report, summary
