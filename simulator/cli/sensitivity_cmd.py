@@ -140,7 +140,16 @@ def sensitivity(
     from simulator.runner.sensitivity import run_sensitivity
 
     roles = {r: config.model_for(r) for r in ("member", "tracker", "judge", "check")}
-    client = make_client(model_settings(config.model, roles=roles, no_cache=no_cache))
+    settings = model_settings(config.model, roles=roles, no_cache=no_cache)
+    client = make_client(settings)
+    preflight = getattr(client, "check_environment", None)
+    if preflight is not None:  # every model checked once, before anything runs
+        used = {model, settings.model_for("member"), settings.model_for("tracker")}
+        used |= set(config.judges or [settings.model_for("judge")])
+        if any(p.check.rubric for p in matrix.perturbations):
+            used.add(settings.model_for("check"))
+        for m in sorted(used - set(settings.api_bases)):
+            preflight(m)
     console.print(f"[bold]{len(matrix.specs)} sessions[/] → {escape(str(out_dir))}")
 
     def finished(record, path) -> None:
