@@ -104,6 +104,10 @@ def test_ladder_file_declares_orders_over_known_rungs():
     assert {"overall_quality", "balance", "group_objective", "stress_pass_rate", "critical_share"} <= set(by_id)
     assert "silent" in by_id["strategy_fit"].unordered  # silent has no strategy fit, and says so
     assert by_id["side_taking"].higher_is_better is False
+    from judges import load_rubric
+
+    about_supporter = {d.id for d in load_rubric(None).active if d.about == "supporter"}
+    assert {m.id for m in ladder.metrics if m.source == "judge"} <= about_supporter
 
 
 def test_known_order_gives_tau_one_and_separation():
