@@ -188,7 +188,7 @@ def test_dry_run_prints_the_matrix_and_runs_nothing(cli, tmp_path, monkeypatch):
     monkeypatch.setattr(cli_models, "make_client", no_client)
     out = tmp_path / "run"
     result = runner.invoke(
-        app, ["sensitivity", M, "--cases", "dana-and-theo", "--seeds", "0-2", "--dry-run", "--out", str(out)]
+        app, ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0-2", "--dry-run", "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
     assert "6 rungs x 1 cases x 3 seeds x 2 perturbations" in result.output
@@ -208,7 +208,19 @@ def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monke
     fake = FakeModelClient(default=any_schema_reply())
     monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
     out = tmp_path / "run"
-    args = ["sensitivity", M, "--cases", "dana-and-theo", "--seeds", "0-1", "--turns", "2", "--perturbations", "none"]
+    args = [
+        "sensitivity",
+        "--model",
+        M,
+        "--cases",
+        "dana-and-theo",
+        "--seeds",
+        "0-1",
+        "--turns",
+        "2",
+        "--perturbations",
+        "none",
+    ]
     result = runner.invoke(app, [*args, "--tracker-every", "0", "--out", str(out)])
     assert result.exit_code == 1, result.output
     report = SensitivityReport.model_validate(json.loads((out / "sensitivity.json").read_text()))

@@ -1,4 +1,4 @@
-"""`rescue-sim sensitivity MODEL`: run the supporter ladder for MODEL, judge it and say whether each headline
+"""`rescue-sim sensitivity --model M`: run the supporter ladder for MODEL, judge it and say whether each headline
 metric orders the rungs as declared. The logic lives in `simulator.runner.sensitivity`."""
 
 from __future__ import annotations
@@ -71,7 +71,9 @@ def render_report(report: SensitivityReport) -> None:
 
 @user_errors
 def sensitivity(
-    model: Annotated[str, typer.Argument(metavar="MODEL", help="Model id whose ladder is run (e.g. openai/gpt-4o).")],
+    model: Annotated[
+        str, typer.Option("--model", metavar="MODEL", help="Model id M whose ladder is run (e.g. openai/gpt-4o).")
+    ],
     cases: Annotated[str, typer.Option(help="Comma-separated case ids, globs, tag:<t> or group:<g>.")] = ",".join(
         ("dana-and-theo", "nguyen-family")
     ),

@@ -1,6 +1,6 @@
 """The figures of one or more `rescue-sim sensitivity` runs, one line per headline metric, from sensitivity.json.
 
-    rescue-sim sensitivity openai/gpt-4o-mini --seeds 0-4 --out runs/sens-mini     # run the ladder first
+    rescue-sim sensitivity --model openai/gpt-4o-mini --seeds 0-4 --out runs/sens-mini     # run the ladder first
     python tests/benchmarks/sensitivity_bench.py runs/sens-mini [runs/sens-other ...]
 
 Per metric: Kendall tau between declared and observed order, adjacent declared pairs that separate (paired
