@@ -322,3 +322,83 @@ def test_grammar_allows_only_integers_in_their_range():
     grammar = schema_gbnf(state_schema(case, case.member_names[0], can_soften=True).model_json_schema())
     assert "integral-part" not in grammar  # every integer of a member's self-report is bounded
     LlamaGrammar.from_string(grammar, verbose=False)  # and llama.cpp parses what we built
+
+
+# -- the lean path for `openai/` models (issue 22) -------------------------------------------------------------
+
+
+@pytest.fixture
+def canonical_fake(monkeypatch):
+    """The fake OpenAI server, answering from the parsed request body (not its bytes: litellm and the lean path
+    serialise the same JSON with different key order and spacing), so equal requests get equal replies."""
+    from simulator.testing import fake_openai
+    from simulator.testing.fake_openai import FakeOpenAIServer
+
+    real = fake_openai.reply_for
+    monkeypatch.setattr(
+        fake_openai, "reply_for", lambda body, raw, seed: real(body, json.dumps(body, sort_keys=True).encode(), seed)
+    )
+    with FakeOpenAIServer(latency_s=0.0, record=True) as srv:
+        yield srv
+
+
+def _both_paths(tmp_path, monkeypatch, server, **kw):
+    """The same call through litellm (direct_http=False) and then the lean path with litellm's completion made to
+    raise; returns both Completions and both request bodies as the server saw them."""
+    import litellm
+
+    kw.setdefault("default", "openai/gpt-4o-mini")
+    before = asyncio.run(
+        client(tmp_path, cache=False, direct_http=False, **kw).complete(PROMPT, role="member", schema=Feeling, seed=3)
+    )
+
+    def no_litellm(*a, **k):
+        raise AssertionError("litellm's completion was called on the lean path")
+
+    with monkeypatch.context() as m:
+        m.setattr(litellm, "acompletion", no_litellm)
+        m.setattr(litellm, "completion", no_litellm)
+        lean = asyncio.run(client(tmp_path, cache=False, **kw).complete(PROMPT, role="member", schema=Feeling, seed=3))
+    bodies = [json.loads(b) for b in server.recorded]
+    assert len(bodies) == 2
+    return before, lean, bodies
+
+
+def _same(before, lean) -> None:
+    assert lean.text == before.text and lean.parsed == before.parsed
+    assert lean.call.model_dump(exclude={"latency_s"}) == before.call.model_dump(exclude={"latency_s"})
+
+
+def test_openai_model_at_an_env_api_base_takes_the_lean_path(tmp_path, monkeypatch, canonical_fake):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_BASE", canonical_fake.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    before, lean, (litellm_body, lean_body) = _both_paths(tmp_path, monkeypatch, canonical_fake)
+    assert lean_body == litellm_body  # the same request, response_format (json_schema) included
+    assert lean_body["response_format"]["type"] == "json_schema" and lean_body["model"] == "gpt-4o-mini"
+    _same(before, lean)
+    assert lean.call.cost_usd is not None and lean.call.cost_usd > 0  # litellm's cost map, as before
+
+
+def test_openai_model_with_settings_api_base_matches_litellm(tmp_path, monkeypatch, canonical_fake):
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(var, raising=False)
+    for model in ("openai/gpt-4o-mini", "openai/my-self-hosted-model"):  # priced, and unknown to the cost map
+        canonical_fake.reset()
+        before, lean, (litellm_body, lean_body) = _both_paths(
+            tmp_path, monkeypatch, canonical_fake, default=model, api_bases={model: canonical_fake.url}
+        )
+        assert lean_body == litellm_body
+        _same(before, lean)
+    assert lean.call.cost_usd is None  # unknown model: no cost, as litellm reports it
+
+
+def test_lean_and_litellm_paths_share_cache_keys(tmp_path, monkeypatch, canonical_fake):
+    monkeypatch.setenv("OPENAI_API_BASE", canonical_fake.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    first = asyncio.run(client(tmp_path, default="openai/gpt-4o-mini").complete(PROMPT, role="member", seed=5))
+    again = asyncio.run(
+        client(tmp_path, default="openai/gpt-4o-mini", direct_http=False).complete(PROMPT, role="member", seed=5)
+    )
+    assert not first.call.cache_hit and again.call.cache_hit and again.text == first.text
+    assert len(canonical_fake.recorded) == 1

@@ -118,6 +118,7 @@ class LiteLLMClient:
         self._checked_env: set[str] = set()
         self._litellm: Any = None
         self._http = _DirectOpenAI()
+        self._lean_schema: dict[str, bool] = {}  # model -> send response_format on the lean path (looked up once)
 
     def model_for(self, role: Role) -> str:
         return self.settings.model_for(role)
@@ -266,7 +267,8 @@ class LiteLLMClient:
                 watch.finish()
             finish = hit.get("finish_reason")
             return _Attempt(hit["text"], Usage(**hit["usage"]), hit.get("cost"), 0, 0.0, True, finish)
-        direct = self._direct(model)
+        endpoint = self._direct(model)
+        direct = self._http if endpoint is not None else None
         lib = self._lib() if direct is None else None
         kwargs: dict[str, Any] = {
             "model": model,
@@ -282,11 +284,13 @@ class LiteLLMClient:
             kwargs["stop"] = params["stop"]
         if params.get("avoid") and is_local(model):  # a hosted API would reject the argument
             kwargs["avoid_texts"] = params["avoid"]
-        if schema is not None and direct is None and _wants_response_format(lib, model):
+        if schema is not None and (self._lean_wants_schema(model) if direct else _wants_response_format(lib, model)):
             kwargs["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
         if model in self.settings.api_bases:
             kwargs["api_base"] = self.settings.api_bases[model]
             kwargs.setdefault("api_key", os.environ.get("RESCUE_SIM_ENDPOINT_KEY", "none"))
+        elif endpoint is not None:  # `openai/` at OPENAI_BASE_URL / OPENAI_API_BASE, with litellm's key lookup
+            kwargs["api_base"], kwargs["api_key"] = endpoint
         attempt, seconds = 0, 0.0
         watch = progress.start(role, model)  # None unless a live view is watching
         try:
@@ -332,7 +336,12 @@ class LiteLLMClient:
             completion_tokens=getattr(u, "completion_tokens", 0) or 0,
             cached_prompt_tokens=getattr(details, "cached_tokens", 0) or 0,
         )
-        cost = 0.0 if is_local(model) else (response._hidden_params or {}).get("response_cost")
+        if is_local(model):
+            cost = 0.0
+        elif direct is not None and provider_of(model) == "openai":
+            cost = _openai_cost(self._lib(), model, usage)  # what litellm's response_cost is for these models
+        else:
+            cost = (response._hidden_params or {}).get("response_cost")
         if watch is not None:
             watch.finish(
                 prompt_tokens=usage.prompt_tokens,
@@ -344,16 +353,31 @@ class LiteLLMClient:
             self._cache.put(key, {"text": text, "usage": usage.model_dump(), "cost": cost, "finish_reason": finish})
         return _Attempt(text, usage, cost, attempt, seconds, False, finish)
 
-    def _direct(self, model: str) -> _DirectOpenAI | None:
-        """The lean HTTP path, for an OpenAI-compatible endpoint with a known api_base (litellm otherwise)."""
-        if (
-            self.settings.direct_http
-            and model in self.settings.api_bases
-            and provider_of(model) in _DIRECT_PROVIDERS
-            and not self.settings.litellm_kwargs
-        ):
-            return self._http
-        return None
+    def _direct(self, model: str) -> tuple[str, str] | None:
+        """The lean HTTP path's (api_base, api_key) for an OpenAI-compatible endpoint at a known URL: the
+        settings' api_bases (any of `_DIRECT_PROVIDERS`), or for `openai/` the base URL litellm itself would read
+        from the environment (OPENAI_BASE_URL, then OPENAI_API_BASE). None = litellm (plain api.openai.com, other
+        providers, litellm_kwargs such as mock_response, direct_http=False)."""
+        if not self.settings.direct_http or self.settings.litellm_kwargs:
+            return None
+        provider = provider_of(model)
+        if model in self.settings.api_bases:
+            return ("", "") if provider in _DIRECT_PROVIDERS else None  # `_call` fills base and key from settings
+        if provider != "openai":
+            return None
+        base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+        if not base:
+            return None
+        return base, os.environ.get("OPENAI_API_KEY") or ""
+
+    def _lean_wants_schema(self, model: str) -> bool:
+        """Whether litellm would send response_format for this model; looked up once per model. `hosted_vllm/`
+        never (litellm leaves the schema in the prompt for it, and importing litellm would cost seconds)."""
+        if provider_of(model) != "openai":
+            return False
+        if model not in self._lean_schema:
+            self._lean_schema[model] = _wants_response_format(self._lib(), model)
+        return self._lean_schema[model]
 
     def embedded_stats(self) -> dict[str, Any] | None:
         """Prefix-cache and token totals of the embedded model, if it was loaded in this process."""
@@ -580,6 +604,21 @@ def _error_message(raw: bytes) -> str:
     except (ValueError, AttributeError):
         message = None
     return " ".join(str(message or raw[:200].decode("utf-8", "replace")).split())
+
+
+def _openai_cost(lib: Any, model: str, usage: Usage) -> float | None:
+    """litellm's cost for an `openai/` call from its local cost map (never the network); None when the model is
+    not in the map, as litellm reports it."""
+    try:
+        prompt, completion = lib.cost_per_token(
+            model=model,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cache_read_input_tokens=usage.cached_prompt_tokens,
+        )
+    except Exception:  # noqa: BLE001 - ModelNotMappedError and kin: unknown cost
+        return None
+    return prompt + completion
 
 
 def _wants_response_format(lib: Any, model: str) -> bool:
