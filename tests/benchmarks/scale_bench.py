@@ -402,6 +402,12 @@ def main() -> None:
     p.add_argument("--litellm", action="store_true", help="Also measure the litellm path (the client before).")
     p.add_argument("--only", default="abcd", help="Parts to run, e.g. 'ab'.")
     p.add_argument("--ray", action="store_true", help="Also run part a on `--executor ray` (needs the ray extra).")
+    p.add_argument(
+        "--levels",
+        default="1,8,32,64",
+        help="Concurrency levels of part a (comma-separated; must include 32 for part b). `--litellm` measures the "
+        "litellm path at those of 8 and 32 that are listed.",
+    )
     p.add_argument("--child", nargs=4, metavar=("OUT", "URL", "N", "CONC"), help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.child:
@@ -412,14 +418,15 @@ def main() -> None:
     started = time.perf_counter()
     per_level = 1 if a.quick else 2
     if "a" in a.only or "b" in a.only:
-        rows = bench_throughput([1, 8, 32, 64], per_level, litellm=False)
+        levels = [int(x) for x in a.levels.split(",") if x.strip()]
+        rows = bench_throughput(levels, per_level, litellm=False)
         rows_io["bare_cpu"] = rows[32]["bare_cpu"]
         if "b" in a.only:
             bench_breakdown(rows[32], label=" (lean HTTP path)")
         if a.litellm:
             print("\n-- the same with the litellm path (direct_http=False) --")
-            lrows = bench_throughput([32], per_level, litellm=True)
-            bench_breakdown(lrows[32], litellm=True, label=" (litellm path)")
+            lrows = bench_throughput([c for c in levels if c in (8, 32)] or [32], per_level, litellm=True)
+            bench_breakdown(lrows[max(lrows)], litellm=True, label=" (litellm path)")
         if a.ray:
             bench_ray([32, 64], per_level, rows)
         ratios = [rows[c]["ratio"] for c in rows]
