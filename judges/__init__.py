@@ -90,7 +90,7 @@ from judges.scoring._trajectory import (
     trajectory_metrics,
 )
 from judges.stats._agreement import cohen_kappa, krippendorff_alpha, majority, median
-from judges.stats._intervals import MeanCI, bootstrap_ci, gini, mean_ci
+from judges.stats._intervals import MeanCI, bootstrap_ci, gini, mean_ci, t_interval
 from judges.stress._checks import (
     CHECK_SCHEMA_VERSION,
     CheckFact,
@@ -164,6 +164,7 @@ __all__ = [
     # statistics
     "MeanCI",
     "bootstrap_ci",
+    "t_interval",
     "mean_ci",
     "gini",
     # trajectory metrics

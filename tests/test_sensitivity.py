@@ -159,9 +159,26 @@ def test_one_shared_unit_claims_nothing():
 def test_power_needs_more_sessions_for_smaller_differences():
     from simulator.runner.sensitivity import sessions_for_power
 
-    a, b = [1.0, 2.0, 3.0, 2.0], [1.5, 2.5, 1.5, 2.5]
-    assert sessions_for_power(a, b, 0.0) is None
-    assert sessions_for_power(a, b, 0.1) > sessions_for_power(a, b, 1.0)
+    diffs = [-0.5, -0.5, 1.5, -0.5]
+    assert sessions_for_power(diffs, 0.0) is None
+    assert sessions_for_power(diffs, 0.1) > sessions_for_power(diffs, 1.0)
+    # the paired formula: (1.96 + 0.84)^2 * var(d) / d^2, var(d) = 1.0 here
+    assert sessions_for_power(diffs, 1.0) == 8
+
+
+def test_few_scattered_units_do_not_separate():
+    """Three positive differences that scatter widely: a percentile bootstrap over three units excludes 0 (every
+    resampled mean is positive), but nothing has been shown; the paired t interval keeps the pair unseparated."""
+    from simulator.runner.sensitivity import analyse_metric
+
+    values = {"a": {"u0": 1.5, "u1": 3.0, "u2": 1.2}, "b": {"u0": 1.0, "u1": 1.0, "u2": 1.0}}
+    result = analyse_metric(_metric(["a", "b"]), values)
+    assert result.top_bottom.difference == pytest.approx(0.9)
+    assert result.top_bottom.low < 0 < result.top_bottom.high
+    assert not result.top_bottom.separates and not result.separates_top_bottom
+    # the same differences, tight: they separate
+    tight = {"a": {"u0": 1.9, "u1": 2.0, "u2": 1.8}, "b": {"u0": 1.0, "u1": 1.0, "u2": 1.0}}
+    assert analyse_metric(_metric(["a", "b"]), tight).separates_top_bottom
 
 
 # -- the command --------------------------------------------------------------------------------------------------

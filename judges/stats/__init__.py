@@ -15,6 +15,7 @@ from judges.stats._intervals import (
     bootstrap_ci,
     gini,
     mean_ci,
+    t_interval,
 )
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "DEFAULT_SEED",
     "MeanCI",
     "bootstrap_ci",
+    "t_interval",
     "cohen_kappa",
     "gini",
     "krippendorff_alpha",

@@ -9,11 +9,13 @@ with one supporter per rung; `run_sensitivity` runs and judges it with the stres
 Statistics are over units, one unit being a case x seed (its value: the mean over that unit's sessions, one per
 perturbation incl. `none`), never over turns: each rung's
 mean with a percentile-bootstrap 95% CI over its units; Kendall's tau between the declared and observed order;
-for each adjacent declared pair, the bootstrap CI of the paired difference over the units both rungs share (the
-pair separates when it excludes 0), and the sessions per rung a two-sample normal approximation needs for 80%
-power at the observed variance and difference (None when the difference is 0), counted in case x seed units
-(`sessions_per_unit` sessions each). Nothing is claimed from fewer
-than two shared units, and identical values never separate (their difference CI is [0, 0]).
+for each adjacent declared pair, a 95% CI of the paired difference over the units both rungs share (the pair
+separates when it excludes 0), and the units per rung a paired test needs for 80% power at the observed variance of
+the differences and their mean (None when the difference is 0), counted in case x seed units (`sessions_per_unit`
+sessions each). The difference CI is the hull of the percentile bootstrap and the paired Student-t interval: a
+run has a handful of units, and a bootstrap over four of them excludes 0 whenever all four differences are
+positive, however they scatter; the t interval does not. Nothing is claimed from fewer than two shared units,
+and identical values never separate (their difference CI is [0, 0]).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from judges import MeanCI, bootstrap_ci, mean_ci
+from judges import MeanCI, bootstrap_ci, mean_ci, t_interval
 from personas.common.errors import UserError
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, config_hash
@@ -234,7 +236,7 @@ class PairStat(BaseModel):
     separates: bool = Field(description="The CI of the paired difference excludes 0 (from >= 2 shared units).")
     as_declared: bool = Field(description="Separates, in the declared direction.")
     sessions_for_power: int | None = Field(
-        description="Case x seed units per rung for 80% power (two-sample normal approximation; each unit is "
+        description="Case x seed units per rung for 80% power (paired normal approximation; each unit is "
         "`sessions_per_unit` sessions); None: the difference is 0."
     )
     note: str = ""
@@ -289,12 +291,12 @@ def _var(xs: Sequence[float]) -> float:
     return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
 
 
-def sessions_for_power(a: Sequence[float], b: Sequence[float], difference: float) -> int | None:
-    """Sessions per group for 80% power at 5% two-sided: n = 2 (z_a + z_b)^2 s^2 / d^2 (pooled variance s^2)."""
+def sessions_for_power(differences: Sequence[float], difference: float) -> int | None:
+    """Units per rung for 80% power at 5% two-sided with a paired test (every rung runs on the same case x seed
+    units, as here): n = (z_a + z_b)^2 s_d^2 / d^2, s_d^2 the variance of the paired differences."""
     if difference == 0 or not math.isfinite(difference):
         return None
-    pooled = (_var(a) + _var(b)) / 2
-    return max(2, math.ceil(2 * (Z_ALPHA + Z_POWER) ** 2 * pooled / difference**2))
+    return max(2, math.ceil((Z_ALPHA + Z_POWER) ** 2 * _var(differences) / difference**2))
 
 
 def pair_stat(better: str, worse: str, values: dict[str, dict[str, float]], sign: float) -> PairStat:
@@ -313,8 +315,9 @@ def pair_stat(better: str, worse: str, values: dict[str, dict[str, float]], sign
         )
     diffs = [sign * (a[u] - b[u]) + 0.0 for u in shared]  # + 0.0: no -0.0
     mean = sum(diffs) / len(diffs)
-    ci = bootstrap_ci(diffs, confidence=CONFIDENCE)
-    assert ci is not None
+    boot, t = bootstrap_ci(diffs, confidence=CONFIDENCE), t_interval(diffs, confidence=CONFIDENCE)
+    assert boot is not None and t is not None
+    ci = (min(boot[0], t[0]), max(boot[1], t[1]))
     separates = ci[0] > 0 or ci[1] < 0
     return PairStat(
         better=better,
@@ -325,7 +328,7 @@ def pair_stat(better: str, worse: str, values: dict[str, dict[str, float]], sign
         high=ci[1],
         separates=separates,
         as_declared=separates and mean > 0,
-        sessions_for_power=sessions_for_power(list(a.values()), list(b.values()), mean),
+        sessions_for_power=sessions_for_power(diffs, mean),
         note="" if separates else ("identical on every shared unit" if all(d == 0 for d in diffs) else ""),
     )
 
