@@ -501,3 +501,22 @@ def check_table(folder: RunFolder, session_ids: Sequence[str]) -> list[Any]:
         if r is not None:
             out.append(r)
     return out
+
+
+def check_rows(folder: RunFolder, session_ids: Sequence[str]) -> list[Any]:
+    """Pass rates and pass^k per supporter x perturbation over these sessions (judges.stress.PerturbationBoard):
+    sessions with a simulator fault are left out of them and counted."""
+    from judges import PerturbationBoard, faulted, read_check, read_judgment
+    from simulator.runfolder import RunFolderError
+
+    board = PerturbationBoard()
+    for sid in session_ids:
+        try:
+            record = folder.load_session(sid)
+        except (RunFolderError, FileNotFoundError):
+            continue
+        fault = None
+        if record.status == SessionStatus.COMPLETED:
+            fault = faulted(record, read_judgment(folder, sid))
+        board.add(record, read_check(folder, sid), record.supporter_knows, fault)
+    return board.rows()
