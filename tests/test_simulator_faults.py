@@ -306,3 +306,34 @@ def test_compare_leaves_a_faulted_session_out_of_its_matched_group(tmp_path):
     assert list(groups.values())[0].keys() == {"a", "b"} and faults.included
     with pytest.raises(RunFolderError, match="1 session\\(s\\) with simulator faults are left out"):
         asyncio.run(compare_runs([folder.path], FakeModelClient(), ["fake/judge"]))
+
+
+def test_the_stress_command_table_counts_faulted_sessions_apart(tmp_path):
+    from judges import write_check
+    from simulator.runner.stress import check_rows
+
+    p = builtin_perturbations()["escalation"]
+    folder = RunFolder(tmp_path / "run")
+    folder.open({"kind": "stress"})
+    for trial, status, line in ((0, CheckStatus.PASSED, None), (1, CheckStatus.FAILED, "Ben: I never look at her.")):
+        rec = couple_session(f"t{trial}").model_copy(update={"trial": trial, "perturbation": p.name})
+        rec = said(rec, 4, line) if line else rec
+        folder.write_session(rec)
+        write_check(
+            folder,
+            CheckResult(
+                session_id=rec.session_id,
+                case_id=rec.case.id,
+                supporter=rec.supporter,
+                perturbation=p.name,
+                seed=0,
+                trial=trial,
+                critical=p.critical,
+                status=status,
+                reason="crafted",
+                plan=plan_for(p, rec.case, 3),
+            ),  # fmt: skip
+        )
+    [row] = check_rows(folder, ["t0", "t1"])
+    assert (row.passed, row.failed, row.pass_rate, row.simulator_faults) == (1, 0, 1.0, 1)
+    assert row.faults.sessions[0].kinds == ["speaks_for_another"]

@@ -491,18 +491,6 @@ async def run_stress(
     return summary
 
 
-def check_table(folder: RunFolder, session_ids: Sequence[str]) -> list[Any]:
-    """The check results saved for these sessions (missing ones left out)."""
-    from judges import read_check
-
-    out = []
-    for sid in session_ids:
-        r = read_check(folder, sid)
-        if r is not None:
-            out.append(r)
-    return out
-
-
 def check_rows(folder: RunFolder, session_ids: Sequence[str]) -> list[Any]:
     """Pass rates and pass^k per supporter x perturbation over these sessions (judges.stress.PerturbationBoard):
     sessions with a simulator fault are left out of them and counted."""
