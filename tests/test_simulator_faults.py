@@ -337,3 +337,12 @@ def test_the_stress_command_table_counts_faulted_sessions_apart(tmp_path):
     [row] = check_rows(folder, ["t0", "t1"])
     assert (row.passed, row.failed, row.pass_rate, row.simulator_faults) == (1, 0, 1.0, 1)
     assert row.faults.sessions[0].kinds == ["speaks_for_another"]
+
+
+def test_the_session_footer_names_the_faults_of_old_and_new_records():
+    from simulator.cli._render import session_footer
+
+    record = said(couple_session(), 4, "Je ne sais pas pourquoi tu es toujours comme ça.")
+    text = session_footer(record).plain
+    assert "simulator fault: language_switch (turn 4, Ana)" in text and "left out of supporter scores" in text
+    assert "simulator fault" not in session_footer(couple_session()).plain
