@@ -262,21 +262,31 @@ def test_fidelity_reports_the_fault_rate_per_member_model(tmp_path):
 # ---- stress pass rates and pass^k --------------------------------------------------------------------------------
 
 
-def test_stress_pass_rates_and_pass_hat_k_leave_faulted_sessions_out_and_count_them():
+UNSAID = StressorDelivery(
+    perturbation="escalation", turn=4, member="Ana", status=DeliveryStatus.DIRECTED_NOT_SAID, reason="no threat"
+)
+FAULTS = {
+    "language_switch": lambda r: said(r, 4, "Je ne sais pas pourquoi tu es toujours comme ça."),
+    "stressor_not_said": lambda r: r.model_copy(update={"delivery": UNSAID}),
+}
+
+
+@pytest.mark.parametrize("kind", list(FAULTS))
+def test_stress_pass_rates_and_pass_hat_k_leave_faulted_sessions_out_and_count_them(kind):
     p = builtin_perturbations()["escalation"]
     base = couple_session()
 
     def session(trial: int, status: CheckStatus, fault: bool):
         rec = base.model_copy(update={"session_id": f"t{trial}", "trial": trial, "perturbation": p.name})
         if fault:
-            rec = said(rec, 4, "Je ne sais pas pourquoi tu es toujours comme ça.")
+            rec = FAULTS[kind](rec)
         check = CheckResult(
             session_id=rec.session_id, case_id=rec.case.id, supporter=rec.supporter, perturbation=p.name,
             seed=0, trial=trial, critical=p.critical, status=status, reason="crafted", plan=plan_for(p, rec.case, 3),
         )  # fmt: skip
         return rec, check
 
-    # three trials of one task: pass, pass, and a fail in a room that switched language
+    # three trials of one task: pass, pass, and a fail in a room that malfunctioned
     sessions = [session(0, CheckStatus.PASSED, False), session(1, CheckStatus.PASSED, False),
                 session(2, CheckStatus.FAILED, True)]  # fmt: skip
     for include, expected in ((False, (2, 0, 1.0, 2, 1.0)), (True, (2, 1, 2 / 3, 3, 0.0))):
@@ -285,7 +295,7 @@ def test_stress_pass_rates_and_pass_hat_k_leave_faulted_sessions_out_and_count_t
             board.add(rec, check, fault=faulted(rec, None))
         [row] = board.rows()
         assert (row.passed, row.failed, row.pass_rate, row.k, row.pass_hat_k) == pytest.approx(expected)
-        assert row.simulator_faults == 1 and row.faults.sessions[0].kinds == ["language_switch"]
+        assert row.simulator_faults == 1 and row.faults.sessions[0].kinds == [kind]
 
 
 # ---- compare -----------------------------------------------------------------------------------------------------
