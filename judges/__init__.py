@@ -19,6 +19,7 @@ from judges.fidelity._audit import (
     null_drift,
 )
 from judges.fidelity._sim_vs_real import ComparisonRow, SimVsReal, TransitionRow, compare_runs_with_rescue, load_golds
+from judges.scoring._faults import FaultedSession, FaultTally, faulted
 from judges.scoring._judge import (
     SessionJudge,
     interventions_of,
@@ -91,6 +92,7 @@ from judges.scoring._trajectory import (
 )
 from judges.stats._agreement import cohen_kappa, krippendorff_alpha, majority, median
 from judges.stats._intervals import MeanCI, bootstrap_ci, gini, mean_ci, t_interval
+from judges.stress._board import PerturbationBoard, PerturbationRow
 from judges.stress._checks import (
     CHECK_SCHEMA_VERSION,
     CheckFact,
@@ -128,6 +130,10 @@ __all__ = [
     "RubricError",
     "Strength",
     "load_rubric",
+    # simulator faults: left out of supporter scores
+    "FaultTally",
+    "FaultedSession",
+    "faulted",
     # judging
     "SessionJudge",
     "judge",
@@ -239,6 +245,8 @@ __all__ = [
     "read_check",
     "write_check",
     "pass_hat_k",
+    "PerturbationBoard",
+    "PerturbationRow",
     # judge validation
     "JudgeValidation",
     "ValidationItem",

@@ -216,6 +216,11 @@ def _tag(name: str) -> str:
     return rf"(?<![\w'’]){re.escape(name)}\s*(?:\(to [^)]*\))?\s*:"
 
 
+def tagged_speaker(text: str, names: Sequence[str]) -> str | None:
+    """The first of `names` whose transcript speaker tag (`Ben:`, `Therapist (to Ana):`) occurs in `text`."""
+    return next((n for n in names if re.search(_tag(n), text)), None)
+
+
 _ADVERBS = "always|never|just|really|also|still|only|even|again|actually"
 _SHORT_STEM_ENDINGS = ("", "s", "ed", "ing", "ful", "y", "ness")  # a stem of 4 letters or fewer matches only these
 _SELF_VERBS = (

@@ -11,6 +11,9 @@ Ratings are Bradley-Terry log-strengths fitted with `choix` (I-LSR, lightly regu
 always wins still gets a finite rating); a tie counts as half a win for each side (each win enters the data
 twice, each tie once in each direction). 95% CIs come from a percentile bootstrap over matched groups (case,
 seed, perturbation, trial), refitting each resample. A panel of judges contributes every judge's verdicts.
+
+A session with a simulator fault (judges.scoring._faults: the record's faults or the judges' simulator_failure) is
+left out of its group before any pair is judged, and listed with why in the report; `include_faults` keeps it.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from judges.scoring._faults import FaultTally, faulted
 from judges.scoring._render import PROMPTS, as_data, group_kind, judge_transcript, member_cards, people_line
 from judges.scoring._schema import LEAN, LEAN_WHY_WORDS, limits_for, quote_found, read_citation, sentence_openings
 from personas.common.files import atomic_write_text
@@ -112,6 +116,10 @@ class CompareReport(_Record):
     position: PositionBias = Field(description="How much the order of the sessions swayed the judges.")
     unsupported: int = Field(description="Verdicts whose quotes were not found (left out of the ratings).")
     failed: int = Field(description="Verdicts whose model call failed (left out).")
+    simulator_faults: FaultTally = Field(
+        default_factory=FaultTally,
+        description="Sessions with a simulator fault: left out before pairing (unless included), with why.",
+    )
     bootstrap: int = Field(description="Bootstrap resamples behind the CIs.")
     seed: int = Field(description="Bootstrap seed.")
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="UTC time.")
@@ -120,10 +128,16 @@ class CompareReport(_Record):
 # -- matching ----------------------------------------------------------------------------------------------------
 
 
-def match_sessions(run_dirs: Sequence[str | Path]) -> tuple[dict[PairKey, dict[str, SessionRecord]], list[str]]:
-    """Completed sessions grouped by (case, seed, perturbation, trial), one per supporter; notes on what was left."""
+def match_sessions(
+    run_dirs: Sequence[str | Path], *, include_faults: bool = False
+) -> tuple[dict[PairKey, dict[str, SessionRecord]], list[str], FaultTally]:
+    """Completed sessions grouped by (case, seed, perturbation, trial), one per supporter; notes on what was left;
+    the sessions with a simulator fault (left out unless `include_faults`)."""
+    from judges.scoring._store import read_judgment
+
     groups: dict[PairKey, dict[str, SessionRecord]] = {}
     notes: list[str] = []
+    faults = FaultTally(included=include_faults)
     for run_dir in run_dirs:
         folder = RunFolder(run_dir)
         folder.read_manifest()
@@ -135,6 +149,11 @@ def match_sessions(run_dirs: Sequence[str | Path]) -> tuple[dict[PairKey, dict[s
                 continue
             if record.status != SessionStatus.COMPLETED:
                 continue
+            fault = faulted(record, read_judgment(folder, sid))
+            if fault is not None:
+                faults.add(fault)
+                if not include_faults:
+                    continue
             name = record.supporter if record.supporter_knows == "intake" else f"{record.supporter} (oracle)"
             key = (record.case.id, record.seed, record.perturbation or "none", record.trial)
             cell = groups.setdefault(key, {})
@@ -142,7 +161,7 @@ def match_sessions(run_dirs: Sequence[str | Path]) -> tuple[dict[PairKey, dict[s
                 notes.append(f"{sid}: {name} already has a session for {key}; the first one is used")
                 continue
             cell[name] = record
-    return {k: v for k, v in groups.items() if len(v) >= 2}, notes
+    return {k: v for k, v in groups.items() if len(v) >= 2}, notes, faults
 
 
 # -- one verdict -------------------------------------------------------------------------------------------------
@@ -398,17 +417,26 @@ async def compare_runs(
     at_once: int = 4,
     on_verdict=None,
     limit: int | None = None,
+    include_faults: bool = False,
 ) -> tuple[CompareReport, list[str]]:
     """Judge every matched pair in both orders with every judge, then rate (see the module docstring).
-    `limit` judges only the first N matched groups (sorted by case, seed, perturbation, trial)."""
-    groups, notes = match_sessions(run_dirs)
+    `limit` judges only the first N matched groups (sorted by case, seed, perturbation, trial); sessions with a
+    simulator fault are left out unless `include_faults`."""
+    groups, notes, faults = match_sessions(run_dirs, include_faults=include_faults)
     if limit is not None and len(groups) > limit:
         notes.append(f"--limit {limit}: {len(groups) - limit} of {len(groups)} matched groups left out")
         groups = dict(sorted(groups.items())[:limit])
     if not groups:
+        left = (
+            f" once {faults.faulted} session(s) with simulator faults are left out (--include-simulator-faults "
+            "keeps them)"
+            if faults.faulted and not include_faults
+            else ""
+        )
         raise RunFolderError(
             "no case + seed (+ perturbation, trial) was run by two or more supporters in "
             + ", ".join(map(str, run_dirs))
+            + left
             + "; compare needs the same matrix run with different supporters"
         )
     panel = list(dict.fromkeys(j for j in judges if j))
@@ -440,6 +468,7 @@ async def compare_runs(
         position=position_bias(verdicts),
         unsupported=sum(v.status == "unsupported" for v in verdicts),
         failed=sum(v.status == "failed" for v in verdicts),
+        simulator_faults=faults,
         bootstrap=bootstrap,
         seed=seed,
     )

@@ -2,8 +2,9 @@
 
 Unit of analysis is the session: each judged session gives one value per dimension (the mean over its items of
 the panel's mean score, or a rate for labels), and the row reports the mean over sessions with a percentile
-bootstrap 95% CI. Sessions flagged `simulator_failure` are counted and left out; failed sessions and failed
-judgments are counted separately.
+bootstrap 95% CI. Sessions with a simulator fault (the record's faults or the judges' `simulator_failure` flag;
+see judges.scoring._faults) are left out of every aggregate by default, counted and listed with their reasons per
+member model; `include_faults=True` puts them back. Failed sessions and failed judgments are counted separately.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from judges.fidelity._audit import FidelitySummary, fidelity_by_supporter
 from judges.ratings._agreement import HumanAgreement
 from judges.ratings._ppi import PPIEstimate
+from judges.scoring._faults import FaultTally, faulted
 from judges.scoring._panel import session_values
 from judges.scoring._records import JudgmentStatus, SessionJudgment
 from judges.scoring._repeat import dimension_stability, read_trials
@@ -71,7 +73,13 @@ class SupporterRow(_Record):
     incomplete_sessions: int = Field(description="Interrupted before the end.")
     unjudged: int = Field(description="Completed sessions without a judgment file.")
     failed_judgments: int = Field(description="Judge verdicts (session x judge) that failed or were partial.")
-    simulator_failures: int = Field(description="Sessions flagged simulator_failure: excluded from every aggregate.")
+    simulator_failures: int = Field(
+        description="Completed sessions with a simulator fault (record faults or the judges' simulator_failure): "
+        "excluded from every aggregate unless the leaderboard includes them."
+    )
+    simulator_faults: FaultTally = Field(
+        default_factory=FaultTally, description="Those sessions, with why, per member model."
+    )
     scored: int = Field(description="Judged sessions entering the dimension aggregates.")
     decisions: int = Field(default=0, description="Supporter decisions (speak or pass) in completed sessions.")
     invalid_decisions: int = Field(
@@ -95,7 +103,10 @@ class SupporterRow(_Record):
     critical_sessions: int = Field(
         default=0, description="Completed sessions with any critical safety failure (see judges.stress._board)."
     )
-    critical_share: float | None = Field(default=None, description="critical_sessions / completed.")
+    critical_of: int = Field(
+        default=0, description="Completed sessions the share is over: faulted ones are left out unless included."
+    )
+    critical_share: float | None = Field(default=None, description="critical_sessions / critical_of.")
     judge_compromised: int = Field(
         default=0, description="Judgments left out of every mean: a prompt-injection probe found the judges moved."
     )
@@ -117,6 +128,9 @@ class Leaderboard(_Record):
     rank_by: str | None = Field(description="Dimension the rows are ranked by; None: by supporter name.")
     confidence: float = Field(description="Coverage of the bootstrap intervals.")
     seed: int = Field(description="Bootstrap seed.")
+    include_faults: bool = Field(
+        default=False, description="Sessions with simulator faults were put back into the aggregates."
+    )
     gamma: float = Field(description="Group-objective discount.")
     lam: float = Field(description="Group-objective distress weight.")
     rows: list[SupporterRow] = Field(description="One per supporter, ranked.")
@@ -154,6 +168,7 @@ class _Acc:
             "decisions": 0,
             "invalid": 0,
         }
+        self.faults = FaultTally()
         self.values: dict[str, list[float]] = {}
         self.dims: dict[str, Dimension] = {}
         self.ratings: dict[str, dict[tuple[str, str], dict[str, int]]] = {}  # dim -> (session, item) -> judge -> score
@@ -177,11 +192,15 @@ def build_leaderboard(
     cards: Sequence[ValidityCard] = (),
     ratings: bool = False,
     fidelity: bool = False,
+    include_faults: bool = False,
 ) -> Leaderboard:
     """Read every session and judgment in `run_dirs` and summarise them per supporter.
 
     `ratings=True` adds what the human ratings stored in the runs say (`rescue-sim ratings import`): PPI-corrected
     means beside the judge-only and human-only ones, and judge-human agreement.
+
+    Sessions with a simulator fault are left out of every aggregate (and listed per row with why) unless
+    `include_faults`, which puts them back (still listed).
 
     Each dimension carries the validity of the instrument that produced it: a card among `cards`, else one stored
     by `rescue-sim validate` for the same model and prompt digest, else "not validated".
@@ -191,7 +210,7 @@ def build_leaderboard(
     if not run_dirs:
         raise ValueError("build_leaderboard needs at least one run folder")
     accs: dict[str, _Acc] = {}
-    board = PerturbationBoard()
+    board = PerturbationBoard(include_faults=include_faults)
     order: list[str] = []
     for run_dir in run_dirs:
         folder = RunFolder(run_dir)
@@ -210,7 +229,11 @@ def build_leaderboard(
             if str(run_dir) not in acc.runs:
                 acc.runs.append(str(run_dir))
             acc.counts["sessions"] += 1
-            board.add(record, read_check(folder, sid), acc.knows)
+            completed = record.status == SessionStatus.COMPLETED
+            judgment = read_judgment(folder, sid) if completed else None
+            check = read_check(folder, sid)
+            fault = faulted(record, judgment) if completed else None
+            board.add(record, check, acc.knows, fault)
             if record.status == SessionStatus.FAILED:
                 acc.counts["failed"] += 1
                 continue
@@ -220,8 +243,13 @@ def build_leaderboard(
             acc.counts["completed"] += 1
             acc.counts["decisions"] += len(record.decisions)
             acc.counts["invalid"] += sum(not d.valid for d in record.decisions)
-            judgment = read_judgment(folder, sid)
-            check = read_check(folder, sid)
+            if fault is not None:
+                acc.counts["simulator"] += 1
+                acc.faults.add(fault)
+                if not include_faults:  # the room malfunctioned: the supporter is neither credited nor blamed
+                    if judgment is not None:
+                        acc.counts["failed_judgments"] += sum(v.status != JudgmentStatus.OK for v in judgment.verdicts)
+                    continue
             if critical_failure(record, judgment, check) is not None:
                 acc.critical += 1
             if check is not None and check.judge_compromised:
@@ -231,9 +259,6 @@ def build_leaderboard(
                 acc.trials.append(trials)
             if judgment is not None:
                 acc.counts["failed_judgments"] += sum(v.status != JudgmentStatus.OK for v in judgment.verdicts)
-                if judgment.simulator_failure:
-                    acc.counts["simulator"] += 1
-                    continue
             else:
                 acc.counts["unjudged"] += 1
             traj = trajectory_metrics(record, gamma=gamma, lam=lam)
@@ -267,6 +292,8 @@ def build_leaderboard(
                     dim = next((d for d in judgment.rubric.active if d.id == s.dimension), None)
                     if dim is not None and dim.kind == "scale" and dim.about == "supporter" and s.score is not None:
                         acc.ratings.setdefault(s.dimension, {}).setdefault((sid, s.item), {})[v.judge] = s.score
+    for acc in accs.values():
+        acc.faults.included = include_faults
     rows = [_row(acc, order, confidence, seed, cards) for acc in accs.values()]
     rank_by = RANK_BY if RANK_BY in order else None
 
@@ -282,6 +309,7 @@ def build_leaderboard(
         rank_by=rank_by,
         confidence=confidence,
         seed=seed,
+        include_faults=include_faults,
         gamma=gamma,
         lam=lam,
         rows=rows,
@@ -330,6 +358,7 @@ def _row(acc: _Acc, order: list[str], confidence: float, seed: int, cards: Seque
         for (sid, item), by_judge in ratings.items():
             pooled[(sid, f"{item}/{dim_id}")] = by_judge
     several = len(acc.judges) >= 2
+    considered = c["completed"] - (0 if acc.faults.included else c["simulator"])
     return SupporterRow(
         supporter=acc.supporter,
         knows=acc.knows,
@@ -341,6 +370,7 @@ def _row(acc: _Acc, order: list[str], confidence: float, seed: int, cards: Seque
         unjudged=c["unjudged"],
         failed_judgments=c["failed_judgments"],
         simulator_failures=c["simulator"],
+        simulator_faults=acc.faults,
         scored=c["scored"],
         decisions=c["decisions"],
         invalid_decisions=c["invalid"],
@@ -352,7 +382,8 @@ def _row(acc: _Acc, order: list[str], confidence: float, seed: int, cards: Seque
         observer_validity=_validity(acc, "delta_tension_observer", cards),
         group_objective=mean_ci(acc.objective, confidence=confidence, seed=seed),
         critical_sessions=acc.critical,
-        critical_share=acc.critical / c["completed"] if c["completed"] else None,
+        critical_of=considered,
+        critical_share=acc.critical / considered if considered else None,
         judge_compromised=acc.compromised,
         judge_trials=max((len(t) for t in acc.trials), default=1),
         judge_flip_rate={d.dimension: d.flip_rate for d in dimension_stability(acc.trials)},

@@ -8,6 +8,9 @@ case whose mean self-softening over its silent sessions exceeds NULL_DRIFT_THRES
 Flags are counted by re-running the per-turn checks of simulator.fidelity over each member turn (an audit), so
 records made before the checks existed are measured exactly like new ones; the flags a record itself carries
 (what was still failing when the engine accepted a turn) are counted separately.
+
+The fault rate per member model is the share of sessions with a simulator fault (judges.scoring._faults: the
+record's faults or the judges' simulator_failure flag), the sessions every supporter score leaves out.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from judges.fidelity._sim_vs_real import SimVsReal, compare_runs_with_rescue, missing_samples
+from judges.scoring._faults import faulted
+from judges.scoring._store import read_judgment
 from judges.scoring._trajectory import distress, insider_outsider_gap, relation_change
 from simulator.fidelity import LEGACY_CHAR_CAPS, check_line, check_state, session_language
 from simulator.members import state_word_caps
@@ -69,6 +74,11 @@ class SessionFidelity(_Record):
     tension_gap: float | None = Field(description="Mean |self-reported - tracker tension| per directed pair.")
     self_softening: SelfSoftening = Field(description="How far the room softened, first to last self-report.")
     turn_flags: dict[int, list[FidelityFlag]] = Field(default_factory=dict, description="Audit flags by turn index.")
+    member_model: str = Field(default="-", description="Model that played the members.")
+    fault_kinds: list[str] = Field(default_factory=list, description="Simulator fault kinds; empty if not faulted.")
+    faults: list[str] = Field(
+        default_factory=list, description="Why the session is faulted (left out of supporter scores); empty if not."
+    )
 
 
 class CaseDrift(_Record):
@@ -100,6 +110,15 @@ class FidelitySummary(_Record):
     moves: dict[str, dict[str, int]] = Field(description="`case_id/member` -> move -> count.")
 
 
+class FaultRate(_Record):
+    """How often one member model's rooms malfunctioned."""
+
+    sessions: int = Field(description="Sessions played by this member model.")
+    faulted: int = Field(description="Sessions with a simulator fault (left out of supporter scores).")
+    rate: float | None = Field(description="faulted / sessions.")
+    kinds: dict[str, int] = Field(description="Fault kind -> faulted sessions showing it.")
+
+
 class FidelityReport(_Record):
     """`rescue-sim fidelity`: per session, per run folder, null-supporter drift and simulated vs real."""
 
@@ -110,6 +129,9 @@ class FidelityReport(_Record):
     by_run: dict[str, FidelitySummary] = Field(description="Run folder -> its sessions pooled.")
     overall: FidelitySummary = Field(description="Every session pooled.")
     null_drift: list[CaseDrift] = Field(description="Per case with silent-supporter sessions.")
+    fault_rate: dict[str, FaultRate] = Field(
+        default_factory=dict, description="Member model -> share of its sessions with a simulator fault."
+    )
     unreadable: list[str] = Field(default_factory=list, description="Session files that could not be read.")
     sim_vs_real: list[SimVsReal] = Field(default_factory=list, description="Per RESCUE-derived case, when asked.")
     rescue_source: str | None = Field(default=None, description="Where the RESCUE samples were read from.")
@@ -280,6 +302,23 @@ def null_drift(sessions: Sequence[SessionFidelity], threshold: float = NULL_DRIF
     return out
 
 
+def fault_rates(sessions: Sequence[SessionFidelity]) -> dict[str, FaultRate]:
+    """Per member model: how many of its sessions had a simulator fault, and of which kinds."""
+    groups: dict[str, list[SessionFidelity]] = {}
+    for s in sessions:
+        groups.setdefault(s.member_model, []).append(s)
+    out = {}
+    for model, group in sorted(groups.items()):
+        kinds: Counter[str] = Counter()
+        for s in group:
+            kinds.update(s.fault_kinds)
+        n = sum(bool(s.fault_kinds) for s in group)
+        out[model] = FaultRate(
+            sessions=len(group), faulted=n, rate=n / len(group) if group else None, kinds=dict(kinds.most_common())
+        )
+    return out
+
+
 def fidelity_report(
     run_dirs: Sequence[str | Path],
     *,
@@ -304,7 +343,16 @@ def fidelity_report(
                 unreadable.append(str(err))
                 continue
             records.append(rec)
-            mine.append(audit_record(rec))
+            fault = faulted(rec, read_judgment(folder, sid))
+            mine.append(
+                audit_record(rec).model_copy(
+                    update={
+                        "member_model": rec.models.get("member") or "-",
+                        "fault_kinds": fault.kinds if fault is not None else [],
+                        "faults": fault.reasons if fault is not None else [],
+                    }
+                )
+            )
         sessions += mine
         by_run[str(run)] = summarise(mine)
     comparisons = compare_runs_with_rescue(records, rescue) if rescue is not None else []
@@ -315,6 +363,7 @@ def fidelity_report(
         by_run=by_run,
         overall=summarise(sessions),
         null_drift=null_drift(sessions, threshold),
+        fault_rate=fault_rates(sessions),
         unreadable=unreadable,
         sim_vs_real=comparisons,
         rescue_source=str(rescue) if rescue is not None else None,

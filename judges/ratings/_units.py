@@ -5,7 +5,7 @@ stable id, `it-<12 hex>`, hashed from the run's config hash, the session id and 
 `t<turn>`): the same unit of the same run gets the same id in every export, and the id names no model (session
 ids do not either, but the config hash is what tells two supporters' runs apart).
 
-Only completed, judged sessions that are not simulator failures give units, and only the rubric's scale
+Only completed, judged sessions without a simulator fault (judges.scoring._faults) give units, and only the rubric's scale
 dimensions about the supporter at the unit's level are rated (labels and simulator checks are not).
 """
 
@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judges.scoring._faults import faulted
 from judges.scoring._records import JudgmentStatus, SessionJudgment
 from judges.scoring._repeat import read_trials, trial_path
 from judges.scoring._rubric import Dimension
@@ -184,8 +185,9 @@ def collect_units(run_dirs: Sequence[str | Path], unit: UnitKind = "session") ->
             if judgment.status == JudgmentStatus.FAILED:
                 skip("judgment failed")
                 continue
-            if judgment.simulator_failure:
-                skip("simulator failure")
+            fault = faulted(record, judgment)
+            if fault is not None:  # the room malfunctioned: nothing to rate about the supporter
+                skip(f"simulator fault ({', '.join(fault.kinds)})")
                 continue
             for d in rated_dimensions(judgment, unit):
                 dims.setdefault(d.id, d)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judges.boards._leaderboard import Leaderboard, build_leaderboard
 from judges.ratings._store import read_ratings
+from judges.scoring._faults import faulted
 from judges.scoring._panel import session_values
 from judges.scoring._records import SessionJudgment
 from judges.scoring._store import read_judgment
@@ -59,7 +60,10 @@ class SessionSummary(_Record):
     turns: int
     judged: bool
     judgment_status: str | None
-    simulator_failure: bool = False
+    simulator_failure: bool = Field(
+        default=False, description="A simulator fault (record or judges): left out of the leaderboard by default."
+    )
+    faults: list[str] = Field(default_factory=list, description="Why the session is faulted, one line per fault.")
     scores: dict[str, float] = Field(default_factory=dict, description="Dimension -> the session's value.")
     rated: int = Field(default=0, description="Human ratings stored for this session.")
 
@@ -192,9 +196,12 @@ def _detail(record: SessionRecord, judgment: SessionJudgment | None, ratings: li
     )
 
 
-def build_report_data(run_dirs: Sequence[str | Path]) -> ReportData:
-    """Everything the report shows, from the run folders (sessions, judgments, ratings). No model calls."""
-    board = build_leaderboard(run_dirs, ratings=any(read_ratings(d).ratings for d in run_dirs))
+def build_report_data(run_dirs: Sequence[str | Path], *, include_faults: bool = False) -> ReportData:
+    """Everything the report shows, from the run folders (sessions, judgments, ratings). No model calls.
+    Sessions with simulator faults are marked with why, and left out of the leaderboard unless `include_faults`."""
+    board = build_leaderboard(
+        run_dirs, ratings=any(read_ratings(d).ratings for d in run_dirs), include_faults=include_faults
+    )
     dims: dict[str, DimensionInfo] = {}
     sessions: list[SessionSummary] = []
     details: list[SessionDetail] = []
@@ -234,6 +241,7 @@ def build_report_data(run_dirs: Sequence[str | Path]) -> ReportData:
                         ),
                     )
             values = {k: v for k, (_, v) in session_values(judgment).items()} if judgment is not None else {}
+            fault = faulted(record, judgment)
             sessions.append(
                 SessionSummary(
                     run=str(run_dir),
@@ -252,7 +260,8 @@ def build_report_data(run_dirs: Sequence[str | Path]) -> ReportData:
                     turns=len(record.turns),
                     judged=judgment is not None,
                     judgment_status=judgment.status.value if judgment is not None else None,
-                    simulator_failure=bool(judgment and judgment.simulator_failure),
+                    simulator_failure=fault is not None,
+                    faults=fault.reasons if fault is not None else [],
                     scores=values,
                     rated=len(by_session.get(sid, [])),
                 )

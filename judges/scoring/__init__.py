@@ -2,6 +2,7 @@
 aggregation, judge repeat trials (flip rates), trajectory metrics over relation states, and the judgment store.
 """
 
+from judges.scoring._faults import FaultedSession, FaultTally, faulted, record_faults
 from judges.scoring._judge import (
     EVIDENCE_ATTEMPTS,
     NO_INTERVENTIONS,
@@ -167,6 +168,8 @@ __all__ = [
     "EntryLimits",
     "Evidence",
     "F",
+    "FaultTally",
+    "FaultedSession",
     "FeltHeard",
     "GroupObjective",
     "InsiderOutsiderGap",
@@ -198,6 +201,7 @@ __all__ = [
     "distress",
     "entry_count",
     "evidence_rule",
+    "faulted",
     "felt_heard",
     "group_kind",
     "group_objective",
@@ -228,6 +232,7 @@ __all__ = [
     "read_judgment",
     "read_stability",
     "read_trials",
+    "record_faults",
     "registered_judges",
     "relation_change",
     "risks_line",

@@ -130,6 +130,15 @@ def session_footer(record: SessionRecord) -> Text:
             f"\nsafety: {e.member} at risk from turn {e.signalled_at} ({e.source}) — {state}",
             style="green" if e.addressed else "bold red",
         )
+    from simulator.faults import detect_faults, merge_faults
+
+    for f in merge_faults(record.simulator_faults, detect_faults(record)):  # old records: found now
+        where = ", ".join(x for x in (f"turn {f.turn}" if f.turn is not None else "", f.member or "") if x)
+        out.append(
+            f"\nsimulator fault: {f.kind.value}" + (f" ({where})" if where else "") + f" — {f.detail}"
+            " (left out of supporter scores)",
+            style="yellow",
+        )
     return out
 
 

@@ -36,7 +36,7 @@ def stress_tables(board: Leaderboard, header=lambda d: d) -> list[Table]:
         t.add_column("", no_wrap=True)
         for r in rows:
             t.add_column(escape(r.supporter if r.knows == "intake" else f"{r.supporter} ({r.knows})"), justify="right")
-        t.add_row("critical", *(_share(r.critical_sessions, r.completed) for r in rows))
+        t.add_row("critical", *(_share(r.critical_sessions, r.critical_of) for r in rows))
         t.add_row("judge moved", *(str(r.judge_compromised) for r in rows))
         t.add_row("invalid decisions", *(f"{r.invalid_decisions}/{r.decisions}" for r in rows))
         for d in board.dimensions:
@@ -55,10 +55,12 @@ def stress_tables(board: Leaderboard, header=lambda d: d) -> list[Table]:
             box=box.SIMPLE_HEAD,
             caption="passed: of checks decided (pass or fail); pass^k: chance that k trials of one case and seed "
             "all pass; open: checks neither passed nor failed (unsupported evidence, model errors, stressor not "
-            "delivered) and sessions that failed. * safety-critical.",
+            "delivered) and sessions that failed. faults: sessions with a simulator fault (the room malfunctioned), "
+            + ("put back into" if board.include_faults else "left out of")
+            + " passed and pass^k. * safety-critical.",
             caption_justify="left",
         )
-        for col in ("perturbation", "supporter", "passed", "pass^k", "open"):
+        for col in ("perturbation", "supporter", "passed", "pass^k", "open", "faults"):
             p.add_column(col, justify="left" if col in ("perturbation", "supporter") else "right", overflow="fold")
         for row in sorted(board.perturbations, key=lambda x: (x.perturbation, x.supporter)):
             decided = row.passed + row.failed
@@ -69,6 +71,7 @@ def stress_tables(board: Leaderboard, header=lambda d: d) -> list[Table]:
                 f"{row.passed}/{decided}" + (f" {row.pass_rate:.0%}" if row.pass_rate is not None else ""),
                 "-" if row.pass_hat_k is None else f"{row.pass_hat_k:.2f} k={row.k}",
                 str(open_) if open_ else "-",
+                str(row.simulator_faults) if row.simulator_faults else "-",
             )
         tables.append(p)
     return tables

@@ -65,6 +65,16 @@ def position_line(report: CompareReport) -> str:
     )
 
 
+def fault_lines(report: CompareReport) -> list[str]:
+    """How many sessions with simulator faults were left out (or kept), per member model, and which, with why."""
+    tally = report.simulator_faults
+    if not tally.faulted:
+        return []
+    lines = [f"simulator faults: {tally.summary()}"]
+    lines += [f"  {f.session_id} ({f.supporter}): {'; '.join(f.reasons)}" for f in tally.sessions]
+    return lines
+
+
 @user_errors
 def compare(
     run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="Run folders with the same matrix.")],
@@ -79,6 +89,13 @@ def compare(
     limit: Annotated[
         int | None, typer.Option(min=1, help="Judge only the first N matched groups (a time or cost budget).")
     ] = None,
+    include_faults: Annotated[
+        bool,
+        typer.Option(
+            "--include-simulator-faults",
+            help="Keep sessions with simulator faults (the simulated room malfunctioned) in the comparison.",
+        ),
+    ] = False,
 ) -> None:
     """Rank supporters by pairwise judgments: every pair of supporters that ran the same case, seed,
     perturbation and trial is judged in both orders (ties allowed) and fitted into Bradley-Terry ratings.
@@ -102,7 +119,16 @@ def compare(
 
     at_once = 1 if any(is_local(m) for m in panel) else 4
     report, notes = asyncio.run(
-        compare_runs(run_dirs, client, panel, bootstrap=bootstrap, at_once=at_once, on_verdict=seen, limit=limit)
+        compare_runs(
+            run_dirs,
+            client,
+            panel,
+            bootstrap=bootstrap,
+            at_once=at_once,
+            on_verdict=seen,
+            limit=limit,
+            include_faults=include_faults,
+        )
     )
     path = write_report(out or Path(run_dirs[0]) / "compare.json", report)
     if as_json:
@@ -111,6 +137,8 @@ def compare(
         for table in render(report, console.width):
             console.print(table)
         console.print(escape(position_line(report)))
+        for line in fault_lines(report):
+            console.print(escape(line))
         for note in notes:
             console.print(f"[dim]{escape(note)}[/]")
         console.print(f"report written to {escape(str(path))}")

@@ -107,6 +107,18 @@ def render(report: FidelityReport, width: int = 80) -> list[RenderableType]:
                 style="dim",
             )
         )
+    if report.fault_rate:
+        rates = report.fault_rate
+        tables += measure_tables(
+            "Simulator faults per member model (sessions left out of supporter scores)",
+            list(rates),
+            [
+                ("sessions", [str(r.sessions) for r in rates.values()]),
+                ("faulted", [f"{r.faulted} ({_pct(r.rate)})" for r in rates.values()]),
+                ("kinds", ["\n".join(f"{k} {n}" for k, n in r.kinds.items()) or "none" for r in rates.values()]),
+            ],
+            width,
+        )
     for c in report.sim_vs_real:
         tables.extend(render_comparison(c))
     return tables

@@ -97,7 +97,7 @@ def _sections(board: Leaderboard) -> list[tuple[str, list[tuple[str, list[str]]]
         ),
     ]
     if board.perturbations or any(r.critical_sessions for r in rows):  # stress runs: beside every mean below
-        sections[0][1].append(("critical safety", [f"{r.critical_sessions}/{r.completed}" for r in rows]))
+        sections[0][1].append(("critical safety", [f"{r.critical_sessions}/{r.critical_of}" for r in rows]))
     return [(title, measures) for title, measures in sections if measures]
 
 
@@ -145,9 +145,17 @@ def footnotes(board: Leaderboard) -> list[str]:
         f"sessions with their {pct}% bootstrap CI in brackets; scores 1-5, except sides taken and unsafe turns "
         "(share of supporter turns) and strategy=stated (share of turns where the judges' strategy label equals "
         "the one the supporter stated).",
-        "scored: judged sessions that enter the scores; failed and incomplete sessions, and sessions flagged as "
-        "simulator failures (the personas broke character), are never scored. judge failures: judge verdicts "
-        "that failed or were partial; invalid decisions: supporter decisions still invalid after re-asking.",
+        "scored: judged sessions that enter the scores; failed and incomplete sessions are never scored. "
+        "simulator failures: sessions in which the simulated room malfunctioned (a member out of role, repeating "
+        "after its re-ask, switching language or never saying its stressor, a failed tracker, or the judges' "
+        "persona-fidelity flag); "
+        + (
+            "they are put back into the scores (--include-simulator-faults). "
+            if board.include_faults
+            else "they are left out of every score (--include-simulator-faults puts them back). "
+        )
+        + "judge failures: judge verdicts that failed or were partial; invalid decisions: supporter decisions "
+        "still invalid after re-asking.",
         "alpha: Krippendorff's alpha (interval) across judges, - with a single judge. Δtension: final - initial "
         f"tension (self-report); objective: discounted group objective, γ={board.gamma:g}, λ={board.lam:g}.",
     ]
@@ -158,6 +166,26 @@ def footnotes(board: Leaderboard) -> list[str]:
             f"least two sessions to vary over ({', '.join(single)}). Run more seeds, e.g. --seeds 0-4."
         )
     return notes
+
+
+MAX_LISTED = 10  # faulted sessions listed per supporter (the rest are counted; --json lists them all)
+
+
+def fault_lines(board: Leaderboard) -> list[str]:
+    """Per supporter: how many faulted sessions were left out (or put back), per member model and kind, and which
+    sessions, each with its first reason."""
+    lines = []
+    for row in board.rows:
+        tally = row.simulator_faults
+        if not tally.faulted:
+            continue
+        lines.append(f"simulator faults, {row.supporter}: {tally.summary()}")
+        for f in tally.sessions[:MAX_LISTED]:
+            more = f" (+{len(f.reasons) - 1} more)" if len(f.reasons) > 1 else ""
+            lines.append(f"  {f.session_id}: {f.reasons[0]}{more}")
+        if tally.faulted > MAX_LISTED:
+            lines.append(f"  ... and {tally.faulted - MAX_LISTED} more (--json lists them all)")
+    return lines
 
 
 @user_errors
@@ -175,6 +203,13 @@ def leaderboard(
         bool,
         typer.Option("--ratings", help="Add PPI-corrected means from stored human ratings (ratings import)."),
     ] = False,
+    include_faults: Annotated[
+        bool,
+        typer.Option(
+            "--include-simulator-faults",
+            help="Put sessions with simulator faults (the simulated room malfunctioned) back into the scores.",
+        ),
+    ] = False,
 ) -> None:
     """Rank supporters across run folders from their sessions and judgments.
 
@@ -185,7 +220,9 @@ def leaderboard(
     from judges.validity import read_cards
     from simulator.cli._validity import validity_lines
 
-    board = build_leaderboard(run_dirs, cards=read_cards(card or []), ratings=ratings, fidelity=fidelity)
+    board = build_leaderboard(
+        run_dirs, cards=read_cards(card or []), ratings=ratings, fidelity=fidelity, include_faults=include_faults
+    )
     if as_json:
         typer.echo(board.model_dump_json(indent=2))
         return
@@ -193,6 +230,8 @@ def leaderboard(
         console.print(table)
     for note in footnotes(board):
         console.print(escape(note), style="dim")
+    for line in fault_lines(board):
+        console.print(escape(line))
     for line in validity_lines(board, header):
         console.print(escape(line), style="dim")
     from simulator.cli._stress_render import stress_tables

@@ -16,6 +16,13 @@ from simulator.cli._common import console, user_errors
 def report(
     run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="One or more run folders.")],
     html: Annotated[Path, typer.Option("--html", help="HTML file to write (one file; opens offline).")],
+    include_faults: Annotated[
+        bool,
+        typer.Option(
+            "--include-simulator-faults",
+            help="Put sessions with simulator faults (the simulated room malfunctioned) back into the leaderboard.",
+        ),
+    ] = False,
 ) -> None:
     """Write an offline HTML report: leaderboard, score distributions, filters and a session viewer.
 
@@ -24,10 +31,14 @@ def report(
     from judges.report import build_report_data, render_html
     from personas.common.files import atomic_write_text
 
-    data = build_report_data(run_dirs)
+    data = build_report_data(run_dirs, include_faults=include_faults)
     atomic_write_text(html, render_html(data))
     size = html.stat().st_size
     console.print(
         f"wrote {escape(str(html))} ({size / 1e6:.1f} MB): {len(data.sessions)} session(s), "
         f"{len(data.leaderboard.rows)} supporter(s)"
     )
+    faulted = sum(s.simulator_failure for s in data.sessions)
+    if faulted:
+        how = "put back into" if include_faults else "left out of"
+        console.print(f"{faulted} session(s) with simulator faults {how} the leaderboard (marked in the list)")

@@ -35,31 +35,21 @@ def render_estimate(est: Estimate) -> Table:
     return table
 
 
-def render_checks(results: list) -> Table:
-    """Per supporter x perturbation: passed / decided, pass^k over trials, and what was not decided."""
-    from judges import CheckStatus, pass_hat_k
-
-    cells: dict[tuple[str, str], list] = {}
-    for r in results:
-        cells.setdefault((r.supporter, r.perturbation), []).append(r)
+def render_checks(rows: list) -> Table:
+    """Per supporter x perturbation (judges.stress.PerturbationRow): passed / decided, pass^k over trials, what was
+    not decided, and the sessions left out for a simulator fault."""
     table = Table(title="behavioural checks", title_justify="left")
-    for col in ("supporter", "perturbation", "passed", "pass^k", "not decided"):
+    for col in ("supporter", "perturbation", "passed", "pass^k", "not decided", "simulator faults"):
         table.add_column(col, justify="left" if col in ("supporter", "perturbation") else "right")
-    for (sup, pert), rs in sorted(cells.items()):
-        decided = [r for r in rs if r.decided]
-        passed = sum(r.status == CheckStatus.PASSED for r in decided)
-        groups: dict[tuple, list[bool]] = {}
-        for r in decided:
-            groups.setdefault((r.case_id, r.seed), []).append(r.status == CheckStatus.PASSED)
-        k = max((len(g) for g in groups.values()), default=1)
-        phk = pass_hat_k(list(groups.values()), k)
-        other = {s.value: sum(r.status == s for r in rs) for s in CheckStatus if s.value not in ("passed", "failed")}
+    for r in sorted(rows, key=lambda x: (x.supporter, x.perturbation)):
+        other = {"unsupported": r.unsupported, "error": r.errors, "not_delivered": r.not_delivered}
         table.add_row(
-            escape(sup),
-            escape(pert),
-            f"{passed}/{len(decided)}",
-            "-" if phk is None else f"{phk:.2f} (k={k})",
+            escape(r.supporter),
+            escape(r.perturbation),
+            f"{r.passed}/{r.passed + r.failed}",
+            "-" if r.pass_hat_k is None else f"{r.pass_hat_k:.2f} (k={r.k})",
             ", ".join(f"{n} {s}" for s, n in other.items() if n) or "-",
+            escape(r.faults.summary()) if r.simulator_faults else "-",
         )
     return table
 
@@ -156,11 +146,11 @@ def stress(
     except KeyboardInterrupt:
         err_console.print(f"[yellow]interrupted[/]: rerun the same command to resume ({out_dir})")
         raise typer.Exit(130) from None
-    from simulator.runner.stress import check_table
+    from simulator.runner.stress import check_rows
 
-    results = check_table(summary.run.folder, [s.session_id for s in matrix.specs])
-    if results:
-        console.print(render_checks(results))
+    rows = check_rows(summary.run.folder, [s.session_id for s in matrix.specs])
+    if rows:
+        console.print(render_checks(rows))
     failed = summary.run.failed
     for r in failed:
         err_console.print(f"[red]failed[/] {escape(r.session_id)}: {escape(r.failure or '')}")

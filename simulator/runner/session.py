@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from personas.case import Case
 from simulator.engine import HumanInput, SessionConfig, derive_seed, run_session
+from simulator.faults import with_faults
 from simulator.llm.types import Completion, ModelClient, ModelError, Prompt, Role
 from simulator.records import SessionRecord
 from simulator.redact import redact
@@ -178,7 +179,8 @@ async def run_one(
         human_input=human_input,
         update_every_s=update_every_s,
     )
-    return _finalise(record, spec)
+    # the room's malfunctions, found in the finished record: supporter scores leave such sessions out
+    return with_faults(_finalise(record, spec))
 
 
 @dataclass

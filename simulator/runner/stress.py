@@ -491,13 +491,20 @@ async def run_stress(
     return summary
 
 
-def check_table(folder: RunFolder, session_ids: Sequence[str]) -> list[Any]:
-    """The check results saved for these sessions (missing ones left out)."""
-    from judges import read_check
+def check_rows(folder: RunFolder, session_ids: Sequence[str]) -> list[Any]:
+    """Pass rates and pass^k per supporter x perturbation over these sessions (judges.stress.PerturbationBoard):
+    sessions with a simulator fault are left out of them and counted."""
+    from judges import PerturbationBoard, faulted, read_check, read_judgment
+    from simulator.runfolder import RunFolderError
 
-    out = []
+    board = PerturbationBoard()
     for sid in session_ids:
-        r = read_check(folder, sid)
-        if r is not None:
-            out.append(r)
-    return out
+        try:
+            record = folder.load_session(sid)
+        except (RunFolderError, FileNotFoundError):
+            continue
+        fault = None
+        if record.status == SessionStatus.COMPLETED:
+            fault = faulted(record, read_judgment(folder, sid))
+        board.add(record, read_check(folder, sid), record.supporter_knows, fault)
+    return board.rows()

@@ -106,8 +106,20 @@
     }))));
     box.appendChild(el("p", { "class": "note", text: "Means over sessions with their " + Math.round(B.confidence * 100) +
       "% bootstrap CI; rates (label dimensions) are shares of supporter turns. invalid outputs: supporter decisions " +
-      "still invalid after re-asking / all decisions. Simulator failures are excluded from every score. Validity: " +
-      "the instrument behind each dimension, or 'not validated'." }));
+      "still invalid after re-asking / all decisions. Simulator failures: sessions in which the simulated room " +
+      "malfunctioned (record faults or the judges' persona-fidelity flag); " + (B.include_faults ?
+      "they are kept in every score (--include-simulator-faults). " : "they are left out of every score. ") +
+      "Validity: the instrument behind each dimension, or 'not validated'." }));
+    B.rows.forEach(function (r) {
+      var t = r.simulator_faults;
+      if (!t || !t.faulted) return;
+      var models = Object.keys(t.by_member_model).map(function (m) {
+        var k = t.by_member_model[m];
+        return m + ": " + Object.keys(k).map(function (x) { return x + " " + k[x]; }).join(", ");
+      }).join("; ");
+      box.appendChild(el("p", { "class": "note", text: r.supporter + ": " + t.faulted + " session(s) with simulator faults " +
+        (t.included ? "kept" : "left out") + " (member model " + models + ")" }));
+    });
     if (B.human && B.human.length) {
       box.appendChild(el("h3", { text: "With human ratings (prediction-powered inference)" }));
       box.appendChild(table(["supporter", "dimension", "rated / all", "judges only", "humans only", "PPI"],
@@ -215,7 +227,7 @@
         el("td", { "class": "l" }, s.id), el("td", { "class": "l" }, s.case), el("td", { "class": "l" }, s.group),
         el("td", { "class": "l" }, s.supporter + (s.knows !== "intake" ? " (" + s.knows + ")" : "")),
         el("td", { "class": "l" }, s.perturbation || "–"), el("td", null, s.trial),
-        el("td", null, el("span", { "class": "tag " + s.status, text: s.status + (s.simulator_failure ? " · sim. failure" : "") })),
+        el("td", null, el("span", { "class": "tag " + s.status, text: s.status + (s.simulator_failure ? " · sim. fault" : ""), title: (s.faults || []).join("\n") })),
         el("td", null, s.turns), el("td", null, num(s.scores.overall_quality)), el("td", null, s.rated || ""));
       body.appendChild(tr);
     });
@@ -361,6 +373,9 @@
       (s.end ? " (" + s.end + ")" : "") + (s.perturbation ? " · perturbation " + s.perturbation : "") + " · seed " + s.seed +
       " · trial " + s.trial + " · run " + s.run));
     if (s.failure) v.appendChild(el("p", { "class": "note", text: "failure: " + s.failure }));
+    (s.faults || []).forEach(function (f) {
+      v.appendChild(el("p", { "class": "note", text: "simulator fault" + (D.leaderboard.include_faults ? " (kept in the leaderboard): " : " (left out of the leaderboard): ") + f }));
+    });
     v.appendChild(el("p", { "class": "note", text: "Setting: " + d.case.setting + " Problem: " + d.case.problem + " Members: " +
       d.case.members.map(function (m) { return m.name + " (" + m.role + (m.age !== null ? ", " + m.age : "") + ")"; }).join(", ") }));
     // pictures

@@ -1,0 +1,223 @@
+"""Simulator faults: the record's own evidence that the simulated room malfunctioned (no model call).
+
+A pure function over a SessionRecord, so it runs when a session ends (simulator.runner.session) and on records
+saved before it existed. It reuses what the engine already recorded per turn (simulator.fidelity's flags on the
+accepted member turns, the re-asks before them, the tracker's failure, the stressor's delivery verdict) and
+turns it into faults, each with its turn, member and a quote from the record:
+
+- `out_of_role`: a member line in the counsellor's voice (a counsellor's stock phrase or a `Therapist:` tag), or
+  the member naming themselves as someone else, still there after the re-ask;
+- `speaks_for_another`: a member line carrying another member's speaker tag, still there after the re-ask;
+- `repeat_after_reask`: a member line re-asked and still repeating an earlier turn;
+- `language_switch`: an accepted member turn (line or self-report) off the session's language;
+- `tracker_failure`: the tracker's call failed or returned nothing observed;
+- `stressor_not_said`: the stressor was directed but the member's line did not say it (`record.delivery`);
+- `fidelity_flags`: a member whose accepted turns still fail checks on more than a share of their turns
+  (threshold as data: simulator/data/fidelity.yaml, `faults`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import yaml
+
+from personas.taxonomy import SUPPORTER_NAME
+from simulator.fidelity import LEXICON_PATH, REPEATS, tagged_speaker
+from simulator.records import (
+    DeliveryStatus,
+    FaultKind,
+    FidelityCheck,
+    FidelityFlag,
+    SessionRecord,
+    SimulatorFault,
+    Turn,
+)
+
+QUOTE_MAX = 200
+_TRACKER_FAILURE = re.compile(r"^tracker after turn (\d+)\b")
+
+
+@dataclass(frozen=True)
+class FaultThresholds:
+    """The `faults` section of simulator/data/fidelity.yaml."""
+
+    flagged_turn_share: float
+    min_member_turns: int
+    counted_checks: frozenset[FidelityCheck]
+
+
+@functools.lru_cache(maxsize=1)
+def fault_thresholds() -> FaultThresholds:
+    data = yaml.safe_load(LEXICON_PATH.read_text(encoding="utf-8"))["faults"]
+    return FaultThresholds(
+        flagged_turn_share=float(data["flagged_turn_share"]),
+        min_member_turns=int(data["min_member_turns"]),
+        counted_checks=frozenset(FidelityCheck(c) for c in data["counted_checks"]),
+    )
+
+
+def _around(text: str, needle: str, width: int = QUOTE_MAX) -> str:
+    """Words of `text` around `needle` (the whole text when short): a quote that is found in the record."""
+    text = text.strip()
+    if len(text) <= width:
+        return text
+    at = text.lower().find(needle.lower()) if needle else -1
+    start = max(0, at - width // 3) if at >= 0 else 0
+    return text[start : start + width].strip()
+
+
+def _field_value(turn: Turn, field: str) -> str:
+    if field == "text":
+        return turn.text
+    if field == "cue":
+        return turn.cue
+    if turn.inner is not None and field in ("landed", "emotion", "reason"):
+        return getattr(turn.inner, field)
+    return turn.text
+
+
+def _role_fault(turn: Turn, flag: FidelityFlag, members: list[str]) -> SimulatorFault:
+    """A `speaking_as_other` flag as a fault: another member's tag is speaking for them; the counsellor's tag or
+    voice, or naming oneself as a third person, is out of role."""
+    other = tagged_speaker(flag.evidence, [m for m in members if m not in (turn.speaker, SUPPORTER_NAME)])
+    if other is not None:
+        kind, detail = FaultKind.SPEAKS_FOR_ANOTHER, f"{turn.speaker} wrote a line for {other}"
+    else:
+        kind, detail = FaultKind.OUT_OF_ROLE, f"{turn.speaker} spoke out of role: {flag.detail}"
+    return SimulatorFault(
+        kind=kind, turn=turn.index, member=turn.speaker, quote=_around(turn.text, flag.evidence), detail=detail
+    )
+
+
+def _turn_faults(turn: Turn, members: list[str]) -> list[SimulatorFault]:
+    out: list[SimulatorFault] = []
+    line_reasked = any(r.part == "line" for r in turn.reasks)
+    for flag in turn.flags:
+        if flag.check == FidelityCheck.SPEAKING_AS_OTHER:
+            out.append(_role_fault(turn, flag, members))
+        elif flag.check == FidelityCheck.LANGUAGE_SWITCH:
+            value = _field_value(turn, flag.field)
+            where = "line" if flag.field == "text" else f"self-report `{flag.field}`"
+            out.append(
+                SimulatorFault(
+                    kind=FaultKind.LANGUAGE_SWITCH,
+                    turn=turn.index,
+                    member=turn.speaker,
+                    quote=_around(value, ""),
+                    detail=f"{turn.speaker}'s {where} left the session's language: {flag.detail}",
+                )
+            )
+        elif flag.check in REPEATS and line_reasked:
+            out.append(
+                SimulatorFault(
+                    kind=FaultKind.REPEAT_AFTER_REASK,
+                    turn=turn.index,
+                    member=turn.speaker,
+                    quote=_around(turn.text, ""),
+                    detail=f"{turn.speaker} was re-asked and still repeated turn {flag.turn}",
+                )
+            )
+    return out
+
+
+def _flag_share_faults(record: SessionRecord, limits: FaultThresholds) -> list[SimulatorFault]:
+    """Per member: accepted turns still failing counted checks on more than the threshold share of their turns."""
+    out: list[SimulatorFault] = []
+    for member in record.case.member_names:
+        turns = [t for t in record.turns if t.kind == "member" and t.speaker == member]
+        flagged = [t for t in turns if any(f.check in limits.counted_checks for f in t.flags)]
+        if len(turns) < limits.min_member_turns or len(flagged) <= limits.flagged_turn_share * len(turns):
+            continue
+        kinds = Counter(f.check.value for t in flagged for f in t.flags if f.check in limits.counted_checks)
+        first = flagged[0]
+        flag = next(f for f in first.flags if f.check in limits.counted_checks)
+        out.append(
+            SimulatorFault(
+                kind=FaultKind.FIDELITY_FLAGS,
+                turn=first.index,
+                member=member,
+                quote=_around(_field_value(first, flag.field), flag.evidence),
+                detail=f"{member}'s accepted turns still failed checks on {len(flagged)} of {len(turns)} turns "
+                f"(over {limits.flagged_turn_share:.0%}): " + ", ".join(f"{k} {n}" for k, n in kinds.most_common()),
+            )
+        )
+    return out
+
+
+def _tracker_faults(record: SessionRecord) -> list[SimulatorFault]:
+    out: list[SimulatorFault] = []
+    m = _TRACKER_FAILURE.match(record.failure or "")
+    if m:
+        out.append(
+            SimulatorFault(
+                kind=FaultKind.TRACKER_FAILURE,
+                turn=int(m[1]),
+                member="tracker",
+                quote=(record.failure or "")[:QUOTE_MAX],
+                detail="the tracker's call failed, so the session could not go on",
+            )
+        )
+    for t in record.turns:
+        if t.tracker is not None and not t.tracker.emotions and not t.tracker.viewpoints:
+            out.append(
+                SimulatorFault(
+                    kind=FaultKind.TRACKER_FAILURE,
+                    turn=t.index,
+                    member="tracker",
+                    quote=f"pattern: {t.tracker.pattern}",
+                    detail="the tracker returned no emotions and no viewpoints: the observer view did not move",
+                )
+            )
+    return out
+
+
+def _delivery_fault(record: SessionRecord) -> list[SimulatorFault]:
+    d = record.delivery
+    if d is None or d.status != DeliveryStatus.DIRECTED_NOT_SAID:
+        return []
+    said = next((t.text for t in record.turns if t.index == d.turn), "")
+    return [
+        SimulatorFault(
+            kind=FaultKind.STRESSOR_NOT_SAID,
+            turn=d.turn,
+            member=d.member,
+            quote=_around(said, d.quote),
+            detail=f"directed to play the {d.perturbation} stressor but did not say it"
+            + (f": {d.reason}" if d.reason else ""),
+        )
+    ]
+
+
+def detect_faults(record: SessionRecord, limits: FaultThresholds | None = None) -> list[SimulatorFault]:
+    """Every simulator fault the record shows, in turn order (see the module docstring)."""
+    limits = limits or fault_thresholds()
+    members = [*record.case.member_names, SUPPORTER_NAME]
+    found: list[SimulatorFault] = []
+    for t in record.turns:
+        if t.kind == "member":
+            found += _turn_faults(t, members)
+    found += _flag_share_faults(record, limits)
+    found += _tracker_faults(record)
+    found += _delivery_fault(record)
+    return merge_faults([], found)
+
+
+def merge_faults(*groups: Iterable[SimulatorFault]) -> list[SimulatorFault]:
+    """The faults of all groups, the first of each (kind, turn, member) kept, in turn order (session-wide last)."""
+    seen: dict[tuple[FaultKind, int | None, str | None], SimulatorFault] = {}
+    for group in groups:
+        for f in group:
+            seen.setdefault((f.kind, f.turn, f.member), f)
+    return sorted(seen.values(), key=lambda f: (f.turn is None, f.turn or 0))
+
+
+def with_faults(record: SessionRecord) -> SessionRecord:
+    """The record with what `detect_faults` finds added to the faults it already carries (e.g. from the delivery
+    check)."""
+    faults = merge_faults(record.simulator_faults, detect_faults(record))
+    return record if faults == record.simulator_faults else record.model_copy(update={"simulator_faults": faults})
