@@ -244,6 +244,17 @@ def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monke
     folder = RunFolder(out)
     records = [folder.load_session(s) for s in folder.session_ids()]
     assert {r.supporter for r in records} == set(report.rungs.values())  # each record names its rung
+    # a room that says the same line every turn is a malfunctioning room: every session is a simulator fault,
+    # left out of every metric and counted per rung, so nothing is measured and nothing separates
+    assert set(report.simulator_faults) == set(report.rungs)
+    assert all(t.faulted == 2 and not t.included for t in report.simulator_faults.values())
+    assert not any(m.measured for m in report.metrics) and report.failures
+    assert "simulator faults" in result.output and "left out of every metric" in result.output
+    # put back, the identical sessions are measured and still separate nothing
+    result = runner.invoke(app, [*args, "--tracker-every", "0", "--out", str(out), "--include-simulator-faults"])
+    assert result.exit_code == 1, result.output
+    report = SensitivityReport.model_validate(json.loads((out / "sensitivity.json").read_text()))
+    assert all(t.included for t in report.simulator_faults.values())
     assert report.sessions == 12 and report.units == 2 and report.sessions_per_unit == 1 and report.failures
     assert not any(m.separates_top_bottom for m in report.metrics)
     assert not any(p.separates for m in report.metrics for p in [*m.adjacent, m.top_bottom])

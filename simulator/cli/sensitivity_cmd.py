@@ -59,8 +59,12 @@ def render_metric(m: MetricResult) -> Table:
 def render_report(report: SensitivityReport) -> None:
     console.print(
         f"[bold]{report.units} case x seed units[/] ({report.sessions_per_unit} sessions per rung each), "
-        f"{report.completed}/{report.sessions} sessions completed; CIs are 95% bootstraps over units"
+        f"{report.completed}/{report.sessions} sessions completed; rung CIs are 95% bootstraps over units, pair "
+        "CIs the hull of the bootstrap and the paired t interval"
     )
+    for rung, tally in report.simulator_faults.items():
+        how = "put back (--include-simulator-faults)" if tally.included else "left out of every metric"
+        console.print(f"[yellow]simulator faults[/] {escape(rung)}: {escape(tally.summary())}; {how}", soft_wrap=True)
     for m in report.metrics:
         console.print(render_metric(m))
         if m.unordered:
@@ -93,6 +97,13 @@ def sensitivity(
         bool, typer.Option("--dry-run", help="Print the matrix and a call estimate; run nothing.")
     ] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model call cache.")] = False,
+    include_faults: Annotated[
+        bool,
+        typer.Option(
+            "--include-simulator-faults",
+            help="Score sessions in which the simulated room malfunctioned too (left out by default).",
+        ),
+    ] = False,
 ) -> None:
     """Run the supporter ladder (M, scripted, generic:M, lecture:M, sides:M, silent) on cases x seeds x
     perturbations, judge it, and print per headline metric the declared and observed order with 95% CIs over
@@ -161,7 +172,15 @@ def sensitivity(
     try:
         report, summary = asyncio.run(
             run_sensitivity(
-                model, ladder, config, matrix, client, out_dir, base=base, events=RunEvents(session_finished=finished)
+                model,
+                ladder,
+                config,
+                matrix,
+                client,
+                out_dir,
+                base=base,
+                events=RunEvents(session_finished=finished),
+                include_faults=include_faults,
             )
         )
     except KeyboardInterrupt:

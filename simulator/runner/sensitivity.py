@@ -28,7 +28,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from judges import MeanCI, bootstrap_ci, mean_ci, t_interval
+from judges import FaultTally, MeanCI, bootstrap_ci, mean_ci, t_interval
 from personas.common.errors import UserError
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, config_hash
@@ -171,9 +171,19 @@ def unit_of(spec: SessionSpec | Any) -> str:
 Values = dict[str, dict[str, dict[str, float]]]  # metric -> rung -> unit -> value
 
 
-def collect_values(ladder: Ladder, model: str, folder: RunFolder, specs: Sequence[SessionSpec]) -> Values:
-    """Per metric, rung and unit, the value of each completed session (missing where a metric has none)."""
-    from judges import read_check, read_judgment, session_values, trajectory_metrics
+def collect_values(
+    ladder: Ladder,
+    model: str,
+    folder: RunFolder,
+    specs: Sequence[SessionSpec],
+    *,
+    include_faults: bool = False,
+    faults: dict[str, FaultTally] | None = None,
+) -> Values:
+    """Per metric, rung and unit, the value of each completed session (missing where a metric has none).
+    Sessions in which the simulated room malfunctioned (`judges.faulted`) are left out, unless `include_faults`,
+    and counted per rung into `faults`: no rung is credited or blamed for the family's malfunction."""
+    from judges import faulted, read_check, read_judgment, session_values, trajectory_metrics
     from judges.stress import CheckStatus, critical_failure
 
     rung_of = {spec: rung for rung, spec in ladder.specs(model).items()}
@@ -184,6 +194,12 @@ def collect_values(ladder: Ladder, model: str, folder: RunFolder, specs: Sequenc
             continue
         record = folder.load_session(spec.session_id)
         judgment = read_judgment(folder, spec.session_id) if folder.has_judgment(spec.session_id) else None
+        fault = faulted(record, judgment)
+        if fault is not None:
+            if faults is not None:
+                faults.setdefault(rung, FaultTally(included=include_faults)).add(fault)
+            if not include_faults:
+                continue
         check = read_check(folder, spec.session_id) if spec.perturbation else None
         judged = session_values(judgment) if judgment is not None else {}
         unit = unit_of(spec)
@@ -278,6 +294,11 @@ class SensitivityReport(BaseModel):
     power: float = POWER
     metrics: list[MetricResult]
     failures: list[str] = Field(description="Headline metrics that did not separate their top and bottom rung.")
+    simulator_faults: dict[str, FaultTally] = Field(
+        default_factory=dict,
+        description="Rung -> sessions in which the simulated room malfunctioned: left out of every metric unless "
+        "--include-simulator-faults (then `included`).",
+    )
 
     @property
     def ok(self) -> bool:
@@ -396,6 +417,7 @@ def analyse(
     sessions: int,
     completed: int,
     units: Sequence[str],
+    faults: dict[str, FaultTally] | None = None,
 ) -> SensitivityReport:
     ran = {"judge": config.judge, "trajectory": True, "stress": bool(config.perturbations), "safety": True}
     metrics = [analyse_metric(m, values.get(m.id, {}), run=ran[m.source]) for m in ladder.metrics]
@@ -412,6 +434,7 @@ def analyse(
         sessions_per_unit=max(1, sessions // max(1, len(units) * len(ladder.rungs))),
         metrics=metrics,
         failures=failures_of(metrics),
+        simulator_faults=dict(faults or {}),
     )
 
 
@@ -431,15 +454,26 @@ async def run_sensitivity(
     *,
     base: Path,
     events: Any = None,
+    include_faults: bool = False,
 ) -> tuple[SensitivityReport, Any]:
     """Run (or resume) the ladder matrix with the stress runner, judge it, and write `sensitivity.json`."""
     from simulator.runner.stress import run_stress
 
     summary = await run_stress(config, matrix, client, out_dir, base=base, events=events)
     folder = summary.run.folder
-    values = collect_values(ladder, model, folder, matrix.specs)
+    faults: dict[str, FaultTally] = {}
+    values = collect_values(ladder, model, folder, matrix.specs, include_faults=include_faults, faults=faults)
     completed = sum(folder.status(s.session_id) == SessionStatus.COMPLETED for s in matrix.specs)
     units = sorted({unit_of(s) for s in matrix.specs})
-    report = analyse(ladder, model, values, config=config, sessions=len(matrix.specs), completed=completed, units=units)
+    report = analyse(
+        ladder,
+        model,
+        values,
+        config=config,
+        sessions=len(matrix.specs),
+        completed=completed,
+        units=units,
+        faults=faults,
+    )
     write_report(out_dir, report)
     return report, summary
