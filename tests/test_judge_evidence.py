@@ -18,7 +18,7 @@ from judges import JudgmentStatus, RubricError, judge_session, load_rubric
 from judges.scoring._facts import copied_lines, intervention_window
 from judges.scoring._schema import LEAN, SchemaBuilder
 from simulator.llm.fake import FakeModelClient
-from simulator.records import SessionRecord
+from simulator.records import SessionRecord, Turn
 from simulator.testing.fake_openai import instance_for_schema, numbered_turns
 from tests._session_fixtures import couple_session, fill_reply, with_path
 
@@ -174,6 +174,59 @@ def test_copied_lines_are_found_with_the_fidelity_measure() -> None:
     assert copied_lines(with_t5(QUOTING_REFLECTION)) == []
     earlier_of_ben = with_t5("I do listen, you just never stop, Ana.")  # copies Ben's turn 2, not the last one
     assert [(c.turn, c.copies_turn, c.member) for c in copied_lines(earlier_of_ben)] == [(5, 2, "Ben")]
+
+
+# Six turns of an embedded-model session (dana-and-theo, a `sides:` supporter, 1.5B members and supporter): the
+# supporter's turn 4 repeats its own turn 2, and its turn 6 is Theo's turn 5 word for word.
+EMBEDDED_DANA_AND_THEO = [
+    (
+        "Dana",
+        "I'm feeling very alone. I miss my father's warmth and support, and the fact that he left with no warning "
+        "has been devastating. Theo checking his phone is just another reminder of how important he is to me.",
+    ),
+    (
+        "Therapist",
+        "Theo, you've missed out on so much. You should have called your father back to tell him how sorry "
+        "you are for leaving without warning.",
+    ),
+    (
+        "Theo",
+        "It's hard not to feel overwhelmed. I know that your father made the decision to leave without warning, "
+        "and it must have been difficult for him to explain things clearly.",
+    ),
+    (
+        "Therapist",
+        "Theo, you should have called your father back to tell him how sorry you are for leaving without "
+        "warning. It's important for both of us to understand what happened and what we can do about it.",
+    ),
+    (
+        "Theo",
+        "I understand that you're concerned about my father's actions. I'm not sure how to feel about him, but I "
+        "know that it was difficult for him to explain things clearly.",
+    ),
+    (
+        "Therapist",
+        "I understand that you're concerned about my father's actions. I'm not sure how to feel about him, "
+        "but I know that it was difficult for him to explain things clearly.",
+    ),
+]
+
+
+def test_the_copy_in_a_real_embedded_session_is_found_and_nothing_else() -> None:
+    from personas.library import resolve_case
+
+    record = couple_session().model_copy(
+        update={
+            "case": resolve_case("dana-and-theo"),
+            "turns": [
+                Turn(index=i, speaker=who, kind="supporter" if who == "Therapist" else "member", text=text)
+                for i, (who, text) in enumerate(EMBEDDED_DANA_AND_THEO, start=1)
+            ],
+        }
+    )
+    # turn 4 repeats the supporter's own turn 2 (not a member's line); turns 2 and 4 share a few words with
+    # Dana's and Theo's lines without being mostly made of them
+    assert [(c.turn, c.copies_turn, c.member, c.overlap) for c in copied_lines(record)] == [(6, 5, "Theo", 1.0)]
 
 
 def test_a_copied_supporter_line_is_recorded_shown_and_caps_its_scores() -> None:
