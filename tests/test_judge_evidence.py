@@ -139,6 +139,26 @@ def test_per_intervention_calls_cite_only_their_window() -> None:
     assert "turn 2 is Ben's, not in the window of t5 (turns 4-5)" in j.verdicts[0].failures[0].reason
 
 
+def test_lean_judges_citing_another_members_opening_are_reasked_then_unsupported() -> None:
+    """Local judges choose a `[turn] opening`; the grammar offers Ben's only, and a reply that picks Ana's anyway
+    (a provider without the grammar) parses, is re-asked and then unsupported."""
+
+    def reply(call):
+        data = fill_reply(call.schema)
+        if "members" in data:
+            return with_path(data, "members/Ben/ev", ["[1] You never listen to me."])
+        return data
+
+    j, client = judged(reply, judge="local/judge", per_intervention=True)
+    members_calls = [c for c in client.calls if "For each member" in c.prompt.instructions]
+    assert (
+        len(members_calls) == 2
+        and "turn 1 is Ana's, not in Ben's own turns (2)" in members_calls[1].prompt.instructions
+    )
+    assert [f.unit for f in j.verdicts[0].failures] == ["member:Ben/persona_fidelity"]
+    assert score_of(j, "member:Ana", "persona_fidelity") is not None
+
+
 def test_an_openai_compatible_fake_cites_only_allowed_turns() -> None:
     """The fake server fills replies from the schema sent to it: it keeps to the offered turns, so sessions judged
     through it are not made unsupported by the ownership check."""
