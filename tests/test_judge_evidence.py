@@ -17,6 +17,7 @@ import yaml
 from judges import JudgmentStatus, RubricError, judge_session, load_rubric
 from judges.scoring._facts import copied_lines, intervention_window
 from judges.scoring._schema import LEAN, SchemaBuilder
+from simulator.fidelity import repeat_of
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SessionRecord, Turn
 from simulator.testing.fake_openai import instance_for_schema, numbered_turns
@@ -247,6 +248,31 @@ def test_the_copy_in_a_real_embedded_session_is_found_and_nothing_else() -> None
     # turn 4 repeats the supporter's own turn 2 (not a member's line); turns 2 and 4 share a few words with
     # Dana's and Theo's lines without being mostly made of them
     assert [(c.turn, c.copies_turn, c.member, c.overlap) for c in copied_lines(record)] == [(6, 5, "Theo", 1.0)]
+
+
+def test_real_therapists_copy_no_member_line(rescue_dir: Path) -> None:
+    """RESCUE's human therapists (known answer: none parrots a member): no copy in any sample. One therapist row
+    passes the trigram test alone, a therapist voicing a member's sentence inside a longer turn: the share rule
+    is what keeps it out."""
+    from personas.rescue import load_rescue
+
+    therapist_rows = trigram_only = 0
+    for sample in load_rescue(rescue_dir / "samples.jsonl"):
+        turns = [
+            Turn(
+                index=r.row_index,
+                speaker=r.primary_speaker,
+                kind="supporter" if r.is_therapist else "member",
+                text=r.dialogue_cleaned or "",
+            )
+            for r in sample.rows
+        ]
+        assert copied_lines(couple_session().model_copy(update={"turns": turns})) == []
+        for i, t in enumerate(turns):
+            if t.kind == "supporter":
+                therapist_rows += 1
+                trigram_only += repeat_of(t.text, [u for u in turns[:i] if u.kind == "member"]) is not None
+    assert therapist_rows >= 50 and trigram_only >= 1
 
 
 def test_a_copied_supporter_line_is_recorded_shown_and_caps_its_scores() -> None:
