@@ -282,7 +282,7 @@ def test_a_copied_supporter_line_is_recorded_shown_and_caps_its_scores() -> None
     assert [(c.turn, c.copies_turn) for c in j.copied_lines] == [(5, 4)]
     context = client.calls[0].prompt.context
     block = context.split("<<<FACTS\n")[1].split("\nFACTS>>>")[0]
-    assert block == f'- t5 repeats Ana\'s turn 4 almost word for word (100% of word trigrams shared): "{COPY}"'
+    assert block == f'- t5 copies Ana\'s line of turn 4 (100% of word trigrams shared): "{COPY}"'
     assert context.index("TRANSCRIPT>>>") < context.index("<<<FACTS")
     for dim in CAPPED:
         capped = score_of(j, "t5", dim)

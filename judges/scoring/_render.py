@@ -118,11 +118,11 @@ def facts_block(copies: Sequence[CopiedLine]) -> str:
     if not copies:
         return ""
     lines = "\n".join(
-        f"- t{c.turn} repeats {c.member}'s turn {c.copies_turn} almost word for word "
+        f"- t{c.turn} copies {c.member}'s line of turn {c.copies_turn} "
         f'({c.overlap:.0%} of word trigrams shared): "{as_data(c.quote)}"'
         for c in copies
     )
-    return render_prompt("judge_facts", PROMPTS, supporter=SUPPORTER, facts=lines)
+    return render_prompt("judge_facts", PROMPTS, facts=lines)
 
 
 def judge_context(record: SessionRecord, copies: Sequence[CopiedLine] = ()) -> str:
@@ -179,10 +179,9 @@ def rubric_text(
 ) -> str:
     """The rubric's lines for `levels`; with `member_turns`, the member heading names each member's own turns,
     the only ones their scores may cite."""
+    own = "; ".join(f"{m}: {', '.join(map(str, ts))}" for m, ts in (member_turns or {}).items())
     rated = (
-        f"For each member, citing only their own turns ({'; '.join(f'{m}: ' + ', '.join(map(str, ts)) for m, ts in member_turns.items())}):"
-        if member_turns
-        else f"For each member ({', '.join(members)}):"
+        f"For each member, citing only their own turns ({own}):" if own else f"For each member ({', '.join(members)}):"
     )
     headings = {
         "intervention": "For each counsellor turn:",
