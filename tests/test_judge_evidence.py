@@ -347,3 +347,17 @@ def test_copy_cap_is_declared_in_the_rubric_and_validated(tmp_path: Path) -> Non
         path.write_text(yaml.safe_dump({"dimensions": [entry]}), encoding="utf-8")
         with pytest.raises(RubricError, match=message):
             load_rubric(path)
+
+
+def test_a_member_who_never_spoke_is_not_rated() -> None:
+    """A family where Lia says nothing: there is no line of hers to rest a fidelity score on."""
+    from tests._session_fixtures import family_case
+
+    record = couple_session().model_copy(update={"case": family_case()})
+    names = {"Ana": "Mona", "Ben": "Sam"}
+    record.turns[:] = [t.model_copy(update={"speaker": names.get(t.speaker, t.speaker)}) for t in record.turns]
+    j, client = judged(lambda call: fill_reply(call.schema), record=record)
+    assert '"members": {"Mona": ' in client.calls[0].prompt.instructions
+    assert '"Lia"' not in client.calls[0].prompt.instructions.split('"members"')[1]
+    assert j.status == JudgmentStatus.OK
+    assert {s.item for s in j.verdicts[0].scores if s.level == "member"} == {"member:Mona", "member:Sam"}
