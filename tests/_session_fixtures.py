@@ -251,11 +251,19 @@ DEFAULT_QUOTE = "You never listen"  # words of turn 1 of couple_session(), the t
 
 
 def fill_reply(
-    schema: type, *, score_index: int = 3, label_index: int = 0, quote: str | None = None, turn_index: int = 0
+    schema: type,
+    *,
+    score_index: int = 3,
+    label_index: int = 0,
+    quote: str | None = None,
+    turn_index: int = 0,
+    record: SessionRecord | None = None,
 ) -> dict[str, Any]:
     """A valid reply for any judge schema: the `score_index`-th score, the `label_index`-th label (a strength that
     fits it: the lowest for the first, neutral, label), `ok: true`, one evidence item citing the `turn_index`-th
-    listed turn."""
+    turn the schema offers (the item's own turns), quoting `quote` or else the first three words of that turn
+    (in `record`, default `couple_session()`)."""
+    texts = {t.index: t.text for t in (record or couple_session()).turns}
     root = schema.model_json_schema()
     defs = root.get("$defs", {})
 
@@ -278,6 +286,8 @@ def fill_reply(
         if kind == "object":
             props = node.get("properties", {})
             out = {k: build(v, k) for k, v in props.items()}
+            if quote is None and "q" in out and out.get("t") in texts:  # quote the turn it cites
+                out["q"] = " ".join(texts[out["t"]].split()[:3])
             if "label" in out and "strength" in out:  # neutral label (listed first) <-> lowest strength
                 labels, strengths = (build_enum(props["label"]), build_enum(props["strength"]))
                 out["strength"] = strengths[0] if out["label"] == labels[0] else strengths[1]

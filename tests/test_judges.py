@@ -188,7 +188,7 @@ def test_schema_uses_the_groups_taxonomy() -> None:
 
 
 def test_valid_judgment() -> None:
-    j, client = one_judgment(filler(quote="You never listen"))
+    j, client = one_judgment(filler())  # each item cites its own first turn: "You never listen" for t3
     assert j.status == JudgmentStatus.OK and len(client.calls) == 1
     call = client.calls[0]
     assert call.role == "judge" and call.model == "fake/judge"
@@ -330,7 +330,8 @@ def test_local_judges_get_lean_entries_with_a_matching_rule_and_output_bound() -
     ev = rated["ev"]
     assert max_words(rated["why"]) == LEAN.why_words  # the reason ends on a whole word
     openings = sentence_openings(record, LEAN.quote_max)
-    assert ev["maxItems"] == 1 and ev["items"]["enum"] == openings
+    window = [o for o in openings if int(o[1 : o.index("]")]) in (1, 2, 3)]  # t3 may cite turns 1-3 only
+    assert ev["maxItems"] == 1 and ev["items"]["enum"] == window
     assert all(
         o.startswith(f"[{o[1 : o.index(']')]}] ") and len(o.split("] ", 1)[1]) <= LEAN.quote_max for o in openings
     )

@@ -18,6 +18,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from judges.scoring._facts import (
+    apply_copy_caps,
+    copied_lines,
+    intervention_window,
+    member_turns,
+    scope_of,
+    speakers_of,
+)
 from judges.scoring._panel import aggregate_scores, panel_agreement, simulator_check
 from judges.scoring._records import DimensionScore, JudgeFailure, JudgeVerdict, JudgmentStatus, SessionJudgment
 from judges.scoring._render import (
@@ -48,7 +56,8 @@ from personas.common.prompts import render_prompt
 from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt, is_local
 from simulator.records import SUPPORTER, SessionRecord, SessionStatus, Turn
 
-EVIDENCE_ATTEMPTS = 2  # a reply whose quotes are not in their turns is re-asked once, then those items fail
+EVIDENCE_ATTEMPTS = 2  # a reply whose quotes are not in their turns, or cite turns that do not belong to what they
+# score, is re-asked once, then those items are unsupported
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -108,15 +117,16 @@ def _rated(rubric: Rubric, level: str, limits: EntryLimits) -> str:
 def _layout(
     record: SessionRecord, interventions: list[Turn], rubric: Rubric, session: bool, limits: EntryLimits = FULL
 ) -> str:
+    """The reply's JSON shape as the prompt shows it; members who never spoke are not rated (nothing to cite)."""
     parts = []
     if interventions and rubric.at("intervention"):
         entry = _rated(rubric, "intervention", limits)
         parts.append('"interventions": {' + ", ".join(f'"t{t.index}": {entry}' for t in interventions) + "}")
     if session and rubric.at("session"):
         parts.append('"session": ' + _rated(rubric, "session", limits))
-    if session and rubric.at("member"):
+    if session and rubric.at("member") and speakers_of(record):
         m = _rated(rubric, "member", limits)
-        parts.append('"members": {' + ", ".join(f'"{n}": {m}' for n in record.case.member_names) + "}")
+        parts.append('"members": {' + ", ".join(f'"{n}": {m}' for n in speakers_of(record)) + "}")
     return "{" + ", ".join(parts) + "}"
 
 
@@ -125,6 +135,8 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool, limits:
     schemas = SchemaBuilder(record, rubric, limits)
     interventions = interventions_of(record)
     members = record.case.member_names
+    rated = {m: member_turns(record, m) for m in speakers_of(record)}
+    windows = {t.index: intervention_window(record, t) for t in interventions}
     group = record.case.group
     shared = {
         "group_kind": group_kind(group),
@@ -178,12 +190,13 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool, limits:
                         "judge_session",
                         PROMPTS,
                         **shared,
-                        interventions="\n".join(f"- {intervention_line(t)}" for t in judged) or NO_INTERVENTIONS,
-                        rubric=rubric_text(rubric, members, levels),
+                        interventions="\n".join(f"- {intervention_line(t, windows[t.index])}" for t in judged)
+                        or NO_INTERVENTIONS,
+                        rubric=rubric_text(rubric, members, levels, rated),
                         layout=_layout(record, judged, rubric, True, limits),
                     ),
                     schema=schemas.reply(judged, session=True),
-                    max_tokens=max_tokens_for(entry_count(rubric, len(judged), len(members), session=True), limits),
+                    max_tokens=max_tokens_for(entry_count(rubric, len(judged), len(rated), session=True), limits),
                     read=lambda data: read_all(data, True),
                 )
             )
@@ -197,7 +210,7 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool, limits:
                         "judge_intervention",
                         PROMPTS,
                         **shared,
-                        intervention=intervention_line(t),
+                        intervention=intervention_line(t, windows[t.index]),
                         rubric=rubric_text(rubric, members, ("intervention",)),
                         layout=_rated(rubric, "intervention", limits),
                     ),
@@ -226,15 +239,62 @@ def _plan(record: SessionRecord, rubric: Rubric, per_intervention: bool, limits:
                     + "\n(rated separately; here rate only the whole session and each member)"
                     if interventions
                     else NO_INTERVENTIONS,
-                    rubric=rubric_text(rubric, members, ("session", "member")),
+                    rubric=rubric_text(rubric, members, ("session", "member"), rated),
                     layout=_layout(record, [], rubric, True, limits),
                 ),
                 schema=schemas.reply([], session=True),
-                max_tokens=max_tokens_for(entry_count(rubric, 0, len(members), session=True), limits),
+                max_tokens=max_tokens_for(entry_count(rubric, 0, len(rated), session=True), limits),
                 read=lambda data: read_all(data, True),
             )
         )
     return calls
+
+
+def _misplaced(record: SessionRecord, score: DimensionScore) -> list[str]:
+    """`turn 2 is Theo's, not in Dana's own turns (1, 4)` for each cited turn the score may not rest on."""
+    speakers = {t.index: t.speaker for t in record.turns}
+    turn = next((t for t in record.turns if t.index == score.turn), None)
+    scope = scope_of(record, score.level, turn=turn, member=score.member)
+    return [
+        f"turn {e.turn} is {speakers.get(e.turn, '?')}'s, not in {scope.describe()}"
+        for e in score.evidence
+        if not e.in_scope
+    ]
+
+
+def _not_found(score: DimensionScore) -> list[str]:
+    return [f"turn {e.turn} {e.quote!r}" for e in score.evidence if not e.quote_found]
+
+
+def _evidence_note(record: SessionRecord, unsupported: list[DimensionScore]) -> str:
+    """The re-ask's reason: which entries cited what wrongly, and what to cite instead."""
+    shown = unsupported[:6]
+    quotes = [f"{sc.item}/{sc.dimension}: {q}" for sc in shown for q in _not_found(sc)]
+    turns = [f"{sc.item}/{sc.dimension}: {m}" for sc in shown for m in _misplaced(record, sc)]
+    note = ""
+    if quotes:
+        note += (
+            "\n\nYour previous answer cited words that are not in the turns it named: " + "; ".join(quotes) + ". "
+            "Quote each turn's own words exactly, without the speaker name or quote marks."
+        )
+    if turns:
+        note += (
+            "\n\nYour previous answer cited turns that do not belong to what they score: " + "; ".join(turns) + ". "
+            "Rate a member only on their own turns, and a counsellor turn only on its named window."
+        )
+    return note
+
+
+def _evidence_problems(record: SessionRecord, score: DimensionScore) -> str:
+    """Why a score stays unsupported after its re-ask: one clause per kind of problem."""
+    parts = []
+    if _not_found(score):
+        parts.append(f"evidence not found in the transcript ({'; '.join(_not_found(score))})")
+    if _misplaced(record, score):
+        parts.append(
+            f"evidence from turns that do not belong to what it scores ({'; '.join(_misplaced(record, score))})"
+        )
+    return "; ".join(parts)
 
 
 def judging_mode(judges: Sequence[str], per_intervention: bool | None = None) -> bool:
@@ -263,7 +323,8 @@ def rubric_judge(
     base_seed = 0 if trial == 0 else 7919 * trial
 
     async def score(record: SessionRecord, client: ModelClient, model: str) -> JudgeVerdict:
-        context = judge_context(record)
+        copies = copied_lines(record)
+        context = judge_context(record, copies)
         plan = _plan(record, rubric, per_intervention, limits_for(model))
 
         async def run(call: _Call) -> tuple[list[DimensionScore], list[CallRecord], list[JudgeFailure]]:
@@ -285,26 +346,14 @@ def rubric_judge(
                     return [], calls, [JudgeFailure(unit=call.unit, reason=err.reason)]
                 calls.append(completion.call)
                 scores = call.read(completion.parsed.model_dump(by_alias=True))
-                unsupported = [sc for sc in scores if not all(e.quote_found for e in sc.evidence)]
+                unsupported = [sc for sc in scores if not all(e.quote_found and e.in_scope for e in sc.evidence)]
                 if not unsupported:
                     return scores, calls, []
-                note = (
-                    "\n\nYour previous answer cited words that are not in the turns it named: "
-                    + "; ".join(
-                        f"{sc.item}/{sc.dimension}: turn {e.turn} {e.quote!r}"
-                        for sc in unsupported[:6]
-                        for e in sc.evidence
-                        if not e.quote_found
-                    )
-                    + ". Quote each turn's own words exactly, without the speaker name or quote marks."
-                )
+                note = _evidence_note(record, unsupported)
             failures = [
                 JudgeFailure(
                     unit=f"{sc.item}/{sc.dimension}",
-                    reason="unsupported: evidence not found in the transcript after "
-                    f"{EVIDENCE_ATTEMPTS} asks ("
-                    + "; ".join(f"turn {e.turn} {e.quote!r}" for e in sc.evidence if not e.quote_found)
-                    + ")",
+                    reason=f"unsupported: {_evidence_problems(record, sc)}, after {EVIDENCE_ATTEMPTS} asks",
                     unsupported=True,
                 )
                 for sc in unsupported
@@ -313,7 +362,7 @@ def rubric_judge(
 
         results = await asyncio.gather(*(run(c) for c in plan))
         failures = [f for _, _, fs in results for f in fs]
-        scores = [sc for got, _, _ in results for sc in got]
+        scores = apply_copy_caps([sc for got, _, _ in results for sc in got], copies, rubric)
         if not plan:
             status = JudgmentStatus.OK
         elif not scores and failures:
@@ -395,6 +444,7 @@ async def judge_session(
         simulator_failure=reason is not None,
         simulator_failure_reason=reason,
         trajectory=trajectory_metrics(record, gamma=gamma, lam=lam),
+        copied_lines=copied_lines(record),
         trial=trial,
         temperature=temperature,
     )

@@ -36,6 +36,12 @@ class Evidence(_Record):
     turn: int = Field(description="Transcript turn index (1-based, as in the session record).")
     quote: str = Field(description="Short quote the judge gave.")
     quote_found: bool = Field(description="The quote occurs in that turn's text (case and spacing ignored).")
+    in_scope: bool = Field(
+        default=True,
+        description="The turn is one the scored item may rest on: a member's own turns for a member dimension, "
+        "the intervention's window (the turns since the counsellor last spoke, and the turn itself) for an "
+        "intervention dimension, any turn for a session dimension. True in judgments written before it was checked.",
+    )
 
 
 class DimensionScore(_Record):
@@ -57,6 +63,11 @@ class DimensionScore(_Record):
     supporter_label_ok: bool | None = Field(
         default=None, description="Taxonomy dimensions: the judge's check of the supporter's stated strategy."
     )
+    capped_from: int | None = Field(
+        default=None,
+        description="The judge's own score when a copied line capped it (`score` holds the cap, the rubric's "
+        "`copy_cap`); None when no cap applied.",
+    )
 
 
 class JudgeFailure(_Record):
@@ -69,8 +80,24 @@ class JudgeFailure(_Record):
     reason: str = Field(description="Why, as the model client reported it (parse error, provider error...).")
     unsupported: bool = Field(
         default=False,
-        description="The judge answered, but its evidence for this item was not in the transcript: not scored.",
+        description="The judge answered, but its evidence for this item was not in the transcript, or came from "
+        "turns that do not belong to the item (another member's, outside an intervention's window): not scored.",
     )
+
+
+class CopiedLine(_Record):
+    """A supporter turn that repeats an earlier member line: a fact measured from the record, not a judgment.
+
+    Found with the simulator's own near-duplicate measure (`simulator.fidelity.repeat_of`: word-trigram overlap
+    coefficient >= 0.5, or the same words), and only where the member's line makes up at least half the
+    supporter's words, so a reflection that quotes a few of a member's words inside its own is not a copy."""
+
+    turn: int = Field(description="The supporter turn that copies.")
+    copies_turn: int = Field(description="The earlier member turn it copies.")
+    member: str = Field(description="Who said the copied line.")
+    overlap: float = Field(description="Word-trigram overlap coefficient of the two lines (1.0: the same words).")
+    share: float = Field(description="The member line's words as a share of the supporter turn's words.")
+    quote: str = Field(description="The supporter turn's words (up to 200 characters), as the judges are shown.")
 
 
 class JudgeVerdict(_Record):
@@ -163,6 +190,11 @@ class SessionJudgment(_Record):
     )
     simulator_failure_reason: str | None = Field(default=None, description="Which check failed, and its score.")
     trajectory: TrajectoryMetrics = Field(description="Model-free metrics of the session's relation trajectory.")
+    copied_lines: list[CopiedLine] = Field(
+        default_factory=list,
+        description="Supporter turns that copy a member's line: shown to the judges as a checked fact; they cap "
+        "the scores of every dimension with a `copy_cap` (that turn's, and the session's).",
+    )
     judged_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc), description="UTC time of judging.")
     trial: int = Field(
         default=0,

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 
+from judges.scoring._records import CopiedLine
 from judges.scoring._rubric import Dimension, Rubric
 from personas.case import Case
 from personas.common.prompts import render_prompt
@@ -111,9 +113,22 @@ def people_line(case: Case) -> str:
     return ", ".join(f"{m.name} ({m.role}{f', {m.age}' if m.age is not None else ''})" for m in case.members)
 
 
-def judge_context(record: SessionRecord) -> str:
-    """The shared prefix of every judge call on this session."""
+def facts_block(copies: Sequence[CopiedLine]) -> str:
+    """Facts measured from the record that the judges are shown as data (empty when there are none)."""
+    if not copies:
+        return ""
+    lines = "\n".join(
+        f"- t{c.turn} copies {c.member}'s line of turn {c.copies_turn} "
+        f'({c.overlap:.0%} of word trigrams shared): "{as_data(c.quote)}"'
+        for c in copies
+    )
+    return render_prompt("judge_facts", PROMPTS, facts=lines)
+
+
+def judge_context(record: SessionRecord, copies: Sequence[CopiedLine] = ()) -> str:
+    """The shared prefix of every judge call on this session; `copies` (checked facts) follow the transcript."""
     case = record.case
+    facts = facts_block(copies)
     return render_prompt(
         "judge_context",
         PROMPTS,
@@ -125,6 +140,7 @@ def judge_context(record: SessionRecord) -> str:
         risks=risks_line(record),
         supporter=SUPPORTER,
         transcript=judge_transcript(record),
+        facts="\n\n" + facts if facts else "",
     )
 
 
@@ -158,11 +174,19 @@ def dimension_line(dim: Dimension, members: list[str]) -> str:
     return text
 
 
-def rubric_text(rubric: Rubric, members: list[str], levels: tuple[str, ...]) -> str:
+def rubric_text(
+    rubric: Rubric, members: list[str], levels: tuple[str, ...], member_turns: dict[str, tuple[int, ...]] | None = None
+) -> str:
+    """The rubric's lines for `levels`; with `member_turns`, the member heading names each member's own turns,
+    the only ones their scores may cite."""
+    own = "; ".join(f"{m}: {', '.join(map(str, ts))}" for m, ts in (member_turns or {}).items())
+    rated = (
+        f"For each member, citing only their own turns ({own}):" if own else f"For each member ({', '.join(members)}):"
+    )
     headings = {
         "intervention": "For each counsellor turn:",
         "session": "For the whole session:",
-        "member": f"For each member ({', '.join(members)}):",
+        "member": rated,
     }
     blocks = []
     for level in levels:
@@ -172,8 +196,13 @@ def rubric_text(rubric: Rubric, members: list[str], levels: tuple[str, ...]) -> 
     return "\n".join(blocks)
 
 
-def intervention_line(turn: Turn) -> str:
+def intervention_line(turn: Turn, window: tuple[int, ...] = ()) -> str:
+    """`t5 (to Ana; stated strategy: evoke)`, then, given its window, the turns its evidence may come from."""
     d = turn.decision
     to = f"to {', '.join(turn.addressees)}" if turn.addressees else "to nobody named"
     stated = f"stated strategy: {d.strategy}" if d is not None and d.strategy else "no stated strategy"
-    return f"t{turn.index} ({to}; {stated})"
+    cite = ""
+    if window:
+        span = f"{window[0]}-{window[-1]}" if len(window) > 1 else str(window[0])
+        cite = f", evidence from turns {span} only"
+    return f"t{turn.index} ({to}; {stated}){cite}"

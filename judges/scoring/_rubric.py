@@ -3,7 +3,8 @@
 A rubric is a list of dimensions. Each dimension has an `id`, a `level` (`intervention`: every supporter turn;
 `session`: the whole session; `member`: each member) and a `kind`:
 
-- `scale`: an integer score from `min` to `max`, with an anchored description for every point;
+- `scale`: an integer score from `min` to `max`, with an anchored description for every point; `copy_cap` caps
+  it when a supporter turn copies a member's line (see `judges.scoring._facts`);
 - `label`: one of `allowed` (the token `$members` expands to the case's member names), optionally with a
   `strength` scale; `neutral` names the "nothing to report" label (strength must be its minimum exactly then);
 - `taxonomy_strategy`: one of the RESCUE support strategies of the case's group (intervention level only).
@@ -86,11 +87,22 @@ class Dimension(_Strict):
     fail_at: int | None = Field(
         default=None, description="Simulator scales: a score at or below this flags the session `simulator_failure`."
     )
+    copy_cap: int | None = Field(
+        default=None,
+        description="Supporter scales: the highest score when a supporter turn copies a member's line (intervention "
+        "level: that turn's score; session level: the session's, if any turn copied).",
+    )
     enabled: bool = Field(default=True, description="`false` in a user rubric drops a built-in dimension.")
 
     @model_validator(mode="after")
     def _check_kind(self) -> Dimension:
-        scale_only = {"min": self.min, "max": self.max, "anchors": self.anchors, "fail_at": self.fail_at}
+        scale_only = {
+            "min": self.min,
+            "max": self.max,
+            "anchors": self.anchors,
+            "fail_at": self.fail_at,
+            "copy_cap": self.copy_cap,
+        }
         label_only = {"allowed": self.allowed, "neutral": self.neutral, "strength": self.strength}
         if self.kind == "scale":
             if self.min is None or self.max is None:
@@ -100,6 +112,10 @@ class Dimension(_Strict):
                 raise ValueError(f"fail_at must lie within {self.min}-{self.max}")
             if self.fail_at is not None and self.about != "simulator":
                 raise ValueError("fail_at is only for `about: simulator` dimensions")
+            if self.copy_cap is not None and not self.min <= self.copy_cap <= self.max:
+                raise ValueError(f"copy_cap must lie within {self.min}-{self.max}")
+            if self.copy_cap is not None and (self.about != "supporter" or self.level == "member"):
+                raise ValueError("copy_cap is only for supporter dimensions at intervention or session level")
             wrong = [k for k, v in label_only.items() if v not in (None, [], {})]
         else:
             wrong = [k for k, v in scale_only.items() if v not in (None, [], {})]

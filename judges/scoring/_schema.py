@@ -4,6 +4,9 @@ Each scored entry is `{"ev": [{"t": turn, "q": quote}], "why": reason, "score" |
 that order (evidence and reasoning before the score; a grammar-constrained local model generates it in order).
 Lean limits (`EntryLimits.shared`) put one `ev` and `why` on each rated object (an intervention, the session, a
 member) before its dimensions, which then hold only their score or label.
+Evidence offers only the turns the scored item may cite (`judges.scoring._facts`: a member's own turns, an
+intervention's window) as the schema's enum, while validation accepts any turn of the transcript, so a citation
+out of scope is caught per entry by the judge (re-asked, then unsupported) rather than failing the reply.
 Turn numbers, scores and labels are enums: a turn that does not exist, a score out of range or a label outside
 the case group's taxonomy fails validation, so the client re-asks, and after its attempts the call fails. A
 missing dimension or intervention is a missing required key: invalid, never filled in.
@@ -17,6 +20,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
+from judges.scoring._facts import ANY_TURN, Scope, scope_of, speakers_of
 from judges.scoring._records import DimensionScore, Evidence
 from judges.scoring._render import as_data
 from judges.scoring._rubric import Dimension, Level, Rubric
@@ -128,9 +132,18 @@ def _object(name: str, entries: list[tuple[str, Any]]) -> type[BaseModel]:
     return create_model(name, __config__=ConfigDict(extra="ignore"), **fields)  # type: ignore[call-overload]
 
 
+def _soft_enum(values: list[Any], shown: list[Any]) -> Any:
+    """A value from `values` (validated), offered to the model as one of `shown` only (its JSON schema's enum: a
+    local model's grammar and a strict provider keep to it). A reply outside `shown` still parses, so the reader
+    can mark that one entry out of scope instead of failing the whole reply."""
+    if not shown or shown == values:
+        return _lit(values)
+    return Annotated[_lit(values), Field(json_schema_extra={"enum": shown})]
+
+
 @dataclass
 class SchemaBuilder:
-    """Builds reply models for one session; entry models are shared between interventions (small schemas)."""
+    """Builds reply models for one session; entry models are shared between items that may cite the same turns."""
 
     record: SessionRecord
     rubric: Rubric
@@ -138,29 +151,45 @@ class SchemaBuilder:
 
     def __post_init__(self) -> None:
         self.members = self.record.case.member_names
+        self.rated_members = speakers_of(self.record)
         self.strategies = list(strategies_for(self.record.case.group))
-        turn_ids = [t.index for t in self.record.turns] or [0]
-        openings = sentence_openings(self.record, self.limits.quote_max) if self.limits.cite_openings else []
-        self.evidence: Any = (
-            _lit(openings)
-            if openings
-            else create_model(
-                "Ev",
+        self.turn_ids = [t.index for t in self.record.turns] or [0]
+        self.openings = sentence_openings(self.record, self.limits.quote_max) if self.limits.cite_openings else []
+        self._evidence: dict[tuple[int, ...] | None, tuple[str, Any]] = {}
+        self._entries: dict[tuple[str, bool, str], type[BaseModel]] = {}
+
+    def evidence(self, scope: Scope = ANY_TURN) -> tuple[str, Any]:
+        """(name suffix, type) of one evidence item citing a turn in `scope`: `{"t", "q"}`, or a chosen opening."""
+        key = scope.turns
+        if key in self._evidence:
+            return self._evidence[key]
+        suffix = "" if key is None else f"_s{sum(k is not None for k in self._evidence)}"
+        if self.openings:
+            shown = [o for o in self.openings if scope.allows(read_citation(o)[0])]
+            kind: Any = _soft_enum(self.openings, shown)
+        else:
+            kind = create_model(
+                f"Ev{suffix}",
                 __config__=ConfigDict(extra="ignore"),
-                t=(_lit(turn_ids), Field(description="Turn number.")),
+                t=(
+                    _soft_enum(self.turn_ids, [t for t in self.turn_ids if scope.allows(t)]),
+                    Field(description="Turn number."),
+                ),
                 q=(
                     str,
                     Field(min_length=1, max_length=self.limits.quote_max, description="Short quote from that turn."),
                 ),
             )
-        )
-        self._entries: dict[tuple[str, bool], type[BaseModel]] = {}
+        self._evidence[key] = (suffix, kind)
+        return suffix, kind
 
-    def entry(self, dim: Dimension, claim: bool = False) -> type[BaseModel]:
-        key = (dim.id, claim and dim.kind == "taxonomy_strategy")
+    def entry(self, dim: Dimension, claim: bool = False, scope: Scope = ANY_TURN) -> type[BaseModel]:
+        claimed = claim and dim.kind == "taxonomy_strategy"
+        suffix, _ = self.evidence(scope) if not self.limits.shared else ("", None)
+        key = (dim.id, claimed, suffix)
         if key in self._entries:
             return self._entries[key]
-        fields: dict[str, Any] = {} if self.limits.shared else dict(self._ev_why())
+        fields: dict[str, Any] = {} if self.limits.shared else dict(self._ev_why(scope))
         if dim.kind == "scale":
             fields["score"] = (_lit(list(range(dim.min, dim.max + 1))), ...)  # type: ignore[arg-type]
         elif dim.kind == "label":
@@ -168,17 +197,17 @@ class SchemaBuilder:
             if dim.strength is not None:
                 fields["strength"] = (_lit(list(range(dim.strength.min, dim.strength.max + 1))), ...)
         else:
-            if key[1]:
+            if claimed:
                 fields["ok"] = (bool, Field(description="The stated strategy fits the turn."))
             fields["label"] = (_lit(self.strategies), ...)
-        name = f"{dim.id}{'_stated' if key[1] else ''}"
+        name = f"{dim.id}{'_stated' if claimed else ''}{suffix}"
         model = create_model(name, __base__=_Entry, **fields)  # type: ignore[call-overload]
         model.neutral_label = dim.neutral
         model.strength_floor = dim.strength.min if dim.strength is not None else None
         self._entries[key] = model
         return model
 
-    def _ev_why(self) -> list[tuple[str, Any]]:
+    def _ev_why(self, scope: Scope) -> list[tuple[str, Any]]:
         """The evidence and reason fields, in the order they are written: before any score."""
         why = (
             soft_max_words(self.limits.why_words)
@@ -186,28 +215,36 @@ class SchemaBuilder:
             else Field(min_length=1, max_length=self.limits.why_max)
         )
         ev = Field(min_length=1, max_length=self.limits.evidence_max)
-        return [("ev", Annotated[list[self.evidence], ev]), ("why", Annotated[str, why])]  # type: ignore[name-defined]
+        _, item = self.evidence(scope)
+        return [("ev", Annotated[list[item], ev]), ("why", Annotated[str, why])]  # type: ignore[valid-type]
 
-    def _dims(self, level: Level, name: str, claim: bool = False) -> type[BaseModel]:
-        dims = [(d.id, self.entry(d, claim)) for d in self.rubric.at(level)]
-        return _object(name, [*self._ev_why(), *dims] if self.limits.shared else dims)
+    def _dims(self, level: Level, name: str, claim: bool = False, scope: Scope = ANY_TURN) -> type[BaseModel]:
+        dims = [(d.id, self.entry(d, claim, scope)) for d in self.rubric.at(level)]
+        if not self.limits.shared:
+            return _object(name, dims)
+        return _object(f"{name}{self.evidence(scope)[0]}", [*self._ev_why(scope), *dims])
 
     def intervention(self, turn: Turn) -> type[BaseModel]:
-        """All intervention-level dimensions for one supporter turn."""
+        """All intervention-level dimensions for one supporter turn, citing only its window."""
         claim = bool(turn.decision and turn.decision.strategy)
-        return self._dims("intervention", "TurnStated" if claim else "Turn", claim)
+        scope = scope_of(self.record, "intervention", turn=turn)
+        return self._dims("intervention", f"T{turn.index}{'Stated' if claim else ''}", claim, scope)
 
     def reply(self, interventions: list[Turn], *, session: bool) -> type[BaseModel]:
-        """The whole-call reply: `interventions` keyed `t<turn>`, then `session` and `members` when asked."""
+        """The whole-call reply: `interventions` keyed `t<turn>`, then `session` and `members` (those who spoke,
+        each citing only their own turns) when asked."""
         parts: list[tuple[str, Any]] = []
         if interventions and self.rubric.at("intervention"):
             turns = [(f"t{t.index}", self.intervention(t)) for t in interventions]
             parts.append(("interventions", _object("Interventions", turns)))
         if session and self.rubric.at("session"):
             parts.append(("session", self._dims("session", "Session")))
-        if session and self.rubric.at("member"):
-            member = self._dims("member", "Member")
-            parts.append(("members", _object("Members", [(m, member) for m in self.members])))
+        if session and self.rubric.at("member") and self.rated_members:
+            members = [
+                (m, self._dims("member", f"M{i}", scope=scope_of(self.record, "member", member=m)))
+                for i, m in enumerate(self.rated_members)
+            ]
+            parts.append(("members", _object("Members", members)))
         return _object("Judgment", parts)
 
 
@@ -279,6 +316,7 @@ def read_entries(
 ) -> list[DimensionScore]:
     """Validated reply entries (JSON keys, as dumped by alias) -> DimensionScore records."""
     texts = {t.index: t.text for t in record.turns}
+    scope = scope_of(record, level, turn=turn, member=member)
     stated = turn.decision.strategy if turn is not None and turn.decision is not None else None
     out = []
     for dim in dims:
@@ -291,7 +329,12 @@ def read_entries(
                 turn=turn.index if turn is not None else None,
                 member=member,
                 evidence=[
-                    Evidence(turn=t, quote=q, quote_found=quote_found(q, texts.get(t, ""), limits.quote_max))
+                    Evidence(
+                        turn=t,
+                        quote=q,
+                        quote_found=quote_found(q, texts.get(t, ""), limits.quote_max),
+                        in_scope=scope.allows(t),
+                    )
                     for t, q in map(read_citation, e["ev"])
                 ],
                 reasoning=e["why"],
