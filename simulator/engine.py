@@ -55,6 +55,9 @@ class StageDirection(BaseModel):
 
     at_member_turn: int = Field(ge=1, description="1-based member turn that plays the direction.")
     member: str | None = Field(default=None, description="Who speaks that turn; None = whoever the floor picks.")
+    to: tuple[str, ...] = Field(
+        default=(), description="Whom that turn is spoken to (members or the Therapist); empty = the floor's choice."
+    )
     text: str = Field(min_length=1, description="What the member is to do, e.g. 'hint at thoughts of self-harm'.")
     source: str = Field(default="", description="Name of the perturbation it comes from.")
 
@@ -153,8 +156,10 @@ def make_floor_node(case: Case, config: SessionConfig) -> Callable[[SessionState
         choice = choose_next(case, state["turns"], state["self_report"][-1], config.seed)
         direction = config.direction_for(sum(t.kind == "member" for t in state["turns"]) + 1)
         if direction and direction.member and direction.member != choice.speaker:
-            addressees = [a for a in choice.addressees if a != direction.member] or [SUPPORTER]
+            addressees = list(direction.to) or [a for a in choice.addressees if a != direction.member] or [SUPPORTER]
             return {"next_speaker": direction.member, "next_addressees": addressees}
+        if direction and direction.to:  # a direction to press the counsellor is not played in a line to another
+            return {"next_speaker": choice.speaker, "next_addressees": list(direction.to)}
         return {"next_speaker": choice.speaker, "next_addressees": list(choice.addressees)}
 
     return floor

@@ -109,6 +109,41 @@ def test_dry_run_counts_the_matrix(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_stressor_scheduled_beyond_the_session_is_rejected_at_validation(tmp_path):
+    (tmp_path / "late.yaml").write_text(MINE.replace("at_member_turn: 1", "at_member_turn: 3"), encoding="utf-8")
+    path = write(tmp_path, "supporters: [silent]\ncases: [nguyen-family]\nperturbations: [escalation, late.yaml]\n")
+    for turns, ok in ((4, True), (3, False)):
+        path.write_text(path.read_text().split("turns:")[0] + f"turns: {turns}\n", encoding="utf-8")
+        result = runner.invoke(app, ["stress", str(path), "--dry-run"])
+        if ok:
+            assert result.exit_code == 0, result.output
+            assert "escalation plays at member turn 2 of 4" in result.output  # at: middle of turns 1-3
+            assert "walkout_now plays at member turn 3 of 4" in result.output
+            continue
+        assert result.exit_code == 2, result.output
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and "Traceback" not in result.output, result.output
+        assert " ".join(result.output.split()) == (
+            f"error: {path}: perturbations[1]: perturbation walkout_now (at_member_turn: 3) would play at member "
+            "turn 3 of 3, leaving 1 of the 2 supporter decisions check.within needs after it; use at_member_turn "
+            "<= 2, a relative `at` (early, middle, late or a fraction), or at least 4 turns"
+        )
+    path.write_text("supporters: [silent]\ncases: [dana-and-theo]\nperturbations: [silent_member]\nturns: 2\n")
+    result = runner.invoke(app, ["stress", str(path), "--dry-run"])
+    assert result.exit_code == 2, result.output
+    assert "perturbations[0]: perturbation silent_member: sessions of 2 member turns are too short for it" in " ".join(
+        result.output.split()
+    )
+
+
+def test_sensitivity_rejects_a_stressor_its_turns_cannot_hold():
+    result = runner.invoke(
+        app, ["sensitivity", "--model", "fake/m", "--perturbations", "silent_member", "--turns", "2", "--dry-run"]
+    )
+    assert result.exit_code == 2, result.output
+    assert "silent_member: sessions of 2 member turns are too short" in " ".join(result.output.split())
+
+
 def test_shipped_smoke_config_is_the_done_when_matrix():
     config = load_stress_config(SMOKE)
     matrix = build_matrix(config, SMOKE.parent, SMOKE)

@@ -569,7 +569,7 @@ async def check_session(
 ) -> CheckResult:
     """Check one perturbed session (see the module docstring). `client`/`model` may be None for checks with
     facts only; a rubric check without them is an error, recorded as such."""
-    plan = plan_for(p, record.case, record.max_turns, session_applied=True)
+    plan = plan_for(p, record.case, record.max_turns, session_applied=True, strict=False)
     base = {
         "session_id": record.session_id,
         "case_id": record.case.id,

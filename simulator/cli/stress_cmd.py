@@ -35,6 +35,18 @@ def render_estimate(est: Estimate) -> Table:
     return table
 
 
+def plays_at_lines(est: Estimate) -> list[str]:
+    """Per perturbation, the member turn its stressor plays at (per case where the cases differ)."""
+    lines = []
+    for pert, by_case in est.plays_at.items():
+        if len(set(by_case.values())) == 1:
+            at, turns = next(iter(by_case.values()))
+            lines.append(f"{pert} plays at member turn {at} of {turns}")
+        else:
+            lines.append(f"{pert} plays at " + ", ".join(f"{c}: turn {a} of {t}" for c, (a, t) in by_case.items()))
+    return lines
+
+
 def render_checks(results: list) -> Table:
     """Per supporter x perturbation: passed / decided, pass^k over trials, and what was not decided."""
     from judges import CheckStatus, pass_hat_k
@@ -96,6 +108,8 @@ def stress(
     out_dir = out or default_out_dir(config, matrix)
     if dry_run:
         console.print(render_estimate(est))
+        for line in plays_at_lines(est):
+            console.print(escape(line))
         for line in est.skipped:
             console.print(f"[dim]skipped (group does not fit): {escape(line)}[/]")
         console.print(

@@ -23,6 +23,7 @@ plan computed from the original one.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from pathlib import Path
 from string import Template
@@ -33,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from personas.case import Case
 from personas.common.errors import UserError
-from personas.taxonomy import RiskKind
+from personas.taxonomy import SUPPORTER_NAME, RiskKind
 from simulator.engine import SessionConfig, StageDirection
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
@@ -80,16 +81,35 @@ def _check_selector(value: str | None) -> str | None:
     )
 
 
+# Relative injection points: the share of the turns in which the stressor can play (see `injection_turn`).
+POSITIONS: dict[str, float] = {"early": 0.25, "middle": 0.5, "late": 0.75}
+ADDRESSEES = ("counsellor", "target", "group")
+
+
 class Injection(_Strict):
     """A private stage direction played by one member at one member turn."""
 
-    at_member_turn: int = Field(
-        default=2, ge=1, description="1-based member turn; moved earlier so that `check.within` decisions follow."
+    at_member_turn: int | None = Field(
+        default=None,
+        ge=1,
+        description="Absolute 1-based member turn. A session too short for it (and the `check.within` supporter "
+        "decisions after it) is rejected when the matrix is built. Neither this nor `at`: member turn 2.",
+    )
+    at: Literal["early", "middle", "late"] | float | None = Field(
+        default=None,
+        description="Relative member turn: `early`, `middle`, `late` (0.25, 0.5, 0.75) or a fraction 0 < f <= 1 of "
+        "the member turns in which the stressor can still be followed by `check.within` supporter decisions "
+        "(turns 1 .. T - within + 1 of a T-turn session): turn ceil(f x (T - within + 1)); 1.0 is the last of them.",
     )
     speaker: str = Field(default="most_distressed", description="Who plays the direction (a member selector).")
     target: str | None = Field(
         default=None,
         description="Whom the stressor concerns, when not the speaker (the person at risk, the one blamed).",
+    )
+    to: Literal["counsellor", "target", "group"] | None = Field(
+        default=None,
+        description="Whom the directed line is spoken to (the floor's usual choice when unset): a direction to "
+        "press the counsellor cannot be played in a line the prompt addresses to another member.",
     )
     text: str = Field(
         min_length=1,
@@ -99,6 +119,23 @@ class Injection(_Strict):
     private_fallback: str = Field(default="something you have kept from the others", description="See `text`.")
 
     _v_speaker = field_validator("speaker", "target")(classmethod(lambda cls, v: _check_selector(v)))
+
+    @field_validator("at", mode="before")
+    @classmethod
+    def _at(cls, v: object) -> object:
+        if isinstance(v, str) and v not in POSITIONS:
+            raise ValueError(f"{v!r}: use early, middle, late or a fraction above 0 and at most 1")
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not 0 < v <= 1:
+            raise ValueError("a fraction must be above 0 and at most 1; or use early, middle or late")
+        return v
+
+    @model_validator(mode="after")
+    def _one_point(self) -> Injection:
+        if self.at is not None and self.at_member_turn is not None:
+            raise ValueError("at: give either `at` (relative) or `at_member_turn` (absolute), not both")
+        if self.to == "target" and self.target is None:
+            raise ValueError("to: `target` needs inject.target; set it or speak to the counsellor or group")
+        return self
 
 
 class MemberChange(_Strict):
@@ -223,6 +260,9 @@ class PerturbationPlan(BaseModel):
     speaker: str | None = Field(default=None, description="Member who plays the injection.")
     target: str | None = Field(default=None, description="Member the stressor concerns (defaults to the speaker).")
     directive: str | None = Field(default=None, description="The rendered stage direction.")
+    addressees: list[str] = Field(
+        default_factory=list, description="Whom the directed line is spoken to; empty: the floor's choice."
+    )
     max_turns: int = Field(description="Member turns of the perturbed session.")
     card_changes: list[str] = Field(default_factory=list, description="Human-readable list of card changes.")
 
@@ -349,17 +389,60 @@ def applies_to(p: Perturbation, case: Case) -> bool:
     return case.group in p.groups
 
 
-def plan_for(p: Perturbation, case: Case, max_turns: int, *, session_applied: bool = False) -> PerturbationPlan:
+DEFAULT_AT_MEMBER_TURN = 2
+
+
+def injection_turn(p: Perturbation, turns: int) -> int:
+    """The member turn at which `p`'s direction plays in a session of `turns` member turns, such that the
+    `check.within` supporter decisions that judge it still follow (one decision follows each member turn).
+    Raises PerturbationError (one line: the perturbation, the turn and the turn count) when it cannot."""
+    assert p.inject is not None
+    within, inj = p.check.within, p.inject
+    latest = turns - within + 1  # the last member turn still followed by `within` decisions
+    if inj.at is not None:
+        fraction = POSITIONS[inj.at] if isinstance(inj.at, str) else inj.at
+        how = f"at: {inj.at}"
+        at = max(1, math.ceil(fraction * latest))
+    else:
+        at = inj.at_member_turn or DEFAULT_AT_MEMBER_TURN
+        how = f"at_member_turn: {at}"
+    if latest < 1:
+        raise PerturbationError(
+            f"perturbation {p.name}: sessions of {turns} member turns are too short for it: check.within needs "
+            f"{within} supporter decisions after the stressor; run at least {within} turns"
+        )
+    if at > latest:
+        raise PerturbationError(
+            f"perturbation {p.name} ({how}) would play at member turn {at} of {turns}, leaving "
+            f"{turns - at + 1 if at <= turns else 0} of the {within} supporter decisions check.within needs "
+            f"after it; use at_member_turn <= {latest}, a relative `at` (early, middle, late or a fraction), "
+            f"or at least {at + within - 1} turns"
+        )
+    return at
+
+
+def plan_for(
+    p: Perturbation, case: Case, max_turns: int, *, session_applied: bool = False, strict: bool = True
+) -> PerturbationPlan:
     """Resolve `p` for `case` with a budget of `max_turns` member turns: the configured budget, or with
-    `session_applied` the session's final one (a saved record's `max_turns`), which gives the same plan."""
+    `session_applied` the session's final one (a saved record's `max_turns`), which gives the same plan.
+    A stressor that cannot play in time raises PerturbationError; `strict=False` (re-reading a saved record,
+    possibly written before that was validated) moves it to the latest turn that fits instead."""
     turns = max_turns
     if p.session is not None and not session_applied:
         turns = min(p.session.max_turns, max(turns, round(turns * p.session.turns_factor)))
     speaker = target = directive = at = None
+    addressees: list[str] = []
     if p.inject is not None:
         speaker = select_member(case, p.inject.speaker)
         target = select_member(case, p.inject.target, speaker=speaker) if p.inject.target else None
-        at = max(1, min(p.inject.at_member_turn, turns - p.check.within + 1))
+        try:
+            at = injection_turn(p, turns)
+        except PerturbationError:
+            if strict:
+                raise
+            at = max(1, turns - p.check.within + 1)
+        addressees = _addressees(case, p.inject.to, speaker, target)
         private = case.member(speaker).private_knowledge
         directive = Template(p.inject.text).safe_substitute(
             speaker=speaker,
@@ -381,9 +464,21 @@ def plan_for(p: Perturbation, case: Case, max_turns: int, *, session_applied: bo
         speaker=speaker,
         target=target,
         directive=directive,
+        addressees=addressees,
         max_turns=turns,
         card_changes=changes,
     )
+
+
+def _addressees(case: Case, to: str | None, speaker: str, target: str | None) -> list[str]:
+    if to == "counsellor":
+        return [SUPPORTER_NAME]
+    if to == "target":
+        assert target is not None  # validated: `to: target` needs inject.target
+        return [target]
+    if to == "group":
+        return [n for n in case.member_names if n != speaker]
+    return []
 
 
 def _who(case: Case, selector: str, speaker: str | None, target: str | None) -> str:
@@ -428,7 +523,13 @@ def apply_perturbation(
     if plan.directive is not None and plan.at_member_turn is not None:
         directions = (
             *(d for d in directions if d.at_member_turn != plan.at_member_turn),
-            StageDirection(at_member_turn=plan.at_member_turn, member=plan.speaker, text=plan.directive, source=p.name),
+            StageDirection(
+                at_member_turn=plan.at_member_turn,
+                member=plan.speaker,
+                to=tuple(plan.addressees),
+                text=plan.directive,
+                source=p.name,
+            ),
         )
     new_config = config.model_copy(update={"max_turns": plan.max_turns, "directions": directions})
     return new_case, SessionConfig.model_validate(new_config.model_dump()), plan

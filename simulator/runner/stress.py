@@ -224,8 +224,9 @@ def build_matrix(config: StressConfig, base: Path, source: str | Path = "config"
                 )
                 try:
                     sc, cfg = (case, base_config) if p is None else apply_perturbation(p, case, base_config)[:2]
-                except PerturbationError as err:
-                    raise StressConfigError(f"{source}: {err}") from None
+                except PerturbationError as err:  # e.g. a stressor that could not play before the session ends
+                    where = f"perturbations[{perts.index(p)}]: " if p else ""
+                    raise StressConfigError(f"{source}: {where}{err}") from None
                 for trial in range(config.trials):
                     for supporter in config.supporters:
                         specs.append(
@@ -240,6 +241,16 @@ def build_matrix(config: StressConfig, base: Path, source: str | Path = "config"
                             )
                         )
     return Matrix(specs=specs, cases=cases, perturbations=perts, skipped=skipped)
+
+
+def plays_at(matrix: Matrix) -> dict[str, dict[str, tuple[int, int]]]:
+    """Perturbation -> case id -> (member turn its direction plays at, member turns of the session)."""
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for s in matrix.specs:
+        for d in s.config.directions:
+            if d.source == s.perturbation:
+                out.setdefault(d.source, {})[s.case.id] = (d.at_member_turn, s.config.max_turns)
+    return out
 
 
 def stress_manifest(config: StressConfig, matrix: Matrix) -> dict[str, Any]:
@@ -281,6 +292,10 @@ class Estimate(BaseModel):
     completion_tokens: int
     local_minutes: float | None = Field(
         default=None, description="At the embedded model's speed (no prefix cache), when every model is local."
+    )
+    plays_at: dict[str, dict[str, tuple[int, int]]] = Field(
+        default_factory=dict,
+        description="Perturbation -> case -> (member turn its stressor plays at, member turns of the session).",
     )
 
     @property
@@ -357,6 +372,7 @@ def estimate(config: StressConfig, matrix: Matrix) -> Estimate:
         prompt_tokens=prompt,
         completion_tokens=completion,
         local_minutes=round((prompt / LOCAL_PROMPT_TOK_S + completion / LOCAL_GEN_TOK_S) / 60, 1) if local else None,
+        plays_at=plays_at(matrix),
     )
 
 
