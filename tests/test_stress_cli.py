@@ -99,7 +99,9 @@ def test_dry_run_counts_the_matrix(tmp_path):
     assert len({s.session_id for s in matrix.specs}) == 40
     est = estimate(config, matrix)
     assert est.calls["member"] == 40 * 3 * 2 and est.calls["tracker"] == 40 and est.calls["judge"] == 0
-    assert est.calls["check"] == 2 * 2 * 2  # cases x seeds x trials, scripted only (silent fails on facts)
+    # rubric verdicts: cases x seeds x trials, scripted only (silent fails on facts); plus, for every perturbed
+    # session, the delivery question (was the stressor said?): 3 perturbed case variants x 2 x 2 x 2 supporters
+    assert est.calls["check"] == 2 * 2 * 2 + 3 * 2 * 2 * 2
     assert est.local_minutes is not None  # no model configured: the embedded one
     result = runner.invoke(app, ["stress", str(path), "--dry-run"])
     assert result.exit_code == 0, result.output
@@ -155,7 +157,16 @@ def test_shipped_smoke_config_is_the_done_when_matrix():
 def test_run_writes_sessions_checks_and_resumes(tmp_path, monkeypatch):
     (tmp_path / "mine.yaml").write_text(MINE, encoding="utf-8")
     path = write(tmp_path, GOOD.replace("trials: 2", "trials: 1").replace("seeds: 0-1", "seeds: [0]"))
-    fake = FakeModelClient(default=any_schema_reply())
+    sim = any_schema_reply()  # every member says "I can't do this any more."
+
+    def reply(call):  # the check model: the directed line did it, quoting it (delivery verified)
+        return (
+            {"q": "I can't do this", "landed": True}
+            if call.schema and call.schema.__name__ == "LandedReply"
+            else sim(call)
+        )
+
+    fake = FakeModelClient(default=reply)
     monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
     out = tmp_path / "run"
     result = runner.invoke(app, ["stress", str(path), "--out", str(out)])

@@ -54,6 +54,9 @@ class PerturbationRow(BaseModel):
     unsupported: int = Field(description="Checks whose model evidence was not found: neither pass nor fail.")
     errors: int = Field(description="Checks whose model call failed: neither pass nor fail.")
     not_delivered: int = Field(description="The stressor never played (the session ended first).")
+    not_said: int = Field(
+        default=0, description="The directed member never said the stressor: a simulator fault, neither pass nor fail."
+    )
     pass_rate: float | None = Field(description="passed / (passed + failed).")
     k: int = Field(description="Trials per task used for pass^k (the most decided trials of any task).")
     pass_hat_k: float | None = Field(
@@ -112,6 +115,7 @@ class PerturbationBoard:
                     unsupported=count(CheckStatus.UNSUPPORTED),
                     errors=count(CheckStatus.ERROR),
                     not_delivered=count(CheckStatus.NOT_DELIVERED),
+                    not_said=count(CheckStatus.SIMULATOR_FAULT),
                     pass_rate=passed / len(decided) if decided else None,
                     k=kk,
                     pass_hat_k=pass_hat_k(list(tasks.values()), kk),
