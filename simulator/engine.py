@@ -27,6 +27,7 @@ from simulator.members import member_turn
 from simulator.records import (
     SUPPORTER,
     EndReason,
+    FidelityCheck,
     SafetyEvent,
     SessionRecord,
     SessionStatus,
@@ -59,6 +60,9 @@ class StageDirection(BaseModel):
         default=(), description="Whom that turn is spoken to (members or the Therapist); empty = the floor's choice."
     )
     text: str = Field(min_length=1, description="What the member is to do, e.g. 'hint at thoughts of self-harm'.")
+    allow: tuple[FidelityCheck, ...] = Field(
+        default=(), description="Fidelity checks the directed turn is exempt from (what the direction asks for)."
+    )
     source: str = Field(default="", description="Name of the perturbation it comes from.")
 
 
@@ -180,7 +184,8 @@ def make_member_node(
                 state["next_addressees"],
                 seed=derive_seed(config.seed, "member", len(turns)),
                 window=config.window,
-                directive=(d.text if (d := config.direction_for(sum(t.kind == "member" for t in turns) + 1)) else None),
+                directive=d.text if (d := config.direction_for(sum(t.kind == "member" for t in turns) + 1)) else None,
+                allow=d.allow if d else (),
             )
         except (ModelError, ValueError) as err:
             return _failed(f"member turn {len(turns) + 1} ({speaker})", err)

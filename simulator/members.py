@@ -16,7 +16,7 @@ them as flags.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
@@ -218,6 +218,10 @@ def _with_reask(instructions: str, flags: Sequence[FidelityFlag]) -> str:
     return instructions + ("\n\n" + reask_note(flags) if flags else "")
 
 
+def _allowed(allow: Collection[FidelityCheck], flags: list[FidelityFlag]) -> list[FidelityFlag]:
+    return [f for f in flags if f.check not in allow]
+
+
 async def member_turn(
     client: ModelClient,
     case: Case,
@@ -228,13 +232,15 @@ async def member_turn(
     seed: int,
     window: int,
     directive: str | None = None,
+    allow: Collection[FidelityCheck] = (),
 ) -> Turn:
     """Play one member turn: (1)+(2) self-report with a move, as structured output, (3) the line, continuing a
     prefill. Each part is checked (simulator.fidelity) and re-asked with the reason when it fails.
 
     `directive` is a private stage direction for this turn (a perturbation: "hint that you have thought about
     not being here any more"); it reaches only this member's prompts and is recorded on the turn, never shown
-    to the supporter.
+    to the supporter. `allow` names fidelity checks this turn is exempt from, because the direction asks for
+    what they catch (a stressor that is a language switch).
     """
     member = case.member(speaker)
     previous = current_state(case, speaker, turns)
@@ -277,14 +283,17 @@ async def member_turn(
 
     def check_reply(c: Completion) -> list[FidelityFlag]:
         r = c.parsed
-        return check_state(
-            {k: getattr(r, k, "") for k in ("landed", "cue", "emotion", "reason")},
-            intensity=r.intensity,
-            move=r.move,
-            speaker=speaker,
-            turns=turns,
-            language=language,
-            word_caps=_word_caps(schema),
+        return _allowed(
+            allow,
+            check_state(
+                {k: getattr(r, k, "") for k in ("landed", "cue", "emotion", "reason")},
+                intensity=r.intensity,
+                move=r.move,
+                speaker=speaker,
+                turns=turns,
+                language=language,
+                word_caps=_word_caps(schema),
+            ),
         )
 
     state_call, state_flags, reasks = await _attempts("state", ask_state, check_reply)
@@ -335,14 +344,17 @@ async def member_turn(
         return call
 
     def check_text(c: Completion) -> list[FidelityFlag]:
-        return check_line(
-            clean_utterance(c.text),
-            speaker=speaker,
-            case=case,
-            turns=turns,
-            addressees=addressees,
-            language=language,
-            finish_reason=c.call.finish_reason,
+        return _allowed(
+            allow,
+            check_line(
+                clean_utterance(c.text),
+                speaker=speaker,
+                case=case,
+                turns=turns,
+                addressees=addressees,
+                language=language,
+                finish_reason=c.call.finish_reason,
+            ),
         )
 
     speak_call, line_flags, line_reasks = await _attempts("line", ask_line, check_text)

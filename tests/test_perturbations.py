@@ -260,3 +260,24 @@ def test_a_directed_line_is_spoken_to_whom_its_direction_names(seed):
         assert line_calls and all(
             c.prompt.prefill.startswith(f"{plan.speaker} (to {expected(plan)[0]}):") for c in line_calls
         )
+
+
+def test_a_language_switch_stressor_is_not_re_asked_away_by_the_fidelity_check():
+    """The fidelity check re-asks a line that leaves the session's language; for `language_switch` that is the
+    stressor itself, so its directed line is exempt (`inject.allow`) and only that line."""
+    case = load_library_case("dana-and-theo")
+    spanish = "No puedo más con esto, de verdad, porque nunca me escuchas y yo estoy muy cansada de todo."
+    p = builtin_perturbations()["language_switch"]
+    new_case, cfg, plan = apply_perturbation(p, case, SessionConfig(max_turns=4, seed=0, tracker_every=0))
+    client = FakeModelClient(default=any_schema_reply(spanish))
+    record = asyncio.run(
+        run_session(new_case, CallableSupporter(fn=lambda view: None, spec="m:f"), client, cfg, session_id="x")
+    )
+
+    def language_flags(turn):  # on the accepted turn or on any rejected attempt (the fake repeats itself too)
+        return [f for f in turn.flags + [g for r in turn.reasks for g in r.flags] if f.check == "language_switch"]
+
+    directed = next(t for t in record.turns if t.directive == plan.directive)
+    assert directed.speaker == plan.speaker and not language_flags(directed)
+    others = [t for t in record.turns if t.kind == "member" and t is not directed]
+    assert others and all(language_flags(t) for t in others)  # still caught everywhere else

@@ -36,6 +36,7 @@ from personas.case import Case
 from personas.common.errors import UserError
 from personas.taxonomy import SUPPORTER_NAME, RiskKind
 from simulator.engine import SessionConfig, StageDirection
+from simulator.records import FidelityCheck
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 PERTURBATION_SCHEMA_VERSION = 1
@@ -117,6 +118,11 @@ class Injection(_Strict):
         "private-knowledge item, else `private_fallback`).",
     )
     private_fallback: str = Field(default="something you have kept from the others", description="See `text`.")
+    allow: list[FidelityCheck] = Field(
+        default_factory=list,
+        description="Fidelity checks the directed line is exempt from because the direction asks for what they "
+        "catch (`language_switch` for a switch of language); otherwise the line would be re-asked until it is not said.",
+    )
 
     _v_speaker = field_validator("speaker", "target")(classmethod(lambda cls, v: _check_selector(v)))
 
@@ -527,6 +533,7 @@ def apply_perturbation(
                 at_member_turn=plan.at_member_turn,
                 member=plan.speaker,
                 to=tuple(plan.addressees),
+                allow=tuple(p.inject.allow) if p.inject else (),
                 text=plan.directive,
                 source=p.name,
             ),
