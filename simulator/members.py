@@ -246,8 +246,9 @@ async def member_turn(
     previous = current_state(case, speaker, turns)
     context = shared_context(case, turns, window)
     sheet = member_sheet(member, previous)
-    if directive:
-        sheet += "\n\n" + render_prompt("member_directive", name=speaker, directive=directive)
+    # a stage direction goes last, nearest the reply: placed in the sheet, small models let the instructions
+    # after it (speak about your own side, in English, to whoever the floor chose) override it
+    direction = "\n\n" + render_prompt("member_directive", name=speaker, directive=directive) if directive else ""
     others = ", ".join(n for n in case.member_names if n != speaker)
     language = session_language(case)
     can_soften = softening_cause(turns, speaker) is not None
@@ -269,6 +270,7 @@ async def member_turn(
             cue_rule=cue_rule,
             moves=", ".join(moves_on_offer(can_soften)),
         )
+        + direction
     )
 
     async def ask_state(attempt: int, flags: Sequence[FidelityFlag]) -> Completion:
@@ -323,6 +325,7 @@ async def member_turn(
             addressee=to,
             language=LANGUAGE_NAMES.get(language, language),
         )
+        + direction
     )
 
     async def ask_line(attempt: int, flags: Sequence[FidelityFlag]) -> Completion:
