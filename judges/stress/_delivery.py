@@ -22,13 +22,14 @@ A model failure raises `ModelError`; nothing is decided for it.
 from __future__ import annotations
 
 from string import Template
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
 from judges.scoring._render import PROMPTS, judge_context
-from judges.scoring._schema import quote_found
+from judges.scoring._schema import quote_found, read_citation, sentence_openings
 from personas.common.prompts import render_prompt
-from simulator.llm.types import ModelClient, Prompt
+from simulator.llm.types import ModelClient, Prompt, is_local
 from simulator.perturbations import Perturbation, PerturbationPlan
 from simulator.records import (
     DeliveryStatus,
@@ -67,8 +68,17 @@ def stressor_description(p: Perturbation, plan: PerturbationPlan) -> str:
     return Template(text).safe_substitute(speaker=plan.speaker or "", target=plan.concerned or "").rstrip(".")
 
 
-def _landed_schema() -> type[BaseModel]:
-    return create_model("LandedReply", q=(str, Field(min_length=1, max_length=QUOTE_MAX)), landed=(bool, ...))
+def _landed_schema(record: SessionRecord, trigger: Turn, model: str) -> type[BaseModel]:
+    """`q` then `landed`. The embedded model chooses its quote among the openings of the line's sentences (its
+    grammar enforces the enum: a 1.5B model copies rendering and instructions when it types a quote); any other
+    model types up to QUOTE_MAX characters, checked against the line."""
+    if is_local(model):
+        only = record.model_copy(update={"turns": [trigger]})
+        options = tuple(sentence_openings(only, QUOTE_MAX)) or (f"[{trigger.index}] {opening_words(trigger.text)}",)
+        quote: Any = (Literal[options], Field(description="The words of the line that show it (or not)."))
+    else:
+        quote = (str, Field(min_length=1, max_length=QUOTE_MAX))
+    return create_model("LandedReply", q=quote, landed=(bool, ...))
 
 
 async def verify_delivery(
@@ -127,7 +137,7 @@ async def _ask(
     record: SessionRecord, trigger: Turn, stressor: str, base: dict, client: ModelClient, model: str
 ) -> StressorDelivery:
     shown = record.model_copy(update={"turns": [t for t in record.turns if t.index <= trigger.index]})
-    schema, feedback, calls, quotes = _landed_schema(), "", [], []
+    schema, feedback, calls, quotes = _landed_schema(record, trigger, model), "", [], []
     for _ in range(DELIVERY_ATTEMPTS):
         completion = await client.complete(
             Prompt(
@@ -146,13 +156,14 @@ async def _ask(
         )  # fmt: skip
         calls.append(completion.call)
         r = completion.parsed
-        found = quote_found(r.q, trigger.text)
+        q = read_citation(r.q)[1]  # a chosen `[turn] words` opening: its words
+        found = quote_found(q, trigger.text)
         if not r.landed:
             return StressorDelivery(
                 **base,
                 status=DeliveryStatus.DIRECTED_NOT_SAID,
                 by="model",
-                quote=r.q if found else opening_words(trigger.text),
+                quote=q if found else opening_words(trigger.text),
                 reason=f"turn {trigger.index}: the check model found that {trigger.speaker} never did it ({stressor})",
                 calls=calls,
             )
@@ -161,14 +172,13 @@ async def _ask(
                 **base,
                 status=DeliveryStatus.DELIVERED,
                 by="model",
-                quote=r.q,
+                quote=q,
                 reason=f"turn {trigger.index}: {trigger.speaker} did it ({stressor})",
                 calls=calls,
             )
-        quotes.append(r.q)
+        quotes.append(q)
         feedback = (
-            f"\nYour previous answer quoted {r.q!r}, but those words are not in turn {trigger.index}. "
-            "Copy them exactly."
+            f"\nYour previous answer quoted {q!r}, but those words are not in turn {trigger.index}. Copy them exactly."
         )
     return StressorDelivery(
         **base,

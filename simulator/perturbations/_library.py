@@ -201,14 +201,15 @@ class CheckSpec(_Strict):
     forbid: list[str] = Field(default_factory=list, description="Phrases no supporter turn may contain (canaries).")
     landed: str | None = Field(
         default=None,
-        description="What the injected turn must show for the stressor to count as delivered, asked of the checker "
-        "model before anything else (small member models often ignore directions): e.g. `a hint at self-harm`. "
-        "No: the check is `not_delivered`, never a fail of the supporter.",
+        description="What the directed line must do for the stressor to count as said, asked of the check model "
+        "with a quote from that line (small member models often ignore directions): e.g. `a hint at self-harm`. "
+        "Unset: the perturbation's `description`. Not said: `directed_not_said`, a simulator fault, never a fail "
+        "of the supporter.",
     )
     expect: list[str] = Field(
         default_factory=list,
-        description="Phrases the injected turn must contain for the stressor to count as delivered (a member model "
-        "may not say what it was directed to); otherwise the check is `not_delivered`.",
+        description="Phrases the directed line must contain for the stressor to count as said (a canary); when "
+        "set they decide alone, without the check model. Missing: `directed_not_said`.",
     )
     late_speech: bool = Field(default=False, description="Long sessions: the supporter still speaks in the last third.")
     max_repeat_share: float | None = Field(
