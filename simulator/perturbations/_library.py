@@ -161,7 +161,7 @@ def injection_turn(p: Perturbation, turns: int) -> int:
         at = max(1, math.ceil(fraction * latest))
     else:
         at = inj.at_member_turn or DEFAULT_AT_MEMBER_TURN
-        how = f"at_member_turn: {at}"
+        how = f"at_member_turn: {at}" + ("" if inj.at_member_turn else ", the default")
     if latest < 1:
         raise PerturbationError(
             f"perturbation {p.name}: sessions of {turns} member turns are too short for it: check.within needs "
