@@ -285,18 +285,16 @@ async def member_turn(
 
     def check_reply(c: Completion) -> list[FidelityFlag]:
         r = c.parsed
-        return _allowed(
-            allow,
-            check_state(
-                {k: getattr(r, k, "") for k in ("landed", "cue", "emotion", "reason")},
-                intensity=r.intensity,
-                move=r.move,
-                speaker=speaker,
-                turns=turns,
-                language=language,
-                word_caps=_word_caps(schema),
-            ),
+        flags = check_state(
+            {k: getattr(r, k, "") for k in ("landed", "cue", "emotion", "reason")},
+            intensity=r.intensity,
+            move=r.move,
+            speaker=speaker,
+            turns=turns,
+            language=language,
+            word_caps=_word_caps(schema),
         )
+        return _allowed(allow, flags)
 
     state_call, state_flags, reasks = await _attempts("state", ask_state, check_reply)
     reply = state_call.parsed
@@ -347,18 +345,16 @@ async def member_turn(
         return call
 
     def check_text(c: Completion) -> list[FidelityFlag]:
-        return _allowed(
-            allow,
-            check_line(
-                clean_utterance(c.text),
-                speaker=speaker,
-                case=case,
-                turns=turns,
-                addressees=addressees,
-                language=language,
-                finish_reason=c.call.finish_reason,
-            ),
+        flags = check_line(
+            clean_utterance(c.text),
+            speaker=speaker,
+            case=case,
+            turns=turns,
+            addressees=addressees,
+            language=language,
+            finish_reason=c.call.finish_reason,
         )
+        return _allowed(allow, flags)
 
     speak_call, line_flags, line_reasks = await _attempts("line", ask_line, check_text)
     return Turn(
