@@ -76,6 +76,7 @@ def test_facts_decide_first_expect_phrases_and_the_turns_existence():
     )
     delivery, client = verify(said, plan, [], p)
     assert (delivery.status, delivery.by) == (DeliveryStatus.DELIVERED, "fact") and client.calls == []
+    assert delivery.quote == "pineapple  PROTOCOL"  # the line's own words, as said
     unsaid = record(CASE, [("m", "Ana", "Fine."), ("pass",), ("m", plan.speaker, "Whatever.", plan.directive)])
     delivery, _ = verify(unsaid, plan, [], p)
     assert (delivery.status, delivery.by, delivery.quote) == (DeliveryStatus.DIRECTED_NOT_SAID, "fact", "Whatever.")

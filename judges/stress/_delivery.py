@@ -21,6 +21,7 @@ A model failure raises `ModelError`; nothing is decided for it.
 
 from __future__ import annotations
 
+import re
 from string import Template
 from typing import Any, Literal
 
@@ -121,11 +122,12 @@ async def verify_delivery(
                 reason=f"turn {trigger.index}: {trigger.speaker} was directed but never said "
                 + ", ".join(map(repr, missing)),
             )
+        said_as = re.search(r"\s+".join(map(re.escape, p.check.expect[0].split())), trigger.text, re.IGNORECASE)
         return StressorDelivery(
             **base,
             status=DeliveryStatus.DELIVERED,
             by="fact",
-            quote=p.check.expect[0],
+            quote=said_as.group(0) if said_as else p.check.expect[0],  # the line's own words
             reason=f"turn {trigger.index}: {trigger.speaker} said " + ", ".join(map(repr, p.check.expect)),
         )
     if client is None or not model:
