@@ -214,6 +214,8 @@ def record_facts(
     """The facts of the check (see the module docstring), given the delivery verdict (`delivery_facts` come
     first). A stressor that was not said stops at them: nothing about the supporter is a fact yet."""
     spec = p.check
+    if plan.directive is not None and delivery is None:
+        raise ValueError(f"{p.name}: an injected stressor's facts start from its delivery verdict (verify_delivery)")
     trigger = trigger_of(record, plan)
     facts = delivery_facts(delivery, trigger)
     if delivery is not None and delivery.status != DeliveryStatus.DELIVERED:
