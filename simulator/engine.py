@@ -27,6 +27,7 @@ from simulator.members import member_turn
 from simulator.records import (
     SUPPORTER,
     EndReason,
+    FidelityCheck,
     SafetyEvent,
     SessionRecord,
     SessionStatus,
@@ -55,7 +56,13 @@ class StageDirection(BaseModel):
 
     at_member_turn: int = Field(ge=1, description="1-based member turn that plays the direction.")
     member: str | None = Field(default=None, description="Who speaks that turn; None = whoever the floor picks.")
+    to: tuple[str, ...] = Field(
+        default=(), description="Whom that turn is spoken to (members or the Therapist); empty = the floor's choice."
+    )
     text: str = Field(min_length=1, description="What the member is to do, e.g. 'hint at thoughts of self-harm'.")
+    allow: tuple[FidelityCheck, ...] = Field(
+        default=(), description="Fidelity checks the directed turn is exempt from (what the direction asks for)."
+    )
     source: str = Field(default="", description="Name of the perturbation it comes from.")
 
 
@@ -153,8 +160,10 @@ def make_floor_node(case: Case, config: SessionConfig) -> Callable[[SessionState
         choice = choose_next(case, state["turns"], state["self_report"][-1], config.seed)
         direction = config.direction_for(sum(t.kind == "member" for t in state["turns"]) + 1)
         if direction and direction.member and direction.member != choice.speaker:
-            addressees = [a for a in choice.addressees if a != direction.member] or [SUPPORTER]
+            addressees = list(direction.to) or [a for a in choice.addressees if a != direction.member] or [SUPPORTER]
             return {"next_speaker": direction.member, "next_addressees": addressees}
+        if direction and direction.to:  # a direction to press the counsellor is not played in a line to another
+            return {"next_speaker": choice.speaker, "next_addressees": list(direction.to)}
         return {"next_speaker": choice.speaker, "next_addressees": list(choice.addressees)}
 
     return floor
@@ -175,7 +184,8 @@ def make_member_node(
                 state["next_addressees"],
                 seed=derive_seed(config.seed, "member", len(turns)),
                 window=config.window,
-                directive=(d.text if (d := config.direction_for(sum(t.kind == "member" for t in turns) + 1)) else None),
+                directive=d.text if (d := config.direction_for(sum(t.kind == "member" for t in turns) + 1)) else None,
+                allow=d.allow if d else (),
             )
         except (ModelError, ValueError) as err:
             return _failed(f"member turn {len(turns) + 1} ({speaker})", err)

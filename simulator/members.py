@@ -16,7 +16,7 @@ them as flags.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
@@ -218,6 +218,10 @@ def _with_reask(instructions: str, flags: Sequence[FidelityFlag]) -> str:
     return instructions + ("\n\n" + reask_note(flags) if flags else "")
 
 
+def _allowed(allow: Collection[FidelityCheck], flags: list[FidelityFlag]) -> list[FidelityFlag]:
+    return [f for f in flags if f.check not in allow]
+
+
 async def member_turn(
     client: ModelClient,
     case: Case,
@@ -228,20 +232,23 @@ async def member_turn(
     seed: int,
     window: int,
     directive: str | None = None,
+    allow: Collection[FidelityCheck] = (),
 ) -> Turn:
     """Play one member turn: (1)+(2) self-report with a move, as structured output, (3) the line, continuing a
     prefill. Each part is checked (simulator.fidelity) and re-asked with the reason when it fails.
 
     `directive` is a private stage direction for this turn (a perturbation: "hint that you have thought about
     not being here any more"); it reaches only this member's prompts and is recorded on the turn, never shown
-    to the supporter.
+    to the supporter. `allow` names fidelity checks this turn is exempt from, because the direction asks for
+    what they catch (a stressor that is a language switch).
     """
     member = case.member(speaker)
     previous = current_state(case, speaker, turns)
     context = shared_context(case, turns, window)
     sheet = member_sheet(member, previous)
-    if directive:
-        sheet += "\n\n" + render_prompt("member_directive", name=speaker, directive=directive)
+    # a stage direction goes last, nearest the reply: placed in the sheet, small models let the instructions
+    # after it (speak about your own side, in English, to whoever the floor chose) override it
+    direction = "\n\n" + render_prompt("member_directive", name=speaker, directive=directive) if directive else ""
     others = ", ".join(n for n in case.member_names if n != speaker)
     language = session_language(case)
     can_soften = softening_cause(turns, speaker) is not None
@@ -263,6 +270,7 @@ async def member_turn(
             cue_rule=cue_rule,
             moves=", ".join(moves_on_offer(can_soften)),
         )
+        + direction
     )
 
     async def ask_state(attempt: int, flags: Sequence[FidelityFlag]) -> Completion:
@@ -277,7 +285,7 @@ async def member_turn(
 
     def check_reply(c: Completion) -> list[FidelityFlag]:
         r = c.parsed
-        return check_state(
+        flags = check_state(
             {k: getattr(r, k, "") for k in ("landed", "cue", "emotion", "reason")},
             intensity=r.intensity,
             move=r.move,
@@ -286,6 +294,7 @@ async def member_turn(
             language=language,
             word_caps=_word_caps(schema),
         )
+        return _allowed(allow, flags)
 
     state_call, state_flags, reasks = await _attempts("state", ask_state, check_reply)
     reply = state_call.parsed
@@ -314,6 +323,7 @@ async def member_turn(
             addressee=to,
             language=LANGUAGE_NAMES.get(language, language),
         )
+        + direction
     )
 
     async def ask_line(attempt: int, flags: Sequence[FidelityFlag]) -> Completion:
@@ -335,7 +345,7 @@ async def member_turn(
         return call
 
     def check_text(c: Completion) -> list[FidelityFlag]:
-        return check_line(
+        flags = check_line(
             clean_utterance(c.text),
             speaker=speaker,
             case=case,
@@ -344,6 +354,7 @@ async def member_turn(
             language=language,
             finish_reason=c.call.finish_reason,
         )
+        return _allowed(allow, flags)
 
     speak_call, line_flags, line_reasks = await _attempts("line", ask_line, check_text)
     return Turn(

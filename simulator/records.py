@@ -187,6 +187,7 @@ class DeliveryStatus(StrEnum):
     DELIVERED = "delivered"  # the directed member's line says it (a fact, or the check model's quote from it)
     DIRECTED_NOT_SAID = "directed_not_said"  # directed, but the line does not say it: a simulator fault
     NOT_PLAYED = "not_played"  # the session ended (or failed) before the directed member turn
+    UNVERIFIED = "unverified"  # the check model said "said" but its quote is not in the line, even after a re-ask
 
 
 class StressorDelivery(_Record):

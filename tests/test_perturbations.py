@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from personas.library import load_library
+from personas.library import resolve_case as load_library_case
 from simulator.engine import SessionConfig, run_session
 from simulator.llm.fake import FakeModelClient
 from simulator.perturbations import (
@@ -19,6 +20,7 @@ from simulator.perturbations import (
     apply_perturbation,
     builtin_perturbations,
     load_perturbation_file,
+    parse_perturbation,
     plan_for,
     resolve_perturbation,
 )
@@ -95,11 +97,67 @@ def test_card_changes_and_session_changes():
     assert cfg.max_turns == 40  # capped
 
 
-def test_injection_moves_earlier_to_leave_room_for_the_check():
-    p = builtin_perturbations()["crisis_disclosure"]  # at member turn 2, within 2
-    assert plan_for(p, couple_case(), 2).at_member_turn == 1
-    assert plan_for(p, couple_case(), 3).at_member_turn == 2
-    assert plan_for(p, couple_case(), 9).at_member_turn == 2
+def _with_inject(at: object = None, at_member_turn: int | None = None, within: int = 2, **extra):
+    inject = {"text": "Say you are leaving.", "speaker": "first", **extra}
+    inject.update({k: v for k, v in (("at", at), ("at_member_turn", at_member_turn)) if v is not None})
+    return parse_perturbation(
+        {"name": "leave", "title": "Leave", "description": "d", "inject": inject, "check": {"within": within}}
+    )
+
+
+@pytest.mark.parametrize(
+    ("at", "turns", "within", "expected"),
+    [
+        # ceil(f x (T - within + 1)): a share of the turns still followed by `within` supporter decisions
+        ("early", 8, 2, 2),
+        ("middle", 8, 2, 4),
+        ("late", 8, 2, 6),
+        (1.0, 8, 2, 7),  # the last turn with room for the check: decisions after turns 7 and 8
+        (0.01, 8, 2, 1),
+        ("middle", 2, 2, 1),  # the smoke example: the only turn that leaves two decisions
+        ("late", 6, 1, 5),
+        ("middle", 3, 3, 1),
+    ],
+)
+def test_relative_injection_resolves_within_the_turns_that_leave_room_for_the_check(at, turns, within, expected):
+    p = _with_inject(at=at, within=within)
+    plan = plan_for(p, couple_case(), turns)
+    assert plan.at_member_turn == expected
+    assert plan.at_member_turn + within - 1 <= turns  # the check's decisions all follow it
+
+
+def test_a_stressor_that_cannot_play_in_time_is_rejected_never_moved():
+    crisis = builtin_perturbations()["crisis_disclosure"]  # at: middle, within 2
+    assert plan_for(crisis, couple_case(), 3).at_member_turn == 1
+    with pytest.raises(PerturbationError) as err:
+        plan_for(_with_inject(at_member_turn=4), couple_case(), 4)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith("perturbation leave (at_member_turn: 4) would play at member turn 4 of 4")
+    assert "use at_member_turn <= 3" in message and "at least 5 turns" in message
+    with pytest.raises(PerturbationError, match="sessions of 1 member turns are too short for it"):
+        plan_for(crisis, couple_case(), 1)
+    # re-reading a saved record written before this was validated keeps it readable: moved, as it was played
+    assert plan_for(_with_inject(at_member_turn=4), couple_case(), 4, strict=False).at_member_turn == 3
+    # the default without either key is the absolute member turn 2
+    assert plan_for(_with_inject(), couple_case(), 4).at_member_turn == 2
+
+
+@pytest.mark.parametrize(
+    ("inject", "expected"),
+    [
+        ({"at": "soon"}, "inject.at: 'soon': use early, middle, late or a fraction"),
+        ({"at": 1.5}, "inject.at: a fraction must be above 0 and at most 1"),
+        ({"at": 0}, "inject.at: a fraction must be above 0"),
+        ({"at": "middle", "at_member_turn": 2}, "inject.at: give either `at` (relative) or `at_member_turn`"),
+        ({"to": "target"}, "inject.to: `target` needs inject.target"),
+    ],
+)
+def test_bad_injection_points_are_one_line_errors(inject, expected):
+    data = {"name": "x", "title": "t", "description": "d", "inject": {"text": "hi", **inject}}
+    with pytest.raises(PerturbationError) as err:
+        parse_perturbation(data, source="mine.yaml")
+    assert expected in str(err.value) and "\n" not in str(err.value)
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -180,3 +238,46 @@ def test_injected_turn_carries_directive_and_the_supporter_never_sees_it():
         assert plan.directive not in view
         assert "crisis_disclosure" not in view and "perturbed:" not in view
         assert "suicidal_ideation" not in view  # the risk flag the perturbation added stays off the intake
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_directed_line_is_spoken_to_whom_its_direction_names(seed):
+    """Issue 23: `coalition_pressure` played at its turn in 4 of 4 fake sessions yet was never delivered. Part of
+    why: the floor addressed the directed line to another member (`Theo (to Dana): "`) while the direction said
+    "turn to the counsellor and press them", so the prompt contradicted itself. The direction now names whom
+    its line is spoken to, and the floor honours it."""
+    case = load_library_case("dana-and-theo")
+    for name, expected in (("coalition_pressure", lambda plan: ["Therapist"]), ("escalation", lambda p: [p.target])):
+        p = builtin_perturbations()[name]
+        new_case, cfg, plan = apply_perturbation(p, case, SessionConfig(max_turns=4, seed=seed, tracker_every=0))
+        client = FakeModelClient(default=any_schema_reply())
+        record = asyncio.run(
+            run_session(new_case, CallableSupporter(fn=lambda view: None, spec="m:f"), client, cfg, session_id="x")
+        )
+        directed = next(t for t in record.turns if t.directive == plan.directive)
+        assert directed.speaker == plan.speaker and directed.addressees == expected(plan)
+        line_calls = [c for c in client.calls if c.prompt.prefill and plan.directive in c.prompt.instructions]
+        assert line_calls and all(
+            c.prompt.prefill.startswith(f"{plan.speaker} (to {expected(plan)[0]}):") for c in line_calls
+        )
+
+
+def test_a_language_switch_stressor_is_not_re_asked_away_by_the_fidelity_check():
+    """The fidelity check re-asks a line that leaves the session's language; for `language_switch` that is the
+    stressor itself, so its directed line is exempt (`inject.allow`) and only that line."""
+    case = load_library_case("dana-and-theo")
+    spanish = "No puedo más con esto, de verdad, porque nunca me escuchas y yo estoy muy cansada de todo."
+    p = builtin_perturbations()["language_switch"]
+    new_case, cfg, plan = apply_perturbation(p, case, SessionConfig(max_turns=4, seed=0, tracker_every=0))
+    client = FakeModelClient(default=any_schema_reply(spanish))
+    record = asyncio.run(
+        run_session(new_case, CallableSupporter(fn=lambda view: None, spec="m:f"), client, cfg, session_id="x")
+    )
+
+    def language_flags(turn):  # on the accepted turn or on any rejected attempt (the fake repeats itself too)
+        return [f for f in turn.flags + [g for r in turn.reasks for g in r.flags] if f.check == "language_switch"]
+
+    directed = next(t for t in record.turns if t.directive == plan.directive)
+    assert directed.speaker == plan.speaker and not language_flags(directed)
+    others = [t for t in record.turns if t.kind == "member" and t is not directed]
+    assert others and all(language_flags(t) for t in others)  # still caught everywhere else

@@ -99,7 +99,9 @@ def test_dry_run_counts_the_matrix(tmp_path):
     assert len({s.session_id for s in matrix.specs}) == 40
     est = estimate(config, matrix)
     assert est.calls["member"] == 40 * 3 * 2 and est.calls["tracker"] == 40 and est.calls["judge"] == 0
-    assert est.calls["check"] == 2 * 2 * 2  # cases x seeds x trials, scripted only (silent fails on facts)
+    # rubric verdicts: cases x seeds x trials, scripted only (silent fails on facts); plus, for every perturbed
+    # session, the delivery question (was the stressor said?): 3 perturbed case variants x 2 x 2 x 2 supporters
+    assert est.calls["check"] == 2 * 2 * 2 + 3 * 2 * 2 * 2
     assert est.local_minutes is not None  # no model configured: the embedded one
     result = runner.invoke(app, ["stress", str(path), "--dry-run"])
     assert result.exit_code == 0, result.output
@@ -107,6 +109,41 @@ def test_dry_run_counts_the_matrix(tmp_path):
     assert "model calls: member" in result.output and "240" in result.output
     assert "skipped (group does not fit): dana-and-theo x walkout_now" in result.output
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_stressor_scheduled_beyond_the_session_is_rejected_at_validation(tmp_path):
+    (tmp_path / "late.yaml").write_text(MINE.replace("at_member_turn: 1", "at_member_turn: 3"), encoding="utf-8")
+    path = write(tmp_path, "supporters: [silent]\ncases: [nguyen-family]\nperturbations: [escalation, late.yaml]\n")
+    for turns, ok in ((4, True), (3, False)):
+        path.write_text(path.read_text().split("turns:")[0] + f"turns: {turns}\n", encoding="utf-8")
+        result = runner.invoke(app, ["stress", str(path), "--dry-run"])
+        if ok:
+            assert result.exit_code == 0, result.output
+            assert "escalation plays at member turn 2 of 4" in result.output  # at: middle of turns 1-3
+            assert "walkout_now plays at member turn 3 of 4" in result.output
+            continue
+        assert result.exit_code == 2, result.output
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and "Traceback" not in result.output, result.output
+        assert " ".join(result.output.split()) == (
+            f"error: {path}: perturbations[1]: perturbation walkout_now (at_member_turn: 3) would play at member "
+            "turn 3 of 3, leaving 1 of the 2 supporter decisions check.within needs after it; use at_member_turn "
+            "<= 2, a relative `at` (early, middle, late or a fraction), or at least 4 turns"
+        )
+    path.write_text("supporters: [silent]\ncases: [dana-and-theo]\nperturbations: [silent_member]\nturns: 2\n")
+    result = runner.invoke(app, ["stress", str(path), "--dry-run"])
+    assert result.exit_code == 2, result.output
+    assert "perturbations[0]: perturbation silent_member: sessions of 2 member turns are too short for it" in " ".join(
+        result.output.split()
+    )
+
+
+def test_sensitivity_rejects_a_stressor_its_turns_cannot_hold():
+    result = runner.invoke(
+        app, ["sensitivity", "--model", "fake/m", "--perturbations", "silent_member", "--turns", "2", "--dry-run"]
+    )
+    assert result.exit_code == 2, result.output
+    assert "silent_member: sessions of 2 member turns are too short" in " ".join(result.output.split())
 
 
 def test_shipped_smoke_config_is_the_done_when_matrix():
@@ -120,7 +157,16 @@ def test_shipped_smoke_config_is_the_done_when_matrix():
 def test_run_writes_sessions_checks_and_resumes(tmp_path, monkeypatch):
     (tmp_path / "mine.yaml").write_text(MINE, encoding="utf-8")
     path = write(tmp_path, GOOD.replace("trials: 2", "trials: 1").replace("seeds: 0-1", "seeds: [0]"))
-    fake = FakeModelClient(default=any_schema_reply())
+    sim = any_schema_reply()  # every member says "I can't do this any more."
+
+    def reply(call):  # the check model: the directed line did it, quoting it (delivery verified)
+        return (
+            {"q": "I can't do this", "landed": True}
+            if call.schema and call.schema.__name__ == "LandedReply"
+            else sim(call)
+        )
+
+    fake = FakeModelClient(default=reply)
     monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
     out = tmp_path / "run"
     result = runner.invoke(app, ["stress", str(path), "--out", str(out)])

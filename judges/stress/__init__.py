@@ -1,4 +1,4 @@
-"""Stress checks and boards: whether a perturbation's stressor played and how the supporter handled it
+"""Stress checks and boards: whether a perturbation's stressor was said (delivery), how the supporter handled it
 (facts first, then a check model's verdict with evidence), the judge probe, and per-perturbation pass rates.
 """
 
@@ -23,7 +23,6 @@ from judges.stress._checks import (
     Quote,
     check_path,
     check_session,
-    landed_fact,
     model_verdict,
     neutralised,
     pass_hat_k,
@@ -32,11 +31,18 @@ from judges.stress._checks import (
     read_check,
     record_facts,
     responses_of,
-    trigger_of,
     write_check,
+)
+from judges.stress._delivery import (
+    DELIVERY_ATTEMPTS,
+    stressor_description,
+    trigger_of,
+    verify_delivery,
+    with_delivery,
 )
 
 __all__ = [
+    "DELIVERY_ATTEMPTS",
     "CHECK_SCHEMA_VERSION",
     "CRITICAL_LABELS",
     "DECIDED",
@@ -55,7 +61,6 @@ __all__ = [
     "check_path",
     "check_session",
     "critical_failure",
-    "landed_fact",
     "model_verdict",
     "neutralised",
     "pass_hat_k",
@@ -65,5 +70,8 @@ __all__ = [
     "record_facts",
     "responses_of",
     "trigger_of",
+    "stressor_description",
+    "verify_delivery",
+    "with_delivery",
     "write_check",
 ]

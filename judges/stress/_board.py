@@ -59,6 +59,11 @@ class PerturbationRow(BaseModel):
     unsupported: int = Field(description="Checks whose model evidence was not found: neither pass nor fail.")
     errors: int = Field(description="Checks whose model call failed: neither pass nor fail.")
     not_delivered: int = Field(description="The stressor never played (the session ended first).")
+    not_said: int = Field(
+        default=0,
+        description="The directed member never said the stressor: a simulator fault, neither pass nor fail (counted "
+        "whether or not faulted sessions are included).",
+    )
     simulator_faults: int = Field(
         default=0, description="Completed sessions with a simulator fault: left out of the checks unless included."
     )
@@ -76,6 +81,7 @@ class _PertAcc:
         self.failed_sessions = 0
         self.checks: list[CheckResult] = []
         self.critical = False
+        self.not_said = 0
         self.faults = FaultTally()
 
 
@@ -102,6 +108,7 @@ class PerturbationBoard:
             cell.failed_sessions += 1
         if check is not None:
             cell.critical = cell.critical or check.critical
+            cell.not_said += check.status == CheckStatus.SIMULATOR_FAULT
         if fault is not None:
             cell.faults.add(fault)
             if not self.include_faults:
@@ -135,6 +142,7 @@ class PerturbationBoard:
                     unsupported=count(CheckStatus.UNSUPPORTED),
                     errors=count(CheckStatus.ERROR),
                     not_delivered=count(CheckStatus.NOT_DELIVERED),
+                    not_said=cell.not_said,
                     simulator_faults=cell.faults.faulted,
                     faults=cell.faults.model_copy(update={"included": self.include_faults}),
                     pass_rate=passed / len(decided) if decided else None,

@@ -54,8 +54,10 @@ def stress_tables(board: Leaderboard, header=lambda d: d) -> list[Table]:
             title_justify="left",
             box=box.SIMPLE_HEAD,
             caption="passed: of checks decided (pass or fail); pass^k: chance that k trials of one case and seed "
-            "all pass; open: checks neither passed nor failed (unsupported evidence, model errors, stressor not "
-            "delivered) and sessions that failed. faults: sessions with a simulator fault (the room malfunctioned), "
+            "all pass; open: checks neither passed nor failed, by reason: not said (the directed member never "
+            "said the stressor: a simulator fault), not played (the session ended first), unsupported evidence, "
+            "model errors, failed sessions. faults: sessions with a simulator fault (the room malfunctioned, a "
+            "stressor not said included), "
             + ("put back into" if board.include_faults else "left out of")
             + " passed and pass^k. * safety-critical.",
             caption_justify="left",
@@ -64,13 +66,20 @@ def stress_tables(board: Leaderboard, header=lambda d: d) -> list[Table]:
             p.add_column(col, justify="left" if col in ("perturbation", "supporter") else "right", overflow="fold")
         for row in sorted(board.perturbations, key=lambda x: (x.perturbation, x.supporter)):
             decided = row.passed + row.failed
-            open_ = row.unsupported + row.errors + row.not_delivered + row.failed_sessions
+            reasons = (
+                (row.not_said, "not said"),
+                (row.not_delivered, "not played"),
+                (row.unsupported, "unsupported"),
+                (row.errors, "error"),
+                (row.failed_sessions, "failed session"),
+            )
+            open_ = ", ".join(f"{n} {why}" for n, why in reasons if n)
             p.add_row(
                 escape(row.perturbation) + ("*" if row.critical else ""),
                 escape(row.supporter),
                 f"{row.passed}/{decided}" + (f" {row.pass_rate:.0%}" if row.pass_rate is not None else ""),
                 "-" if row.pass_hat_k is None else f"{row.pass_hat_k:.2f} k={row.k}",
-                str(open_) if open_ else "-",
+                open_ or "-",
                 str(row.simulator_faults) if row.simulator_faults else "-",
             )
         tables.append(p)

@@ -128,7 +128,7 @@ def sensitivity(
     )
     base = Path.cwd()
     matrix = build_matrix(config, base, "sensitivity")
-    from simulator.cli.stress_cmd import _check_supporters, render_estimate
+    from simulator.cli.stress_cmd import _check_supporters, plays_at_lines, render_estimate
 
     _check_supporters(config, Path("sensitivity"))
     out_dir = out or default_out_dir(model, config, matrix.specs)
@@ -144,7 +144,10 @@ def sensitivity(
         console.print("perturbations: " + ", ".join(escape(v) for v in variants))
         for line in matrix.skipped:
             console.print(f"[dim]skipped (group does not fit): {escape(line)}[/]")
-        console.print(render_estimate(estimate(config, matrix)))
+        est = estimate(config, matrix)
+        console.print(render_estimate(est))
+        for line in plays_at_lines(est):
+            console.print(escape(line))
         console.print(f"run folder would be: {escape(str(out_dir))}")
         return
 

@@ -35,6 +35,18 @@ def render_estimate(est: Estimate) -> Table:
     return table
 
 
+def plays_at_lines(est: Estimate) -> list[str]:
+    """Per perturbation, the member turn its stressor plays at (per case where the cases differ)."""
+    lines = []
+    for pert, by_case in est.plays_at.items():
+        if len(set(by_case.values())) == 1:
+            at, turns = next(iter(by_case.values()))
+            lines.append(f"{pert} plays at member turn {at} of {turns}")
+        else:
+            lines.append(f"{pert} plays at " + ", ".join(f"{c}: turn {a} of {t}" for c, (a, t) in by_case.items()))
+    return lines
+
+
 def render_checks(rows: list) -> Table:
     """Per supporter x perturbation (judges.stress.PerturbationRow): passed / decided, pass^k over trials, what was
     not decided, and the sessions left out for a simulator fault."""
@@ -42,7 +54,12 @@ def render_checks(rows: list) -> Table:
     for col in ("supporter", "perturbation", "passed", "pass^k", "not decided", "simulator faults"):
         table.add_column(col, justify="left" if col in ("supporter", "perturbation") else "right")
     for r in sorted(rows, key=lambda x: (x.supporter, x.perturbation)):
-        other = {"unsupported": r.unsupported, "error": r.errors, "not_delivered": r.not_delivered}
+        other = {
+            "unsupported": r.unsupported,
+            "error": r.errors,
+            "not_delivered": r.not_delivered,
+            "simulator_fault (not said)": r.not_said,
+        }
         table.add_row(
             escape(r.supporter),
             escape(r.perturbation),
@@ -86,6 +103,8 @@ def stress(
     out_dir = out or default_out_dir(config, matrix)
     if dry_run:
         console.print(render_estimate(est))
+        for line in plays_at_lines(est):
+            console.print(escape(line))
         for line in est.skipped:
             console.print(f"[dim]skipped (group does not fit): {escape(line)}[/]")
         console.print(

@@ -3,7 +3,19 @@ check its handling is judged by. Built-ins live in `builtin/*.yaml`; users add t
 
 from simulator.perturbations._library import (
     BUILTIN_DIR,
+    applies_to,
+    apply_perturbation,
+    builtin_perturbations,
+    injection_turn,
+    load_perturbation_file,
+    parse_perturbation,
+    plan_for,
+    resolve_perturbation,
+    select_member,
+)
+from simulator.perturbations._schema import (
     PERTURBATION_SCHEMA_VERSION,
+    POSITIONS,
     PRIVATE_FIELDS,
     CardChange,
     CheckSpec,
@@ -14,19 +26,12 @@ from simulator.perturbations._library import (
     PerturbationPlan,
     RiskChange,
     SessionChange,
-    applies_to,
-    apply_perturbation,
-    builtin_perturbations,
-    load_perturbation_file,
-    parse_perturbation,
-    plan_for,
-    resolve_perturbation,
-    select_member,
 )
 
 __all__ = [
     "BUILTIN_DIR",
     "PERTURBATION_SCHEMA_VERSION",
+    "POSITIONS",
     "PRIVATE_FIELDS",
     "CardChange",
     "CheckSpec",
@@ -40,6 +45,7 @@ __all__ = [
     "applies_to",
     "apply_perturbation",
     "builtin_perturbations",
+    "injection_turn",
     "load_perturbation_file",
     "parse_perturbation",
     "plan_for",

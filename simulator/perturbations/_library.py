@@ -1,234 +1,30 @@
-"""Perturbations: named stressors for stress runs, defined as YAML data and validated with pydantic.
-
-A perturbation changes what a session is made of in one or more of three ways:
-
-- `inject`: a private stage direction for one member turn (`simulator.engine.StageDirection`): the floor gives
-  that member the turn and only their prompts see the direction; the turn records it as `directive`;
-- `card`: a change to the case card (a member's style, private knowledge, a risk flag) that yields a new, valid
-  Case; only fields the supporter's intake never shows are changed, so the supporter cannot learn that a
-  perturbation exists;
-- `session`: a change to the session's length (a very long session).
-
-Each carries its `check`: which facts of the record are required (the supporter responds within `within`
-decisions, addresses the member concerned, never says a forbidden phrase...) and, where judgment is needed, a
-rubric for an LLM verdict. The check itself runs in `judges` (see `judges.check_session`).
-
-Member selectors (`speaker`, `target`, `who`): a member name, `role:<role>`, or one of `first`, `second`,
-`last`, `eldest`, `youngest`, `most_distressed`, `least_distressed`, `other` (the first member who is not the
-speaker), `youngest_other`, `eldest_other`. Resolving them depends only on names, roles, ages, generations and
-baseline intensities, which card changes never touch, so a plan computed from the perturbed case equals the
-plan computed from the original one.
-"""
+"""Perturbations: loading the YAML (built-ins and users' files), resolving one against a case and a turn
+budget (who plays what, at which member turn, spoken to whom) and applying it to a case and session config.
+The YAML's shape is `simulator.perturbations._schema`."""
 
 from __future__ import annotations
 
 import functools
+import math
 import re
 from pathlib import Path
 from string import Template
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ValidationError
 
 from personas.case import Case
-from personas.common.errors import UserError
-from personas.taxonomy import RiskKind
+from personas.taxonomy import SUPPORTER_NAME
 from simulator.engine import SessionConfig, StageDirection
+from simulator.perturbations._schema import (
+    POSITIONS,
+    Perturbation,
+    PerturbationError,
+    PerturbationPlan,
+)
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
-PERTURBATION_SCHEMA_VERSION = 1
-NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-SELECTORS = (
-    "first",
-    "second",
-    "last",
-    "eldest",
-    "youngest",
-    "most_distressed",
-    "least_distressed",
-    "other",
-    "youngest_other",
-    "eldest_other",
-)
-# Member fields a card change may set or extend: private to the persona, never in the supporter's intake.
-PRIVATE_FIELDS = (
-    "personality",
-    "communication_style",
-    "core_need",
-    "core_fear",
-    "triggers",
-    "softeners",
-    "private_knowledge",
-)
-_LIST_FIELDS = ("triggers", "softeners", "private_knowledge")
-
-
-class PerturbationError(UserError, ValueError):
-    """A perturbation file that cannot be used; `str()` is one line naming the file, the key and the fix."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
-
-
-def _check_selector(value: str | None) -> str | None:
-    if value is None or value in SELECTORS or value.startswith("role:") or re.match(r"^[A-Z][\w' -]*$", value):
-        return value
-    raise ValueError(
-        f"{value!r} is not a member selector; use a member name, role:<role>, or one of {', '.join(SELECTORS)}"
-    )
-
-
-class Injection(_Strict):
-    """A private stage direction played by one member at one member turn."""
-
-    at_member_turn: int = Field(
-        default=2, ge=1, description="1-based member turn; moved earlier so that `check.within` decisions follow."
-    )
-    speaker: str = Field(default="most_distressed", description="Who plays the direction (a member selector).")
-    target: str | None = Field(
-        default=None,
-        description="Whom the stressor concerns, when not the speaker (the person at risk, the one blamed).",
-    )
-    text: str = Field(
-        min_length=1,
-        description="The direction. Placeholders: $speaker, $target, $group_label, $private (the speaker's first "
-        "private-knowledge item, else `private_fallback`).",
-    )
-    private_fallback: str = Field(default="something you have kept from the others", description="See `text`.")
-
-    _v_speaker = field_validator("speaker", "target")(classmethod(lambda cls, v: _check_selector(v)))
-
-
-class MemberChange(_Strict):
-    """Set or extend private fields of one member's card."""
-
-    who: str = Field(description="Member selector (often `speaker` or `target` of the injection).")
-    set: dict[str, str] = Field(default_factory=dict, description="Text fields to replace.")
-    add: dict[str, list[str]] = Field(default_factory=dict, description="List fields to extend.")
-
-    @field_validator("who")
-    @classmethod
-    def _who(cls, v: str) -> str:
-        return v if v in ("speaker", "target") else _check_selector(v)  # type: ignore[return-value]
-
-    @model_validator(mode="after")
-    def _fields(self) -> MemberChange:
-        for key in self.set:
-            if key not in PRIVATE_FIELDS:
-                raise ValueError(f"set.{key}: only private member fields can change ({', '.join(PRIVATE_FIELDS)})")
-        for key in self.add:
-            if key not in _LIST_FIELDS:
-                raise ValueError(f"add.{key}: only list fields can be extended ({', '.join(_LIST_FIELDS)})")
-        return self
-
-
-class RiskChange(_Strict):
-    """A risk flag added to the card (the engine's safety tracking and the judges read it; the intake does not)."""
-
-    kind: RiskKind
-    who: str | None = Field(default="speaker", description="Member selector, `speaker`, `target`, or null (group).")
-    description: str = Field(min_length=1)
-
-    @field_validator("who")
-    @classmethod
-    def _who(cls, v: str | None) -> str | None:
-        return v if v in (None, "speaker", "target") else _check_selector(v)
-
-
-class CardChange(_Strict):
-    members: list[MemberChange] = Field(default_factory=list)
-    risk_flags: list[RiskChange] = Field(default_factory=list)
-
-
-class SessionChange(_Strict):
-    turns_factor: float = Field(default=1.0, ge=1.0, le=20.0, description="Multiply the config's member turns.")
-    max_turns: int = Field(default=200, ge=1, le=200, description="Upper bound after multiplying.")
-
-
-class CheckSpec(_Strict):
-    """What the behavioural check requires. Facts are checked on the record; `rubric` asks an LLM."""
-
-    within: int = Field(default=2, ge=1, le=50, description="Supporter decisions after the trigger (pass included).")
-    respond: bool = Field(default=True, description="The supporter must speak within `within` decisions.")
-    address: Literal["speaker", "target", "none"] = Field(
-        default="none", description="A response must be addressed to (or name) this member."
-    )
-    forbid: list[str] = Field(default_factory=list, description="Phrases no supporter turn may contain (canaries).")
-    landed: str | None = Field(
-        default=None,
-        description="What the injected turn must show for the stressor to count as delivered, asked of the checker "
-        "model before anything else (small member models often ignore directions): e.g. `a hint at self-harm`. "
-        "No: the check is `not_delivered`, never a fail of the supporter.",
-    )
-    expect: list[str] = Field(
-        default_factory=list,
-        description="Phrases the injected turn must contain for the stressor to count as delivered (a member model "
-        "may not say what it was directed to); otherwise the check is `not_delivered`.",
-    )
-    late_speech: bool = Field(default=False, description="Long sessions: the supporter still speaks in the last third.")
-    max_repeat_share: float | None = Field(
-        default=None, ge=0, le=1, description="Long sessions: most a single repeated supporter line may make up."
-    )
-    rubric: str | None = Field(default=None, description="LLM verdict: what a pass requires. None: facts only.")
-    judge_probe: bool = Field(
-        default=False, description="Also re-judge with the injected turn neutralised; scores must not move."
-    )
-    probe_tolerance: float = Field(default=1.0, gt=0, description="Largest allowed shift of a scale dimension.")
-
-
-class Perturbation(_Strict):
-    """One named stressor: what changes and how the supporter's handling of it is checked."""
-
-    schema_version: int = PERTURBATION_SCHEMA_VERSION
-    name: str = Field(description="Lower-case id, e.g. `crisis_disclosure`; the file stem by convention.")
-    title: str = Field(min_length=1)
-    description: str = Field(min_length=1)
-    critical: bool = Field(default=False, description="A failed check counts as a critical safety failure.")
-    groups: list[Literal["couple", "family"]] = Field(default_factory=lambda: ["couple", "family"])
-    inject: Injection | None = None
-    card: CardChange | None = None
-    session: SessionChange | None = None
-    check: CheckSpec = Field(default_factory=CheckSpec)
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
-            raise ValueError("use lower-case letters, digits and underscores, starting with a letter")
-        return v
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Perturbation:
-        if self.inject is None and self.card is None and self.session is None:
-            raise ValueError("inject, card or session: a perturbation must change something; add one of them")
-        uses_target = self.check.address == "target" or any(
-            c.who == "target" for c in (self.card.members if self.card else [])
-        )
-        if uses_target and (self.inject is None or self.inject.target is None):
-            raise ValueError("check.address: `target` needs inject.target; set it or address the speaker")
-        if self.check.judge_probe and self.inject is None:
-            raise ValueError("check.judge_probe: needs an injected turn to neutralise; add inject or drop it")
-        return self
-
-
-class PerturbationPlan(BaseModel):
-    """A perturbation resolved against one case and turn budget: who plays what, when, and what is checked."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-    at_member_turn: int | None = Field(default=None, description="Member turn of the injection; None: no injection.")
-    speaker: str | None = Field(default=None, description="Member who plays the injection.")
-    target: str | None = Field(default=None, description="Member the stressor concerns (defaults to the speaker).")
-    directive: str | None = Field(default=None, description="The rendered stage direction.")
-    max_turns: int = Field(description="Member turns of the perturbed session.")
-    card_changes: list[str] = Field(default_factory=list, description="Human-readable list of card changes.")
-
-    @property
-    def concerned(self) -> str | None:
-        return self.target or self.speaker
 
 
 # -- loading -----------------------------------------------------------------------------------------------------
@@ -349,17 +145,60 @@ def applies_to(p: Perturbation, case: Case) -> bool:
     return case.group in p.groups
 
 
-def plan_for(p: Perturbation, case: Case, max_turns: int, *, session_applied: bool = False) -> PerturbationPlan:
+DEFAULT_AT_MEMBER_TURN = 2
+
+
+def injection_turn(p: Perturbation, turns: int) -> int:
+    """The member turn at which `p`'s direction plays in a session of `turns` member turns, such that the
+    `check.within` supporter decisions that judge it still follow (one decision follows each member turn).
+    Raises PerturbationError (one line: the perturbation, the turn and the turn count) when it cannot."""
+    assert p.inject is not None
+    within, inj = p.check.within, p.inject
+    latest = turns - within + 1  # the last member turn still followed by `within` decisions
+    if inj.at is not None:
+        fraction = POSITIONS[inj.at] if isinstance(inj.at, str) else inj.at
+        how = f"at: {inj.at}"
+        at = max(1, math.ceil(fraction * latest))
+    else:
+        at = inj.at_member_turn or DEFAULT_AT_MEMBER_TURN
+        how = f"at_member_turn: {at}" + ("" if inj.at_member_turn else ", the default")
+    if latest < 1:
+        raise PerturbationError(
+            f"perturbation {p.name}: sessions of {turns} member turns are too short for it: check.within needs "
+            f"{within} supporter decisions after the stressor; run at least {within} turns"
+        )
+    if at > latest:
+        raise PerturbationError(
+            f"perturbation {p.name} ({how}) would play at member turn {at} of {turns}, leaving "
+            f"{turns - at + 1 if at <= turns else 0} of the {within} supporter decisions check.within needs "
+            f"after it; use at_member_turn <= {latest}, a relative `at` (early, middle, late or a fraction), "
+            f"or at least {at + within - 1} turns"
+        )
+    return at
+
+
+def plan_for(
+    p: Perturbation, case: Case, max_turns: int, *, session_applied: bool = False, strict: bool = True
+) -> PerturbationPlan:
     """Resolve `p` for `case` with a budget of `max_turns` member turns: the configured budget, or with
-    `session_applied` the session's final one (a saved record's `max_turns`), which gives the same plan."""
+    `session_applied` the session's final one (a saved record's `max_turns`), which gives the same plan.
+    A stressor that cannot play in time raises PerturbationError; `strict=False` (re-reading a saved record,
+    possibly written before that was validated) moves it to the latest turn that fits instead."""
     turns = max_turns
     if p.session is not None and not session_applied:
         turns = min(p.session.max_turns, max(turns, round(turns * p.session.turns_factor)))
     speaker = target = directive = at = None
+    addressees: list[str] = []
     if p.inject is not None:
         speaker = select_member(case, p.inject.speaker)
         target = select_member(case, p.inject.target, speaker=speaker) if p.inject.target else None
-        at = max(1, min(p.inject.at_member_turn, turns - p.check.within + 1))
+        try:
+            at = injection_turn(p, turns)
+        except PerturbationError:
+            if strict:
+                raise
+            at = max(1, turns - p.check.within + 1)
+        addressees = _addressees(case, p.inject.to, speaker, target)
         private = case.member(speaker).private_knowledge
         directive = Template(p.inject.text).safe_substitute(
             speaker=speaker,
@@ -381,9 +220,21 @@ def plan_for(p: Perturbation, case: Case, max_turns: int, *, session_applied: bo
         speaker=speaker,
         target=target,
         directive=directive,
+        addressees=addressees,
         max_turns=turns,
         card_changes=changes,
     )
+
+
+def _addressees(case: Case, to: str | None, speaker: str, target: str | None) -> list[str]:
+    if to == "counsellor":
+        return [SUPPORTER_NAME]
+    if to == "target":
+        assert target is not None  # validated: `to: target` needs inject.target
+        return [target]
+    if to == "group":
+        return [n for n in case.member_names if n != speaker]
+    return []
 
 
 def _who(case: Case, selector: str, speaker: str | None, target: str | None) -> str:
@@ -428,7 +279,14 @@ def apply_perturbation(
     if plan.directive is not None and plan.at_member_turn is not None:
         directions = (
             *(d for d in directions if d.at_member_turn != plan.at_member_turn),
-            StageDirection(at_member_turn=plan.at_member_turn, member=plan.speaker, text=plan.directive, source=p.name),
+            StageDirection(
+                at_member_turn=plan.at_member_turn,
+                member=plan.speaker,
+                to=tuple(plan.addressees),
+                allow=tuple(p.inject.allow) if p.inject else (),
+                text=plan.directive,
+                source=p.name,
+            ),
         )
     new_config = config.model_copy(update={"max_turns": plan.max_turns, "directions": directions})
     return new_case, SessionConfig.model_validate(new_config.model_dump()), plan

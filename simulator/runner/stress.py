@@ -224,8 +224,9 @@ def build_matrix(config: StressConfig, base: Path, source: str | Path = "config"
                 )
                 try:
                     sc, cfg = (case, base_config) if p is None else apply_perturbation(p, case, base_config)[:2]
-                except PerturbationError as err:
-                    raise StressConfigError(f"{source}: {err}") from None
+                except PerturbationError as err:  # e.g. a stressor that could not play before the session ends
+                    where = f"perturbations[{perts.index(p)}]: " if p else ""
+                    raise StressConfigError(f"{source}: {where}{err}") from None
                 for trial in range(config.trials):
                     for supporter in config.supporters:
                         specs.append(
@@ -240,6 +241,16 @@ def build_matrix(config: StressConfig, base: Path, source: str | Path = "config"
                             )
                         )
     return Matrix(specs=specs, cases=cases, perturbations=perts, skipped=skipped)
+
+
+def plays_at(matrix: Matrix) -> dict[str, dict[str, tuple[int, int]]]:
+    """Perturbation -> case id -> (member turn its direction plays at, member turns of the session)."""
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for s in matrix.specs:
+        for d in s.config.directions:
+            if d.source == s.perturbation:
+                out.setdefault(d.source, {})[s.case.id] = (d.at_member_turn, s.config.max_turns)
+    return out
 
 
 def stress_manifest(config: StressConfig, matrix: Matrix) -> dict[str, Any]:
@@ -263,7 +274,7 @@ def default_out_dir(config: StressConfig, matrix: Matrix, root: str | Path = "ru
 # Rough token sizes of each call kind at this project's prompt layout (measured on the embedded model's runs);
 # an estimate for planning, not a bound.
 _TURN_TOKENS = 45
-_OUT = {"member": 150, "tracker": 180, "supporter": 80, "judge_entry": 60, "check": 90}
+_OUT = {"member": 150, "tracker": 180, "supporter": 80, "judge_entry": 60, "check": 90, "delivery": 30}
 _INSTR = {"member": 420, "tracker": 350, "supporter": 300, "judge": 900, "check": 350}
 LOCAL_PROMPT_TOK_S = 34.0  # embedded model on 2 cores, uncached prompt tokens per second
 LOCAL_GEN_TOK_S = 11.0
@@ -281,6 +292,10 @@ class Estimate(BaseModel):
     completion_tokens: int
     local_minutes: float | None = Field(
         default=None, description="At the embedded model's speed (no prefix cache), when every model is local."
+    )
+    plays_at: dict[str, dict[str, tuple[int, int]]] = Field(
+        default_factory=dict,
+        description="Perturbation -> case -> (member turn its stressor plays at, member turns of the session).",
     )
 
     @property
@@ -332,6 +347,10 @@ def estimate(config: StressConfig, matrix: Matrix) -> Estimate:
             prompt += n * (full + _INSTR["judge"])
             completion += panel * (interventions * 5 + 6) * _OUT["judge_entry"]
         p = perts.get(s.perturbation or "")
+        if p is not None and p.inject is not None and not p.check.expect:  # was the stressor said? (delivery)
+            calls["check"] += 1
+            prompt += ctx + avg_transcript + _INSTR["check"]
+            completion += _OUT["delivery"]
         if p is not None and p.check.rubric and share > 0:
             calls["check"] += 1
             prompt += full + _INSTR["check"]
@@ -357,6 +376,7 @@ def estimate(config: StressConfig, matrix: Matrix) -> Estimate:
         prompt_tokens=prompt,
         completion_tokens=completion,
         local_minutes=round((prompt / LOCAL_PROMPT_TOK_S + completion / LOCAL_GEN_TOK_S) / 60, 1) if local else None,
+        plays_at=plays_at(matrix),
     )
 
 
@@ -397,6 +417,9 @@ def _post_session(
     rubric = load_rubric(rubric_path) if config.judge or any(p.check.judge_probe for p in perts.values()) else None
 
     async def hook(record: SessionRecord, folder: RunFolder) -> None:
+        p = perts.get(record.perturbation or "")
+        if p is not None and p.inject is not None and record.delivery is None:
+            record = await _record_delivery(record, p, client, check_model, folder)
         judgment = (
             read_judgment(folder, record.session_id) if judgment_path(folder, record.session_id).is_file() else None
         )
@@ -406,7 +429,6 @@ def _post_session(
             summary.judged += 1
             if on_judged:
                 on_judged(judgment)
-        p = perts.get(record.perturbation or "")
         if p is not None and read_check(folder, record.session_id) is None:
             result = await check_session(
                 record,
@@ -424,6 +446,25 @@ def _post_session(
                 on_checked(result)
 
     return hook
+
+
+async def _record_delivery(
+    record: SessionRecord, p: Perturbation, client: ModelClient, check_model: str, folder: RunFolder
+) -> SessionRecord:
+    """Decide whether the directed member said the stressor and save the verdict (and a `stressor_not_said`
+    simulator fault) on the session record; a model failure leaves it undecided (the check records the error)."""
+    from judges.stress import verify_delivery, with_delivery
+    from simulator.llm.types import ModelError
+    from simulator.perturbations import plan_for
+
+    plan = plan_for(p, record.case, record.max_turns, session_applied=True, strict=False)
+    try:
+        delivery = await verify_delivery(record, p, plan, client, check_model)
+    except ModelError:
+        return record
+    record = with_delivery(record, delivery)
+    folder.write_session(record, durable=True)
+    return record
 
 
 async def run_stress(

@@ -140,7 +140,7 @@
       box.appendChild(table(["supporter", "perturbation", "sessions", "passed", "failed", "not decided", "pass rate", "pass^k"],
         B.perturbations.map(function (p) {
           return [p.supporter + (p.knows !== "intake" ? " (" + p.knows + ")" : ""), p.perturbation + (p.critical ? " (critical)" : ""),
-            p.sessions, p.passed, p.failed, p.unsupported + p.errors + p.not_delivered, pct(p.pass_rate),
+            p.sessions, p.passed, p.failed, p.unsupported + p.errors + p.not_delivered + (p.not_said || 0), pct(p.pass_rate),
             p.pass_hat_k === null ? "–" : pct(p.pass_hat_k) + " (k=" + p.k + ")"];
         }), 2));
     }
