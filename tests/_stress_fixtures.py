@@ -8,6 +8,9 @@ speak), `("pass",)` a decision to stay silent after the last member turn.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
+
 from personas.case import Case
 from simulator.records import EndReason, SessionRecord, SessionStatus, SupporterDecision, Turn
 
@@ -85,13 +88,15 @@ def _fill(node: dict, defs: dict) -> object:
     return {"string": "it stung", "integer": 5, "number": 5, "boolean": False}.get(kind)
 
 
-def any_schema_reply(line: str = "I can't do this any more."):
+def any_schema_reply(line: str = "I can't do this any more.", *, lines: Sequence[str] = ()):
     """A FakeModelClient `default` that answers any schema with its first allowed values (empty optional lists,
-    so no risk is flagged) and free text with `line`: robust to fields the simulator's schemas gain."""
+    so no risk is flagged) and free text with `line`: robust to fields the simulator's schemas gain. With `lines`,
+    free text cycles through them instead: a room that does not repeat itself (no simulator fault)."""
+    texts = itertools.cycle(lines) if lines else itertools.repeat(line)
 
     def reply(call) -> object:
         if call.schema is None:
-            return line
+            return next(texts)
         schema = call.schema.model_json_schema()
         return _fill(schema, schema.get("$defs", {}))
 

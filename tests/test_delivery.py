@@ -143,12 +143,20 @@ check: {within: 2, respond: true}
 """
 
 
+ROOM_LINES = (
+    "I can't do this any more, the booking was never discussed with me at all.",
+    "I can't do this when every question I ask turns into a fight about chores.",
+    "I can't do this alone; Theo works late and the dinners still need making.",
+    "I can't do this if nobody listens to what happened at my mother's house.",
+)
+
+
 def test_stress_run_records_delivery_and_excludes_unsaid_stressors_from_pass_rates(tmp_path: Path):
     (tmp_path / "walk.yaml").write_text(WALK, encoding="utf-8")
     path = tmp_path / "stress.yaml"
     body = "supporters: [silent]\ncases: [dana-and-theo]\nperturbations: [walk.yaml]\nseeds: 0-2\nturns: 3\n"
     path.write_text(body + "tracker_every: 0\njudge: false\n", encoding="utf-8")
-    sim = any_schema_reply()  # every member says "I can't do this any more."
+    sim = any_schema_reply(lines=ROOM_LINES)  # a room that does not repeat itself: no other simulator fault
 
     def reply(call):  # the check model: said in seed 0's session, not said in seeds 1 and 2
         if call.schema is not None and call.schema.__name__ == "LandedReply":
