@@ -18,7 +18,7 @@ from judges.ratings._import import (
     runs_agreement,
 )
 from judges.ratings._parse import RATING_FORMATS, RatingsFileError, parse_ratings_file
-from judges.ratings._ppi import PPIEstimate, ppi_estimates, ppi_mean
+from judges.ratings._ppi import PPIEstimate, effective_n, hajek_mean, ipw_ppi_mean, ppi_estimates
 from judges.ratings._select import (
     STRATEGIES,
     Pick,
@@ -70,7 +70,9 @@ __all__ = [
     "parse_quotas",
     "parse_ratings_file",
     "ppi_estimates",
-    "ppi_mean",
+    "ipw_ppi_mean",
+    "hajek_mean",
+    "effective_n",
     "rated_item_ids",
     "rating_pairs",
     "read_ratings",

@@ -3,7 +3,8 @@
 Validation reports every problem with its line, and stores nothing when there is any: an unknown item id, a
 dimension the item is not rated on, a value that is not a whole number on the dimension's scale, a rating given
 twice in the file (same item, dimension and rater), a rating already stored by an earlier import, a file that
-was imported before.
+was imported before. Each stored rating takes its item's inclusion probability and design from the latest export
+batch of its run that holds the item (unknown when none does).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judges.ratings._agreement import HumanAgreement, RatingPair, agreement_by_dimension
 from judges.ratings._parse import Problem, parse_ratings_file
-from judges.ratings._store import RatingsImport, StoredRating, read_ratings, write_ratings
+from judges.ratings._store import RatingsImport, StoredRating, batch_item, read_ratings, write_ratings
 from judges.ratings._units import Unit, collect_units
 from judges.scoring._rubric import Dimension
 from personas.common.errors import UserError
@@ -170,6 +171,7 @@ def import_ratings(path: str | Path, run_dirs: Sequence[str | Path], fmt: str | 
             continue
         seen[key] = r.line
         assert value is not None
+        sent = batch_item(stored[unit.run], r.item_id)
         new[unit.run].append(
             StoredRating(
                 item_id=r.item_id,
@@ -180,6 +182,9 @@ def import_ratings(path: str | Path, run_dirs: Sequence[str | Path], fmt: str | 
                 rater=r.rater,
                 value=value,
                 import_id=import_id,
+                batch=sent[0].id if sent else None,
+                design=sent[1].strategy if sent and sent[1].pi is not None else "unknown-probability",
+                pi=sent[1].pi if sent else None,
             )
         )
     if problems:
