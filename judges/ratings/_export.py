@@ -112,6 +112,11 @@ def export_items(
         raise ExportError(f"{', '.join(map(str, run_dirs))}: nothing to export ({why}); run and judge sessions first")
     exclude = rated_item_ids(run_dirs)
     selection = select_units(pool.units, quotas, seed=seed, exclude=exclude, caps=cap_map)
+    if not selection.picks and [q.strategy for q in quotas] == ["active"] and not selection.shortfall:
+        raise SelectionError(
+            "--select active: the Poisson draw picked no item this time (each is drawn with a small probability); "
+            "ask for more (--n) or try another --seed"
+        )
     if not selection.picks:
         raise SelectionError(
             "nothing selected: every candidate was already rated, capped or did not fit the strategies"

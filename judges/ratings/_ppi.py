@@ -55,7 +55,7 @@ class PPIEstimate(BaseModel):
     ppi: MeanCI = Field(description="Prediction-powered mean, weighted by 1/pi.")
 
 
-def _z(confidence: float) -> float:
+def normal_quantile(confidence: float) -> float:
     from scipy.stats import norm
 
     return float(norm.ppf(1 - (1 - confidence) / 2))
@@ -103,7 +103,7 @@ def hajek_mean(values: Sequence[float], pi: Sequence[float], confidence: float =
     if n < MIN_LABELED:
         return MeanCI(n=n, mean=mean, confidence=confidence)
     se = float(np.sqrt(np.sum(w**2 * (x - mean) ** 2)))
-    z = _z(confidence)
+    z = normal_quantile(confidence)
     return MeanCI(n=n, mean=mean, low=mean - z * se, high=mean + z * se, confidence=confidence)
 
 
@@ -134,7 +134,7 @@ def ipw_ppi_mean(
     dbar = float(w @ d)
     mean = lam * float(big.mean()) + dbar
     var = lam**2 * float(np.var(big)) / N + float(np.sum(w**2 * (d - dbar) ** 2))
-    half = _z(confidence) * var**0.5
+    half = normal_quantile(confidence) * var**0.5
     return MeanCI(n=n, mean=mean, low=mean - half, high=mean + half, confidence=confidence), lam
 
 

@@ -125,3 +125,42 @@ def batch_item(rf: RatingsFile, item_id: str) -> tuple[ExportBatch, BatchItem] |
         if item_id in batch.items:
             return batch, batch.items[item_id]
     return None
+
+
+class BatchSummary(_Record):
+    """One export batch across the runs it drew from: its design(s) and how much of it came back rated."""
+
+    id: str
+    created_at: datetime
+    file: str
+    designs: dict[str, int] = Field(description="Design -> items sent out (`unknown-probability`: deterministic).")
+    items: int = Field(description="Items sent out.")
+    rated: int = Field(description="Items with at least one rating stored.")
+    ratings: int = Field(description="Ratings stored for the batch's items.")
+
+    @property
+    def design(self) -> str:
+        """The batch's design in one word, or `mixed: a + b` when strategies of several designs were combined."""
+        return next(iter(self.designs)) if len(self.designs) == 1 else "mixed: " + " + ".join(self.designs)
+
+
+def batch_summaries(run_dirs: Sequence[str | Path]) -> list[BatchSummary]:
+    """Every export batch recorded in the runs, oldest first (a batch over several runs is one entry)."""
+    merged: dict[str, BatchSummary] = {}
+    for d in run_dirs:
+        rf = read_ratings(d)
+        counts: dict[tuple[str, str], int] = {}
+        for r in rf.ratings:
+            if r.batch is not None:
+                counts[(r.batch, r.item_id)] = counts.get((r.batch, r.item_id), 0) + 1
+        for b in rf.batches:
+            s = merged.setdefault(
+                b.id,
+                BatchSummary(id=b.id, created_at=b.created_at, file=b.file, designs={}, items=0, rated=0, ratings=0),
+            )
+            for design, k in b.designs().items():
+                s.designs[design] = s.designs.get(design, 0) + k
+            s.items += len(b.items)
+            s.rated += sum(1 for i in b.items if counts.get((b.id, i)))
+            s.ratings += sum(counts.get((b.id, i), 0) for i in b.items)
+    return sorted(merged.values(), key=lambda s: s.created_at)

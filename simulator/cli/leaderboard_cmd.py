@@ -208,7 +208,7 @@ def leaderboard(
 
     for table in human_tables(board, header):
         console.print(table)
-    for note in human_notes(board):
+    for note in human_notes(board, header):
         console.print(escape(note), style="dim")
     if ratings and not board.human:
         console.print("note: no human ratings stored in these runs (rescue-sim ratings import FILE --run RUN_DIR)")
