@@ -381,8 +381,8 @@ def test_leaderboard_with_ratings_reports_ppi_beside_judge_and_human_only(app, r
         assert e.unknown_pi == 0 and e.designs == {"random": len(rated)} and e.n_eff == pytest.approx(len(rated))
         if len(rated) >= 2:  # a random batch: every pi equal, so IPW-PPI is ppi_py's PPI++ over all judged items
             everything = np.array(yhat + yu)
-            lo, hi = ppi_py.ppi_mean_ci(np.array(y), np.array(yhat), everything, alpha=0.05)
-            point = ppi_py.ppi_mean_pointestimate(np.array(y), np.array(yhat), everything)
+            lo, hi = ppi_py.ppi_mean_ci(np.array(y), np.array(yhat), everything, alpha=0.05, lam=e.lam)
+            point = ppi_py.ppi_mean_pointestimate(np.array(y), np.array(yhat), everything, lam=e.lam)
             assert (e.ppi.low, e.ppi.high) == pytest.approx((float(lo[0]), float(hi[0])))
             assert e.ppi.mean == pytest.approx(float(np.ravel(point)[0]))
             assert e.ppi.low <= e.ppi.mean <= e.ppi.high
@@ -406,13 +406,11 @@ def test_ppi_corrects_a_biased_judge() -> None:
     everything = judge_rated + unrated
     est, lam = ipw_ppi_mean(human, judge_rated, [0.1] * len(human), everything)
     n, big_n = len(human), len(everything)
-    # PPI++: lambda = cov(Y, Yhat) / ((1 + n/N) var(Yhat, rated and all pooled)); cov(Y, Yhat) = var(Yhat) here
-    mean_r = sum(judge_rated) / n
-    cov = sum((j - mean_r) ** 2 for j in judge_rated) / n
-    pooled = judge_rated + everything
-    mean_p = sum(pooled) / len(pooled)
-    var = sum((x - mean_p) ** 2 for x in pooled) / (len(pooled) - 1)
-    assert lam == pytest.approx(cov / ((1 + n / big_n) * var))
+    # PPI++: the lambda minimising var(judge) / N + var(human - lambda judge) / n; cov(Y, Yhat) = var(Yhat) here
+    mean_r, mean_all = sum(judge_rated) / n, sum(everything) / big_n
+    var_r = sum((j - mean_r) ** 2 for j in judge_rated) / n
+    var_all = sum((j - mean_all) ** 2 for j in everything) / big_n
+    assert lam == pytest.approx((var_r / n) / (var_all / big_n + var_r / n))
     by_hand = lam * sum(everything) / big_n + sum(h - lam * j for h, j in zip(human, judge_rated)) / n
     assert est.mean == pytest.approx(by_hand, rel=1e-9)
     assert est.low < est.mean < est.high

@@ -8,9 +8,10 @@ earlier strategy of the same export); pi is the probability that a unit of the f
 - `stratified`: strata are (case, supporter, perturbation, judge-score bin); n is spread evenly over the strata
   (a stratum smaller than its share gives all its units, the rest goes to the others; the r items left after an
   even split go to r strata drawn at random), then a simple random sample within each: pi = E[n_h] / N_h.
-- `active`: pi_i proportional to the square root of the unit's judge uncertainty (at least FLOOR times the frame's
-  mean root uncertainty, so no unit has a pi near 0), scaled so the pi add up to n (a pi above 1 is set to 1 and
-  the excess spread over the others), then each unit drawn independently with its pi (Poisson sampling, seeded).
+- `active`: pi_i proportional to the square root of the unit's expected squared human-judge gap, BASE + judge
+  uncertainty (BASE: what remains where the judges are sure, a rater's own spread; at least FLOOR times the
+  frame's mean, so no unit has a pi near 0), scaled so the pi add up to n (a pi above 1 is set to 1 and the excess
+  spread over the others), then each unit drawn independently with its pi (Poisson sampling, seeded).
   Sampling in proportion to the root of the expected squared judge error is what minimises the variance of the
   weighted estimate for a given expected number of ratings (cost-optimal active evaluation; Zrnic & Candes 2024).
 
@@ -27,6 +28,7 @@ from collections.abc import Sequence
 
 from judges.ratings._units import Unit
 
+BASE = 0.25  # squared human-judge gap where the judges are sure: a rater's own spread, about half a scale point
 FLOOR = 0.2  # least root uncertainty, as a share of the frame's mean root uncertainty
 DESIGNS = ("random", "stratified", "active")
 UNKNOWN = "unknown-probability"
@@ -80,9 +82,15 @@ def proportional_pi(sizes: Sequence[float], n: float) -> list[float]:
         budget -= len(over)
 
 
+def sampling_sizes(uncertainties: Sequence[float]) -> list[float]:
+    """What active pi is proportional to: the root of the expected squared human-judge gap, BASE + uncertainty,
+    floored."""
+    return floored([math.sqrt(BASE + x) for x in uncertainties])
+
+
 def active_pi(units: Sequence[Unit], n: float, dims: Sequence[str] | None = None) -> list[float]:
     """Each unit's inclusion probability in an active draw of expected size n."""
-    return proportional_pi(floored([math.sqrt(uncertainty(u, dims)) for u in units]), n)
+    return proportional_pi(sampling_sizes([uncertainty(u, dims) for u in units]), n)
 
 
 def poisson_draw(pi: Sequence[float], rng: random.Random) -> list[int]:

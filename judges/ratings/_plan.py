@@ -4,7 +4,7 @@ IPW-PPI interval to a target width (`rescue-sim ratings plan RUN... --target-wid
 The interval's variance has a judge part, lambda^2 var(f) / N, that no rating shrinks, and a rating part. If the
 judge part alone is wider than the target, no number of ratings reaches it, and the plan says so. Otherwise the
 rating part must fall to R = (W / 2z)^2 - judge part. An active batch of expected size m over the F unrated items,
-pi_i proportional to s_i (the floored root uncertainty), adds a rating part of about c (sum_F s_i)^2 / (N^2 m),
+pi_i proportional to s_i (`_designs.sampling_sizes`), adds a rating part of about c (sum_F s_i)^2 / (N^2 m),
 where c scales squared judge error to uncertainty: it is estimated from the items already rated (weighted by 1/pi
 where the probability is known), as sum w (d - dbar)^2 / sum w s^2, d = human - lambda judge. The current
 estimate (variance V0) and the new batch combine by inverse variance, so m = c (sum s)^2 / N^2 x (1/R - 1/V0).
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges.ratings._designs import FLOOR, uncertainty
+from judges.ratings._designs import sampling_sizes, uncertainty
 from judges.ratings._import import item_index
 from judges.ratings._ppi import ipw_ppi_mean, normal_quantile
 from judges.ratings._store import read_ratings
@@ -115,9 +115,7 @@ def plan_ratings(run_dirs: Sequence[str | Path], target_width: float, confidence
             judge_var = lam**2 * sum((x - mean_f) ** 2 for x in f_all) / n_all / n_all
             floor_width = 2 * z * math.sqrt(judge_var)
             width = est.high - est.low if est.low is not None and est.high is not None else None
-            roots = [math.sqrt(uncertainty(u)) for u in units]
-            least = FLOOR * (sum(roots) / len(roots)) if any(roots) else 1.0
-            s = {u.item_id: max(r, least) for u, r in zip(units, roots)}
+            s = dict(zip((u.item_id for u in units), sampling_sizes([uncertainty(u) for u in units])))
             row = dict(
                 supporter=supporter,
                 dimension=dim,

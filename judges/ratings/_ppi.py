@@ -13,10 +13,11 @@ unstable, pairs) have no known probability: they count in judge-human agreement 
 
 Variance of a Hajek mean of x: sum_i (w_i / sum w)^2 (x_i - xbar_w)^2; the PPI variance adds lambda^2 var(f) / N.
 Under Poisson or simple random sampling from a run that is itself a sample of sessions, this estimates the
-variance around the supporter's expected human score (which is what the judge-only CI describes too). lambda is
-chosen as ppi_py chooses it, with weighted moments: cov_w(y, f) / ((1 + n_eff / N) var(f)), clipped to [0, 1].
-Intervals are normal (z), as ppi_py's. With every pi equal, all of this is exactly ppi_py's `classical_mean_ci`
-and `ppi_mean_ci(Y, Yhat, Yhat_all)` (tested). `ppi_py`'s own weights are not used: it rescales them to mean 1 and
+variance around the supporter's expected human score (which is what the judge-only CI describes too). lambda
+(PPI++ power tuning) is the value that minimises that estimated variance, sum (w/W)^2 (y - ybar)(f - fbar) /
+(var(f) / N + sum (w/W)^2 (f - fbar)^2), clipped to [0, 1]; with equal weights it is ppi_py's choice up to how
+var(f) is pooled. Intervals are normal (z), as ppi_py's. With every pi equal and the same lambda, all of this is
+exactly ppi_py's `classical_mean_ci` and `ppi_mean_ci(Y, Yhat, Yhat_all, lam=lambda)` (tested). `ppi_py`'s own weights are not used: it rescales them to mean 1 and
 takes the spread of w x (Y - Yhat) rather than of w x (d - dbar), which misstates a weighted mean's variance.
 
 n_eff is Kish's effective number of ratings, (sum w)^2 / sum w^2. No estimate from fewer than 2 known-pi items.
@@ -125,11 +126,11 @@ def ipw_ppi_mean(
     y, f, big = (np.asarray(v, dtype=float) for v in (human, judge_rated, judge_all))
     w = _weights(pi)
     N = big.size
-    if lam is None:
-        cov = float(w @ ((y - w @ y) * (f - w @ f)))
-        var_f = float(np.var(np.concatenate([f, big]), ddof=1))
-        n_eff = 1 / float(np.sum(w**2))
-        lam = float(np.clip(cov / ((1 + n_eff / N) * var_f), 0, 1)) if var_f > 0 else 0.0
+    if lam is None:  # the lambda that minimises the estimated variance below
+        w2 = w**2
+        cov = float(np.sum(w2 * (y - w @ y) * (f - w @ f)))
+        var = float(np.var(big)) / N + float(np.sum(w2 * (f - w @ f) ** 2))
+        lam = float(np.clip(cov / var, 0, 1)) if var > 0 else 0.0
     d = y - lam * f
     dbar = float(w @ d)
     mean = lam * float(big.mean()) + dbar
