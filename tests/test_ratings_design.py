@@ -411,3 +411,31 @@ def test_plan_then_active_export_through_the_cli(app, monkeypatch, tmp_path: Pat
     )
     r = invoke(app, "export", *runs, "--select", "active", "--plan", tmp_path / "nope.json", "--out", out)
     assert r.exit_code == 2 and "nope.json: no such file" in r.stderr
+
+
+def test_import_report_and_show_name_each_batch_design(app, runs, tmp_path: Path) -> None:
+    from judges.report import build_report_data, render_html
+
+    mixed = tmp_path / "mixed.jsonl"
+    export_items(runs, select=["disagreement:3", "random:4"], out=mixed)
+    rate_all(mixed, runs, tmp_path / "r.jsonl")
+    r = invoke(app, "ratings", "import", tmp_path / "r.jsonl", "--run", runs[0], "--run", runs[1])
+    assert r.exit_code == 0, r.output
+    per_item = len(read_ratings(runs[0]).ratings + read_ratings(runs[1]).ratings) // 7
+    assert f"designs: unknown-probability {3 * per_item}, random {4 * per_item}" in r.stdout
+    export_items(runs, select=["active:5"], out=tmp_path / "next.jsonl", seed=4)
+    data = build_report_data(runs)
+    batches = data.leaderboard.human_batches
+    assert [b.designs for b in batches][0] == {"unknown-probability": 3, "random": 4}
+    assert set(batches[1].designs) == {"active"} and batches[1].rated == 0
+    assert (batches[0].items, batches[0].rated) == (7, 7)
+    html = render_html(data)
+    assert "Rating batches" in html and "IPW-PPI" in html and "n_eff" in html
+    assert all(e.designs in ({"random": e.labeled}, {}) for e in data.leaderboard.human)
+    narrow = CliRunner().invoke(app, ["ratings", "show", *map(str, runs)], env={**WIDE, "COLUMNS": "80"})
+    assert narrow.exit_code == 0 and all(len(line) <= 80 for line in narrow.stdout.splitlines())
+    assert "unknown-probability 3, random 4" in narrow.stdout
+    plan = CliRunner().invoke(
+        app, ["ratings", "plan", *map(str, runs), "--target-width", "0.5"], env={**WIDE, "COLUMNS": "80"}
+    )
+    assert plan.exit_code == 0 and all(len(line) <= 80 for line in plan.stdout.splitlines())

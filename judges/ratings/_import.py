@@ -69,6 +69,9 @@ class ImportResult(BaseModel):
     format: str
     added: dict[str, int] = Field(description="Run folder -> ratings stored.")
     raters: list[str]
+    by_design: dict[str, int] = Field(
+        default_factory=dict, description="Design -> ratings added (`unknown-probability`: agreement only)."
+    )
     agreement: list[HumanAgreement] = Field(description="Over all stored ratings of the runs, per dimension.")
 
 
@@ -203,8 +206,16 @@ def import_ratings(path: str | Path, run_dirs: Sequence[str | Path], fmt: str | 
         format=parsed.format,
         added={run: len(r) for run, r in new.items()},
         raters=sorted({r.rater for rs in new.values() for r in rs}),
+        by_design=_count_designs([r for rs in new.values() for r in rs]),
         agreement=runs_agreement(run_dirs, index),
     )
+
+
+def _count_designs(ratings: list[StoredRating]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in ratings:
+        out[r.design] = out.get(r.design, 0) + 1
+    return out
 
 
 def rating_pairs(run_dirs: Sequence[str | Path], index: ItemIndex | None = None) -> tuple[list[RatingPair], ItemIndex]:

@@ -173,7 +173,10 @@ def leaderboard(
     ] = False,
     ratings: Annotated[
         bool,
-        typer.Option("--ratings", help="Add PPI-corrected means from stored human ratings (ratings import)."),
+        typer.Option(
+            "--ratings",
+            help="Add human-corrected means (IPW-PPI) from stored ratings of known inclusion probability.",
+        ),
     ] = False,
 ) -> None:
     """Rank supporters across run folders from their sessions and judgments.

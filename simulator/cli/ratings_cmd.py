@@ -89,6 +89,8 @@ def import_(
     console.print(
         f"imported {sum(result.added.values())} rating(s) ({result.format}) from {len(result.raters)} rater(s): {added}"
     )
+    designs = ", ".join(f"{d} {k}" for d, k in result.by_design.items())
+    console.print(f"designs: {designs} (only known-probability ratings correct the leaderboard's means)")
     console.print(agreement_table(result.agreement))
 
 
