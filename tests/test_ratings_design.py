@@ -439,3 +439,39 @@ def test_import_report_and_show_name_each_batch_design(app, runs, tmp_path: Path
         app, ["ratings", "plan", *map(str, runs), "--target-width", "0.5"], env={**WIDE, "COLUMNS": "80"}
     )
     assert plan.exit_code == 0 and all(len(line) <= 80 for line in plan.stdout.splitlines())
+
+
+def test_ratings_of_several_batches_are_weighted_by_their_union_probability(app, runs, tmp_path: Path) -> None:
+    from judges import build_leaderboard
+
+    pilot = tmp_path / "pilot.jsonl"
+    export_items(runs, select=["random:6"], out=pilot)
+    rate_all(pilot, runs, tmp_path / "r1.jsonl")
+    assert invoke(app, "ratings", "import", tmp_path / "r1.jsonl", "--run", runs[0], "--run", runs[1]).exit_code == 0
+    more = tmp_path / "active.jsonl"
+    export_items(runs, select=["active:8"], out=more, seed=5)
+    rate_all(more, runs, tmp_path / "r2.jsonl")
+    assert invoke(app, "ratings", "import", tmp_path / "r2.jsonl", "--run", runs[0], "--run", runs[1]).exit_code == 0
+    batches = [b for run in runs for b in read_ratings(run).batches]
+    units = {u.item_id: u for u in collect_units(runs).units}
+    # every unit of the runs has a probability under each design, drawn or not (pilot items: what active would
+    # have given them had they not been rated already)
+    first = {i: p for b in batches if "random" in b.probabilities for i, p in b.probabilities["random"].items()}
+    second = {i: p for b in batches if "active" in b.probabilities for i, p in b.probabilities["active"].items()}
+    assert set(first) == set(second) == set(units)
+    assert all(p == pytest.approx(6 / 24) for p in first.values())
+    union = {i: 1 - (1 - first[i]) * (1 - second[i]) for i in units}
+    rated = {r.item_id for run in runs for r in read_ratings(run).ratings}
+    stored = [r for run in runs for r in read_ratings(run).ratings]
+    board = build_leaderboard(runs, ratings=True)
+    for e in board.human:
+        mine = sorted(i for i in rated if units[i].label == e.supporter and e.dimension in units[i].judge)
+        assert e.labeled == len(mine)
+        if len(mine) < 2:
+            continue
+        w = np.array([1 / union[i] for i in mine])
+        y = np.array(
+            [np.mean([r.value for r in stored if r.item_id == i and r.dimension == e.dimension]) for i in mine]
+        )
+        assert e.human.mean == pytest.approx(float(w @ y / w.sum()))
+        assert e.n_eff == pytest.approx(w.sum() ** 2 / (w**2).sum())

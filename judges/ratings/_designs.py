@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from judges.ratings._units import Unit
 
@@ -51,35 +51,42 @@ def uncertainty(u: Unit, dims: Sequence[str] | None = None) -> float:
     return sum(dimension_uncertainty(u, d) for d in ds) / len(ds) if ds else 0.0
 
 
+def floor_level(roots: Sequence[float]) -> float:
+    """The least root uncertainty a frame allows: FLOOR x the frame's mean (1 when all are 0: all equal)."""
+    mean = sum(roots) / len(roots) if roots else 0.0
+    return FLOOR * mean if mean > 0 else 1.0
+
+
 def floored(roots: Sequence[float]) -> list[float]:
     """Root uncertainties raised to at least FLOOR x their mean (all equal when none is above 0)."""
     if not roots:
         return []
-    mean = sum(roots) / len(roots)
-    if mean <= 0:
+    if sum(roots) <= 0:
         return [1.0] * len(roots)
-    return [max(r, FLOOR * mean) for r in roots]
+    level = floor_level(roots)
+    return [max(r, level) for r in roots]
+
+
+def proportional_scale(sizes: Sequence[float], n: float) -> float:
+    """c such that sum of min(1, c x size_i) is min(n, count): capped units at 1, the excess spread over the others."""
+    if n >= len(sizes):
+        return math.inf
+    free = list(sizes)
+    budget = float(n)
+    while True:
+        total = sum(free)
+        c = budget / total if total > 0 else 0.0
+        over = [x for x in free if c * x >= 1]
+        if not over:
+            return c
+        free = [x for x in free if c * x < 1]
+        budget -= len(over)
 
 
 def proportional_pi(sizes: Sequence[float], n: float) -> list[float]:
     """pi_i = min(1, c x size_i) with c chosen so the pi add up to min(n, count) (capped ones redistributed)."""
-    if n >= len(sizes):
-        return [1.0] * len(sizes)
-    pi = [0.0] * len(sizes)
-    free = set(range(len(sizes)))
-    budget = float(n)
-    while True:
-        total = sum(sizes[i] for i in free)
-        c = budget / total if total > 0 else 0.0
-        over = {i for i in free if c * sizes[i] >= 1}
-        if not over:
-            for i in free:
-                pi[i] = c * sizes[i]
-            return pi
-        for i in over:
-            pi[i] = 1.0
-        free -= over
-        budget -= len(over)
+    c = proportional_scale(sizes, n)
+    return [1.0 if c == math.inf else min(1.0, c * x) for x in sizes]
 
 
 def sampling_sizes(uncertainties: Sequence[float]) -> list[float]:
@@ -91,6 +98,20 @@ def sampling_sizes(uncertainties: Sequence[float]) -> list[float]:
 def active_pi(units: Sequence[Unit], n: float, dims: Sequence[str] | None = None) -> list[float]:
     """Each unit's inclusion probability in an active draw of expected size n."""
     return proportional_pi(sampling_sizes([uncertainty(u, dims) for u in units]), n)
+
+
+def active_design(frame: Sequence[Unit], n: float) -> tuple[list[float], Callable[[Unit], float]]:
+    """(pi of each frame unit, the pi any unit would have had in this draw): the second gives units outside the
+    frame (rated before, taken by an earlier strategy) the probability the same design would have given them."""
+    roots = [math.sqrt(BASE + uncertainty(u)) for u in frame]
+    level = floor_level(roots)
+    sizes = [max(r, level) for r in roots]
+    c = proportional_scale(sizes, n)
+
+    def pi_of(u: Unit) -> float:
+        return 1.0 if c == math.inf else min(1.0, c * max(math.sqrt(BASE + uncertainty(u)), level))
+
+    return [1.0 if c == math.inf else min(1.0, c * x) for x in sizes], pi_of
 
 
 def poisson_draw(pi: Sequence[float], rng: random.Random) -> list[int]:

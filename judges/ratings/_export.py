@@ -167,8 +167,20 @@ def export_items(
         }
         if mine:
             rf = read_ratings(run)
+            ours = {u.item_id for u in pool.units if u.run == str(run)}
+            probabilities = {
+                strategy: {i: p for i, p in probs.items() if i in ours}
+                for strategy, probs in selection.probabilities.items()
+            }
             rf.batches.append(
-                ExportBatch(id=batch_id, created_at=created, file=str(out), key=str(key_path), items=mine)
+                ExportBatch(
+                    id=batch_id,
+                    created_at=created,
+                    file=str(out),
+                    key=str(key_path),
+                    items=mine,
+                    probabilities=probabilities,
+                )
             )
             write_ratings(run, rf)
     by: dict[str, int] = {}

@@ -26,8 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judges.ratings._designs import sampling_sizes, uncertainty
 from judges.ratings._import import item_index
-from judges.ratings._ppi import ipw_ppi_mean, normal_quantile
-from judges.ratings._store import read_ratings
+from judges.ratings._ppi import ipw_ppi_mean, normal_quantile, rated_items
 from personas.common.errors import UserError
 
 PLAN_SCHEMA_VERSION = 1
@@ -83,13 +82,8 @@ def plan_ratings(run_dirs: Sequence[str | Path], target_width: float, confidence
     index = item_index(run_dirs)
     if not index.units:
         raise PlanError(f"{', '.join(map(str, run_dirs))}: no judged items to plan ratings for; run and judge first")
-    human: dict[str, dict[str, list[int]]] = {}
-    pis: dict[str, float | None] = {}
-    for d in run_dirs:
-        for r in read_ratings(d).ratings:
-            human.setdefault(r.item_id, {}).setdefault(r.dimension, []).append(r.value)
-            if r.pi is not None or r.item_id not in pis:
-                pis[r.item_id] = r.pi
+    human, designs = rated_items(run_dirs)
+    pis = {item: pi for item, (pi, _) in designs.items()}
     z = normal_quantile(confidence)
     rows = []
     for supporter in dict.fromkeys(u.label for u in index.units.values()):

@@ -6,6 +6,9 @@ supporter turns), each with the judge panel's mean f_i. A rated item counts in a
 sent it out knew its inclusion probability pi_i (a `random`, `stratified` or `active` batch): it gives the pair
 (y_i = mean over raters, f_i) with weight w_i = 1/pi_i. Items picked deterministically (disagreement, extremes,
 unstable, pairs) have no known probability: they count in judge-human agreement only, never in a mean here.
+When several batches rated a run, pi_i is the probability that any of them would draw item i, 1 - prod(1 - pi_b,i)
+(each batch records the probability its design gave every unit, drawn or not), so a pilot and a later active
+batch are weighted as one sample from their mixture rather than as two samples each standing for the whole run.
 
 - judge-only: the mean of f over all N items (classical CI);
 - human-only: the weighted (Hajek) mean of y over the known-pi rated items, sum(w y) / sum(w);
@@ -31,7 +34,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from judges.ratings._import import ItemIndex, item_index
-from judges.ratings._store import read_ratings
+from judges.ratings._store import read_ratings, union_probabilities
 from judges.stats._intervals import MeanCI
 
 MIN_LABELED = 2
@@ -139,18 +142,29 @@ def ipw_ppi_mean(
     return MeanCI(n=n, mean=mean, low=mean - half, high=mean + half, confidence=confidence), lam
 
 
+def rated_items(
+    run_dirs: Sequence[str | Path],
+) -> tuple[dict[str, dict[str, list[int]]], dict[str, tuple[float | None, str]]]:
+    """(item -> dimension -> human values, item -> (weighting probability, design)). An item drawn by a design
+    is weighted by its union probability over every known-probability batch (`union_probabilities`); an item
+    only ever picked deterministically has probability None."""
+    union = union_probabilities(run_dirs)
+    human: dict[str, dict[str, list[int]]] = {}
+    pis: dict[str, tuple[float | None, str]] = {}
+    for d in run_dirs:
+        for r in read_ratings(d).ratings:
+            human.setdefault(r.item_id, {}).setdefault(r.dimension, []).append(r.value)
+            if r.pi is not None or r.item_id not in pis:
+                pis[r.item_id] = (union.get(r.item_id, r.pi) if r.pi is not None else None, r.design)
+    return human, pis
+
+
 def ppi_estimates(
     run_dirs: Sequence[str | Path], *, confidence: float = 0.95, index: ItemIndex | None = None
 ) -> list[PPIEstimate]:
     """Per supporter and rated dimension: judge-only, human-only and IPW-PPI means (only where humans rated)."""
     index = index or item_index(run_dirs)
-    human: dict[str, dict[str, list[int]]] = {}  # item -> dimension -> values
-    pis: dict[str, tuple[float | None, str]] = {}  # item -> (pi, design) of its latest rating
-    for d in run_dirs:
-        for r in read_ratings(d).ratings:
-            human.setdefault(r.item_id, {}).setdefault(r.dimension, []).append(r.value)
-            if r.pi is not None or r.item_id not in pis:
-                pis[r.item_id] = (r.pi, r.design)
+    human, pis = rated_items(run_dirs)
     rated_dims = list(dict.fromkeys(dim for by_dim in human.values() for dim in by_dim))
     supporters = list(dict.fromkeys(u.label for u in index.units.values()))
     out = []

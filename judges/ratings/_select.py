@@ -30,7 +30,7 @@ from itertools import combinations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges.ratings._designs import UNKNOWN, active_pi, poisson_draw, stratified_allocation, stratum
+from judges.ratings._designs import UNKNOWN, active_design, poisson_draw, stratified_allocation, stratum
 from judges.ratings._units import Unit
 from personas.common.errors import UserError
 
@@ -81,6 +81,12 @@ class Selection(BaseModel):
     capped: int = Field(default=0, description="Units skipped because a cap was full.")
     unknown_pi: dict[str, str] = Field(
         default_factory=dict, description="Design strategy -> why its picks lost their known probability."
+    )
+    probabilities: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="Design strategy -> item id -> the probability its design gave (or would have given) every "
+        "unit offered, drawn or not, in the frame or not (rated before, taken earlier): what lets ratings of "
+        "several batches be weighted together.",
     )
 
 
@@ -161,15 +167,16 @@ def _pairs(units: list[Unit], rng: random.Random) -> Ranked:
 
 
 Drawn = list[tuple[Unit, str, float]]  # (unit, reason, inclusion probability)
+Design = tuple[Drawn, dict[str, float]]  # the draw, and every pool unit's probability under the same design
 
 
-def _draw_random(units: list[Unit], quota: Quota, rng: random.Random) -> Drawn:
+def _draw_random(units: list[Unit], pool: Sequence[Unit], quota: Quota, rng: random.Random) -> Design:
     """The whole frame shuffled: its first n are the sample (the rest serve only when a cap turns units away)."""
     pi = min(quota.n, len(units)) / len(units) if units else 0.0
-    return [(u, f"random draw (pi {pi:.3f})", pi) for u in _shuffled(units, rng)]
+    return [(u, f"random draw (pi {pi:.3f})", pi) for u in _shuffled(units, rng)], {u.item_id: pi for u in pool}
 
 
-def _draw_stratified(units: list[Unit], quota: Quota, rng: random.Random) -> Drawn:
+def _draw_stratified(units: list[Unit], pool: Sequence[Unit], quota: Quota, rng: random.Random) -> Design:
     strata: dict[tuple, list[Unit]] = {}
     for u in sorted(units, key=lambda x: x.item_id):
         strata.setdefault(stratum(u), []).append(u)
@@ -183,20 +190,31 @@ def _draw_stratified(units: list[Unit], quota: Quota, rng: random.Random) -> Dra
         rounds.append([(u, f"{reason} ({drawn[key]} of {len(members)})", expected[key] / len(members)) for u in pick])
     for i in range(max((len(r) for r in rounds), default=0)):  # interleave: one per stratum in turn
         out += [r[i] for r in rounds if i < len(r)]
-    return out
+    share = max(expected.values(), default=0.0)  # what a stratum with room gets
+    pool_sizes: dict[tuple, int] = {}
+    for u in pool:
+        pool_sizes[stratum(u)] = pool_sizes.get(stratum(u), 0) + 1
+    probs = {}
+    for u in pool:
+        key = stratum(u)
+        probs[u.item_id] = expected[key] / len(strata[key]) if key in strata else min(1.0, share / pool_sizes[key])
+    return out, probs
 
 
-def _draw_active(units: list[Unit], quota: Quota, rng: random.Random) -> Drawn:
+def _draw_active(units: list[Unit], pool: Sequence[Unit], quota: Quota, rng: random.Random) -> Design:
     frame = sorted(units, key=lambda x: x.item_id)
-    groups: list[tuple[list[Unit], float]] = [(frame, float(quota.n))]
+    groups: list[tuple[str | None, float]] = [(None, float(quota.n))]
     if quota.budgets is not None:
-        groups = [([u for u in frame if u.label == label], float(n)) for label, n in quota.budgets.items() if n > 0]
+        groups = [(label, float(n)) for label, n in quota.budgets.items() if n > 0]
     out: Drawn = []
-    for members, n in groups:
-        pi = active_pi(members, n)
+    probs: dict[str, float] = {}
+    for label, n in groups:
+        members = [u for u in frame if label is None or u.label == label]
+        pi, pi_of = active_design(members, n)
+        probs.update({u.item_id: pi_of(u) for u in pool if label is None or u.label == label})
         for i in poisson_draw(pi, rng):
             out.append((members[i], f"active draw (pi {pi[i]:.3f}, judge uncertainty)", pi[i]))
-    return out
+    return out, probs
 
 
 RANKED: dict[str, Strategy] = {
@@ -205,7 +223,7 @@ RANKED: dict[str, Strategy] = {
     "extremes": _extremes,
     "pairs": _pairs,
 }
-DRAWS: dict[str, Callable[[list[Unit], Quota, random.Random], Drawn]] = {
+DRAWS: dict[str, Callable[[list[Unit], Sequence[Unit], Quota, random.Random], Design]] = {
     "stratified": _draw_stratified,
     "random": _draw_random,
     "active": _draw_active,
@@ -293,6 +311,7 @@ def select_units(
     capped: set[str] = set()
     pair_no = 0
     unknown_pi: dict[str, str] = {}
+    probabilities: dict[str, dict[str, float]] = {}
 
     def fits(group: list[Unit]) -> bool:
         need = Counter((k, v) for u in group for k, v in _cap_values(u).items() if k in caps)
@@ -309,7 +328,8 @@ def select_units(
         if quota.strategy in DRAWS:
             mine: list[Pick] = []
             turned_away = False
-            for u, reason, pi in DRAWS[quota.strategy](available, quota, rng):
+            drawn, probabilities[quota.strategy] = DRAWS[quota.strategy](available, units, quota, rng)
+            for u, reason, pi in drawn:
                 if quota.strategy != "active" and got >= quota.n:
                     break
                 if not fits([u]):
@@ -323,6 +343,7 @@ def select_units(
                     "a --cap turned drawn units away, so the inclusion probabilities are unknown"
                 )
                 mine = [p.model_copy(update={"pi": None}) for p in mine]
+                del probabilities[quota.strategy]
             picks += mine
             want = quota.n if quota.budgets is None else sum(quota.budgets.values())
             if quota.strategy == "active":
@@ -358,4 +379,5 @@ def select_units(
         already_rated=len(already),
         capped=len(capped - taken),
         unknown_pi=unknown_pi,
+        probabilities=probabilities,
     )

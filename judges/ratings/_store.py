@@ -66,6 +66,11 @@ class ExportBatch(_Record):
     file: str = Field(description="The rater file written.")
     key: str = Field(description="Its key file.")
     items: dict[str, BatchItem] = Field(description="Item id -> strategy and inclusion probability.")
+    probabilities: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="Design strategy -> item id -> the probability that design gave (or would have given) each "
+        "of this run's units, drawn or not: ratings of several batches are weighted by their union.",
+    )
 
     def designs(self) -> dict[str, int]:
         """Design -> items (`unknown-probability` for deterministic picks)."""
@@ -164,3 +169,19 @@ def batch_summaries(run_dirs: Sequence[str | Path]) -> list[BatchSummary]:
             s.rated += sum(1 for i in b.items if counts.get((b.id, i)))
             s.ratings += sum(counts.get((b.id, i), 0) for i in b.items)
     return sorted(merged.values(), key=lambda s: s.created_at)
+
+
+def union_probabilities(run_dirs: Sequence[str | Path]) -> dict[str, float]:
+    """Item id -> the probability that any known-probability batch of the runs would draw it: 1 - prod(1 - pi_b).
+
+    Weighting every rating by this one number (rather than by the pi of the batch that happened to draw it) keeps
+    ratings of several batches on one footing: a small pilot and a large active batch then count by what each
+    contributes, as if drawn by their mixture (the balance heuristic of multiple importance sampling).
+    """
+    miss: dict[str, float] = {}
+    for d in run_dirs:
+        for b in read_ratings(d).batches:
+            for probs in b.probabilities.values():
+                for item, p in probs.items():
+                    miss[item] = miss.get(item, 1.0) * (1.0 - p)
+    return {item: 1.0 - q for item, q in miss.items()}
