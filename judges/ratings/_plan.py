@@ -3,12 +3,12 @@ IPW-PPI interval to a target width (`rescue-sim ratings plan RUN... --target-wid
 
 The interval's variance has a judge part, lambda^2 var(f) / N, that no rating shrinks, and a rating part. If the
 judge part alone is wider than the target, no number of ratings reaches it, and the plan says so. Otherwise the
-rating part must fall to R = (W / 2z)^2 - judge part. An active batch of expected size m over the F unrated items,
-pi_i proportional to s_i (`_designs.sampling_sizes`), adds a rating part of about c (sum_F s_i)^2 / (N^2 m),
-where c scales squared judge error to uncertainty: it is estimated from the items already rated (weighted by 1/pi
-where the probability is known), as sum w (d - dbar)^2 / sum w s^2, d = human - lambda judge. The current
-estimate (variance V0) and the new batch combine by inverse variance, so m = c (sum s)^2 / N^2 x (1/R - 1/V0).
-With no ratings yet there is nothing to estimate c from: the plan asks for a pilot batch.
+rating part must fall to R = (W / 2z)^2 - judge part. The rating part is modelled as 1 / N^2 x sum_i (a + b s_i^2)
+/ pi_i: s_i the root of the expected squared human-judge gap (`_designs.sampling_sizes`), pi_i the item's union
+probability over the batches so far and a new active batch of expected size m over the unrated items (pi
+proportional to s), and a + b s^2 the squared gap d - dbar (d = human - lambda judge) fitted to the items already
+rated (weighted least squares, weights 1/pi where the probability is known). The plan asks for the least m whose
+projected rating part fits in R. With no ratings yet there is nothing to fit: the plan asks for a pilot batch.
 
 A plan is approximate by nature (it trusts that error grows with the recorded uncertainty as it did so far); rerun
 it after each import. `export --select active --plan PLAN` draws, per supporter, the largest number the plan asks
@@ -24,9 +24,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges.ratings._designs import sampling_sizes, uncertainty
+from judges.ratings._designs import proportional_scale, sampling_sizes, uncertainty
 from judges.ratings._import import item_index
 from judges.ratings._ppi import ipw_ppi_mean, normal_quantile, rated_items
+from judges.ratings._store import union_probabilities
 from personas.common.errors import UserError
 
 PLAN_SCHEMA_VERSION = 1
@@ -75,6 +76,60 @@ class RatingsPlan(BaseModel):
         return out
 
 
+def residual_model(gaps: Sequence[float], weights: Sequence[float], sizes: Sequence[float]) -> tuple[float, float]:
+    """(a, b) in E[(d - dbar)^2] = a + b x size^2, fitted to rated items by weighted least squares (both kept >= 0;
+    with one of them at 0, the other is the weighted ratio)."""
+    total = sum(weights)
+    dbar = sum(w * d for w, d in zip(weights, gaps)) / total
+    e2 = [(d - dbar) ** 2 for d in gaps]
+    x = [v * v for v in sizes]
+    mx = sum(w * v for w, v in zip(weights, x)) / total
+    me = sum(w * v for w, v in zip(weights, e2)) / total
+    sxx = sum(w * (v - mx) ** 2 for w, v in zip(weights, x))
+    b = sum(w * (v - mx) * (e - me) for w, v, e in zip(weights, x, e2)) / sxx if sxx > 0 else 0.0
+    a = me - b * mx
+    if b < 0:
+        return me, 0.0
+    if a < 0:
+        return 0.0, me / mx if mx > 0 else 0.0
+    return a, b
+
+
+def projected_variance(
+    model: tuple[float, float], sizes: Sequence[float], existing: Sequence[float], frame: Sequence[int], m: float
+) -> float:
+    """The rating part of the IPW-PPI variance after an active batch of expected size m over `frame` (indices):
+    1 / N^2 x sum_i (a + b size_i^2) / pi_i, pi_i the union of the `existing` probability and the new batch's."""
+    scale = proportional_scale([sizes[i] for i in frame], m) if m > 0 else 0.0
+    total = 0.0
+    for x, q in zip(sizes, existing):
+        p = 1.0 if scale == math.inf else min(1.0, scale * x)
+        pi = 1 - (1 - q) * (1 - p)
+        if pi <= 0:
+            return math.inf
+        total += (model[0] + model[1] * x * x) / pi
+    return total / len(sizes) ** 2
+
+
+def ratings_needed(
+    model: tuple[float, float], sizes: Sequence[float], existing: Sequence[float], frame: Sequence[int], room: float
+) -> int:
+    """The least expected size of an active batch over `frame` whose projected rating variance fits in `room`
+    (len(frame) when even rating them all does not)."""
+    if projected_variance(model, sizes, existing, frame, 0) <= room:
+        return 0
+    lo, hi = 0, len(frame)
+    if projected_variance(model, sizes, existing, frame, hi) > room:
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if projected_variance(model, sizes, existing, frame, mid) <= room:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def plan_ratings(run_dirs: Sequence[str | Path], target_width: float, confidence: float = 0.95) -> RatingsPlan:
     """Per supporter and dimension of the runs: more active ratings needed for an IPW-PPI CI of `target_width`."""
     if not target_width > 0:
@@ -83,6 +138,7 @@ def plan_ratings(run_dirs: Sequence[str | Path], target_width: float, confidence
     if not index.units:
         raise PlanError(f"{', '.join(map(str, run_dirs))}: no judged items to plan ratings for; run and judge first")
     human, designs = rated_items(run_dirs)
+    union = union_probabilities(run_dirs)
     pis = {item: pi for item, (pi, _) in designs.items()}
     z = normal_quantile(confidence)
     rows = []
@@ -133,16 +189,21 @@ def plan_ratings(run_dirs: Sequence[str | Path], target_width: float, confidence
             if not rated:
                 rows.append(PlanRow(**row, more=PILOT, note=f"nothing rated yet: a pilot of {PILOT} to size the plan"))
                 continue
-            w = {u.item_id: 1 / pis[u.item_id] if pis.get(u.item_id) is not None else 1.0 for u in rated}  # type: ignore[operator]
-            d = {u.item_id: y[u.item_id] - lam * u.judge[dim] for u in rated}
-            total_w = sum(w.values())
-            dbar = sum(w[i] * d[i] for i in d) / total_w
-            c = sum(w[i] * (d[i] - dbar) ** 2 for i in d) / sum(w[i] * s[i] ** 2 for i in d)
-            v0 = (width / (2 * z)) ** 2 - judge_var if width is not None else math.inf
-            need = 1 / room - (1 / v0 if v0 > 0 else 0.0)
-            more = math.ceil(c * sum(s[u.item_id] for u in frame) ** 2 / n_all**2 * need) if frame else 0
+            model = residual_model(
+                [y[u.item_id] - lam * u.judge[dim] for u in rated],
+                [1 / pis[u.item_id] if pis.get(u.item_id) is not None else 1.0 for u in rated],  # type: ignore[operator]
+                [s[u.item_id] for u in rated],
+            )
+            framed = {u.item_id for u in frame}
+            more = ratings_needed(
+                model,
+                [s[u.item_id] for u in units],
+                [union.get(u.item_id, 0.0) for u in units],
+                [i for i, u in enumerate(units) if u.item_id in framed],
+                room,
+            )
             note = f"about {more} more active rating(s)"
-            if c == 0:
+            if model == (0.0, 0.0):
                 note = "humans and judges differ by a constant so far: rate a few more to see their spread"
                 more = max(more, 2)
             if more > len(frame):

@@ -16,8 +16,13 @@ budget of n ratings:
 - PPI on random picks, human-only on random picks: a simple random sample of n (every pi = n/N);
 - human-only on active picks: the 1/pi-weighted (Hajek) mean.
 
-The estimators are the library's (`ipw_ppi_mean`, `hajek_mean`, `proportional_pi`, `floored`); ppi_py only for
-the naive row. Prints a markdown table: coverage, mean width, mean error, mean number of ratings.
+The estimators are the library's (`ipw_ppi_mean`, `hajek_mean`, `proportional_pi`, `sampling_sizes`); ppi_py
+only for the naive row. Prints a markdown table: coverage, mean width, mean error, mean number of ratings.
+
+`--plan-check W` checks `ratings plan` instead: a random pilot of 40, the plan's number m of active ratings for a
+CI of width W (`residual_model`, `ratings_needed`: the projected variance of the union-weighted estimate), an
+active batch of expected size m over the unrated items,
+then IPW-PPI over both batches weighted by their union probability; prints m, the width reached and coverage.
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ import time
 import numpy as np
 
 from judges.ratings import hajek_mean, ipw_ppi_mean
-from judges.ratings._designs import proportional_pi, sampling_sizes
+from judges.ratings._designs import BASE, floor_level, proportional_pi, proportional_scale, sampling_sizes
+from judges.ratings._plan import ratings_needed, residual_model
+from judges.ratings._ppi import normal_quantile
 
 TRUTH = 3.0
 
@@ -72,6 +79,33 @@ def one_rep(rng: np.random.Generator, n_items: int, n: int) -> dict[str, tuple[f
     return out
 
 
+PILOT = 40
+
+
+def plan_rep(rng: np.random.Generator, n_items: int, target: float) -> tuple[int, float, bool]:
+    """(active ratings the plan asked for, width reached, whether the CI covered the truth)."""
+    y, f, v = simulate(rng, n_items)
+    z = normal_quantile(0.95)
+    pilot = rng.choice(n_items, PILOT, replace=False)
+    p0 = PILOT / n_items
+    est, lam = ipw_ppi_mean(list(y[pilot]), list(f[pilot]), [p0] * PILOT, list(f))
+    judge_var = lam**2 * float(np.var(f)) / n_items
+    room = (target / (2 * z)) ** 2 - judge_var
+    frame = np.setdiff1d(np.arange(n_items), pilot)
+    roots = np.sqrt(BASE + v)
+    level = floor_level(list(roots[frame]))
+    sizes = np.maximum(roots, level)
+    model = residual_model(list(y[pilot] - lam * f[pilot]), [1 / p0] * PILOT, list(sizes[pilot]))
+    m = ratings_needed(model, list(sizes), [p0] * n_items, list(frame), room) if room > 0 else len(frame)
+    scale = proportional_scale(list(sizes[frame]), m)
+    p1 = np.minimum(1.0, scale * sizes)  # what the active design gives every item (pilot ones: had they been left)
+    drawn = frame[rng.random(frame.size) < p1[frame]]
+    both = np.concatenate([pilot, drawn])
+    union = 1 - (1 - p0) * (1 - p1[both])
+    est, _ = ipw_ppi_mean(list(y[both]), list(f[both]), list(union), list(f))
+    return m, est.high - est.low, est.low <= TRUTH <= est.high
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=500)
@@ -81,9 +115,21 @@ def main() -> None:
     parser.add_argument("--u-scale", type=float, default=1.0, help="scale of the uncertainty's gamma distribution")
     parser.add_argument("--u-shape", type=float, default=0.6, help="shape of the uncertainty's gamma distribution")
     parser.add_argument("--human-noise", type=float, default=0.3, help="sd of one human rating around q")
+    parser.add_argument("--plan-check", type=float, default=None, metavar="W", help="check ratings plan at width W")
     args = parser.parse_args()
     SCALE.update(u=args.u_scale, shape=args.u_shape, human=args.human_noise)
     rng = np.random.default_rng(args.seed)
+    if args.plan_check is not None:
+        runs = [plan_rep(rng, args.items, args.plan_check) for _ in range(args.reps)]
+        m = np.array([r[0] for r in runs], dtype=float)
+        width = np.array([r[1] for r in runs])
+        print(f"{args.reps} repetitions, N = {args.items}, pilot {PILOT} random, target width {args.plan_check}")
+        print(
+            f"active ratings asked: median {np.median(m):.0f} (IQR {np.percentile(m, 25):.0f}-{np.percentile(m, 75):.0f}); "
+            f"width reached: median {np.median(width):.3f}, mean {width.mean():.3f}, within 10% of the target "
+            f"{np.mean(width <= 1.1 * args.plan_check):.0%}; coverage {np.mean([r[2] for r in runs]):.1%}"
+        )
+        return
     rows: dict[str, list[tuple[float, float, float, int]]] = {}
     start = time.perf_counter()
     for _ in range(args.reps):
