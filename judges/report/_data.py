@@ -194,7 +194,8 @@ def _detail(record: SessionRecord, judgment: SessionJudgment | None, ratings: li
 
 def build_report_data(run_dirs: Sequence[str | Path]) -> ReportData:
     """Everything the report shows, from the run folders (sessions, judgments, ratings). No model calls."""
-    board = build_leaderboard(run_dirs, ratings=any(read_ratings(d).ratings for d in run_dirs))
+    stores = [read_ratings(d) for d in run_dirs]
+    board = build_leaderboard(run_dirs, ratings=any(rf.ratings or rf.batches for rf in stores))
     dims: dict[str, DimensionInfo] = {}
     sessions: list[SessionSummary] = []
     details: list[SessionDetail] = []
