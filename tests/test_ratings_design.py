@@ -475,3 +475,17 @@ def test_ratings_of_several_batches_are_weighted_by_their_union_probability(app,
         )
         assert e.human.mean == pytest.approx(float(w @ y / w.sum()))
         assert e.n_eff == pytest.approx(w.sum() ** 2 / (w**2).sum())
+
+
+def test_plan_asks_for_the_least_batch_whose_projected_variance_fits() -> None:
+    from judges.ratings._plan import projected_variance, ratings_needed, residual_model
+
+    # equal sizes, gap variance 1, nothing rated: variance 1/m, so 0.02 needs m = 50
+    assert projected_variance((1.0, 0.0), [1.0] * 100, [0.0] * 100, range(100), 50) == pytest.approx(1 / 50)
+    assert ratings_needed((1.0, 0.0), [1.0] * 100, [0.0] * 100, list(range(100)), 0.02) == 50
+    # a pilot gave every item 0.1 already: union pi = 1 - 0.9 (1 - m/100) >= 0.5 needs m >= 44.4
+    assert ratings_needed((1.0, 0.0), [1.0] * 100, [0.1] * 100, list(range(100)), 0.02) == 45
+    # gaps that grow with size, +- pairs (mean 0): a + b s^2 recovered exactly
+    sizes = [0.5, 1.0, 1.5, 2.0, 2.5]
+    gaps = [(-1) ** i * math.sqrt(0.3 + 0.8 * x * x) for i, x in enumerate(sizes * 2)]
+    assert residual_model(gaps, [1.0] * 10, sizes * 2) == pytest.approx((0.3, 0.8))

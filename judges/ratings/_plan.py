@@ -206,8 +206,8 @@ def plan_ratings(run_dirs: Sequence[str | Path], target_width: float, confidence
             if model == (0.0, 0.0):
                 note = "humans and judges differ by a constant so far: rate a few more to see their spread"
                 more = max(more, 2)
-            if more > len(frame):
-                note += f"; only {len(frame)} unrated item(s) left"
+            elif more >= len(frame) and more > 0:
+                note = f"even all {len(frame)} unrated item(s) may not reach it; rate them all, or widen the target"
             rows.append(PlanRow(**row, more=more, note=note))
     return RatingsPlan(runs=[str(d) for d in run_dirs], target_width=target_width, confidence=confidence, rows=rows)
 
