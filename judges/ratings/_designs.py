@@ -2,7 +2,9 @@
 ratings they bring can be weighted by 1/pi and still describe the whole run (judges.ratings._ppi).
 
 The frame is the units still available when the strategy runs (not rated in an earlier import, not taken by an
-earlier strategy of the same export); pi is the probability that a unit of the frame is drawn.
+earlier strategy of the same export); pi is the probability that a unit of the frame is drawn. Each design also
+says what pi it would have given the units outside its frame; the export records both for every unit, so ratings
+of several batches can be weighted by their union probability (judges.ratings._store.union_probabilities).
 
 - `random`: a simple random sample of n from the frame's N units: pi = n / N.
 - `stratified`: strata are (case, supporter, perturbation, judge-score bin); n is spread evenly over the strata
@@ -30,7 +32,6 @@ from judges.ratings._units import Unit
 
 BASE = 0.25  # squared human-judge gap where the judges are sure: a rater's own spread, about half a scale point
 FLOOR = 0.2  # least root uncertainty, as a share of the frame's mean root uncertainty
-DESIGNS = ("random", "stratified", "active")
 UNKNOWN = "unknown-probability"
 
 
