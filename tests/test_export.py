@@ -378,7 +378,7 @@ def test_cli_export(app, runs, tmp_path: Path) -> None:
     assert bad.exit_code == 2
     expected = (
         "error: --select best: unknown strategy 'best'; choose from disagreement, unstable, extremes, pairs, "
-        "stratified, random"
+        "stratified, random, active"
     )
     assert bad.stderr.strip().splitlines() == [expected]
 

@@ -291,6 +291,11 @@ def test_bad_ratings_are_reported_with_their_line_and_nothing_is_stored(app, run
         f"{other},bob,overall_quality,great\n"  # 7: not a number
         f"{other},,overall_quality,3\n"  # 8: no rater
     )
+
+    def stored_bytes() -> list[bytes | None]:
+        return [ratings_path(run).read_bytes() if ratings_path(run).exists() else None for run in runs]
+
+    before = stored_bytes()  # the export recorded its batch there
     r = invoke(app, "ratings", "import", f, "--run", runs[0], "--run", runs[1])
     assert r.exit_code == 2
     lines = r.stderr.strip().splitlines()
@@ -306,7 +311,8 @@ def test_bad_ratings_are_reported_with_their_line_and_nothing_is_stored(app, run
         f"{f}:8: {other}: no rater given",
     ]
     assert lines[-1] == f"error: 6 problem(s) in {f}; nothing was stored"
-    assert not ratings_path(runs[0]).exists() and not ratings_path(runs[1]).exists()
+    assert stored_bytes() == before
+    assert not any(read_ratings(run).ratings or read_ratings(run).imports for run in runs)
 
 
 def test_json_problems_name_the_line_of_their_record(app, runs, tmp_path: Path) -> None:
@@ -372,9 +378,13 @@ def test_leaderboard_with_ratings_reports_ppi_beside_judge_and_human_only(app, r
         assert (e.labeled, e.unlabeled) == (len(rated), len(yu))
         assert e.judge.mean == pytest.approx(np.mean(yhat + yu))
         assert e.human.mean == pytest.approx(np.mean(y))
-        if len(rated) >= 2:
-            lo, hi = ppi_py.ppi_mean_ci(np.array(y), np.array(yhat), np.array(yu), alpha=0.05)
+        assert e.unknown_pi == 0 and e.designs == {"random": len(rated)} and e.n_eff == pytest.approx(len(rated))
+        if len(rated) >= 2:  # a random batch: every pi equal, so IPW-PPI is ppi_py's PPI++ over all judged items
+            everything = np.array(yhat + yu)
+            lo, hi = ppi_py.ppi_mean_ci(np.array(y), np.array(yhat), everything, alpha=0.05, lam=e.lam)
+            point = ppi_py.ppi_mean_pointestimate(np.array(y), np.array(yhat), everything, lam=e.lam)
             assert (e.ppi.low, e.ppi.high) == pytest.approx((float(lo[0]), float(hi[0])))
+            assert e.ppi.mean == pytest.approx(float(np.ravel(point)[0]))
             assert e.ppi.low <= e.ppi.mean <= e.ppi.high
         else:
             assert e.ppi.mean is None
@@ -388,16 +398,20 @@ def test_leaderboard_with_ratings_reports_ppi_beside_judge_and_human_only(app, r
 
 def test_ppi_corrects_a_biased_judge() -> None:
     """Humans are always one point above the judge: PPI moves the mean up by about that much, with a CI."""
-    from judges.ratings import ppi_mean
+    from judges.ratings import ipw_ppi_mean
 
     judge_rated = [2.0, 3.0, 4.0, 3.0, 2.0, 4.0, 3.0, 3.0]
     human = [x + 1 for x in judge_rated]
     unrated = [3.0, 2.0, 4.0, 3.0] * 25
-    est = ppi_mean(human, judge_rated, unrated)
-    n, big_n = len(human), len(unrated)
-    # PPI++: lambda = cov(Y, Yhat) / ((1 + n/N) var(Yhat)) = 1 / (1 + n/N) here (Y = Yhat + 1)
-    lam = 1 / (1 + n / big_n)
-    by_hand = lam * sum(unrated) / big_n + sum(h - lam * j for h, j in zip(human, judge_rated)) / n
-    assert est.mean == pytest.approx(by_hand, rel=1e-6)
+    everything = judge_rated + unrated
+    est, lam = ipw_ppi_mean(human, judge_rated, [0.1] * len(human), everything)
+    n, big_n = len(human), len(everything)
+    # PPI++: the lambda minimising var(judge) / N + var(human - lambda judge) / n; cov(Y, Yhat) = var(Yhat) here
+    mean_r, mean_all = sum(judge_rated) / n, sum(everything) / big_n
+    var_r = sum((j - mean_r) ** 2 for j in judge_rated) / n
+    var_all = sum((j - mean_all) ** 2 for j in everything) / big_n
+    assert lam == pytest.approx((var_r / n) / (var_all / big_n + var_r / n))
+    by_hand = lam * sum(everything) / big_n + sum(h - lam * j for h, j in zip(human, judge_rated)) / n
+    assert est.mean == pytest.approx(by_hand, rel=1e-9)
     assert est.low < est.mean < est.high
-    assert ppi_mean(human[:1], judge_rated[:1], unrated).mean is None
+    assert ipw_ppi_mean(human[:1], judge_rated[:1], [0.1], everything)[0].mean is None

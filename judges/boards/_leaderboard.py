@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from judges.fidelity._audit import FidelitySummary, fidelity_by_supporter
 from judges.ratings._agreement import HumanAgreement
 from judges.ratings._ppi import PPIEstimate
+from judges.ratings._store import BatchSummary
 from judges.scoring._faults import FaultTally, faulted
 from judges.scoring._panel import session_values
 from judges.scoring._records import JudgmentStatus, SessionJudgment
@@ -140,10 +141,16 @@ class Leaderboard(_Record):
     human: list[PPIEstimate] = Field(
         default_factory=list,
         description="With `ratings=True` and stored human ratings: per supporter and rated dimension, the "
-        "judge-only, human-only and prediction-powered (PPI) means with CIs (see judges.ratings).",
+        "judge-only, human-only and prediction-powered (IPW-PPI) means with CIs, from ratings of known inclusion "
+        "probability only, weighted by 1/pi (see judges.ratings).",
     )
     human_agreement: list[HumanAgreement] = Field(
         default_factory=list, description="With `ratings=True`: judge-human agreement per dimension."
+    )
+    human_batches: list[BatchSummary] = Field(
+        default_factory=list,
+        description="With `ratings=True`: each export batch with its design (random, stratified, active or "
+        "unknown-probability) and how much of it came back rated.",
     )
     fidelity: dict[str, FidelitySummary] = Field(
         default_factory=dict,
@@ -320,12 +327,13 @@ def build_leaderboard(
 
 
 def _human(run_dirs: Sequence[str | Path], confidence: float) -> dict:
-    from judges.ratings import item_index, ppi_estimates, runs_agreement
+    from judges.ratings import batch_summaries, item_index, ppi_estimates, runs_agreement
 
     index = item_index(run_dirs)
     return {
         "human": ppi_estimates(run_dirs, confidence=confidence, index=index),
         "human_agreement": runs_agreement(run_dirs, index),
+        "human_batches": batch_summaries(run_dirs),
     }
 
 

@@ -1,7 +1,7 @@
 """Human ratings, end to end: choose items for raters from run folders, blind them and write them in a rating
 tool's format (`export_items`); import the ratings back into the run folder (`import_ratings`); measure the judges
 against them (judge-human agreement per dimension, agreement among raters); and correct supporter means with them
-(prediction-powered inference).
+(prediction-powered inference weighted by each rated item's known inclusion probability; see `_designs`, `_ppi`).
 """
 
 from judges.ratings._agreement import HumanAgreement, RatingPair, agreement, agreement_by_dimension
@@ -18,7 +18,8 @@ from judges.ratings._import import (
     runs_agreement,
 )
 from judges.ratings._parse import RATING_FORMATS, RatingsFileError, parse_ratings_file
-from judges.ratings._ppi import PPIEstimate, ppi_estimates, ppi_mean
+from judges.ratings._plan import PlanError, PlanRow, RatingsPlan, plan_ratings, read_plan
+from judges.ratings._ppi import PPIEstimate, effective_n, hajek_mean, ipw_ppi_mean, ppi_estimates
 from judges.ratings._select import (
     STRATEGIES,
     Pick,
@@ -29,10 +30,25 @@ from judges.ratings._select import (
     parse_quotas,
     select_units,
 )
-from judges.ratings._store import RatingsFile, StoredRating, rated_item_ids, read_ratings, write_ratings
+from judges.ratings._store import (
+    BatchSummary,
+    RatingsFile,
+    StoredRating,
+    batch_summaries,
+    rated_item_ids,
+    read_ratings,
+    write_ratings,
+)
 from judges.ratings._units import Unit, UnitPool, collect_units, item_id
 
 __all__ = [
+    "PlanError",
+    "PlanRow",
+    "RatingsPlan",
+    "plan_ratings",
+    "read_plan",
+    "BatchSummary",
+    "batch_summaries",
     "BlindingError",
     "ExportError",
     "ExportKey",
@@ -70,7 +86,9 @@ __all__ = [
     "parse_quotas",
     "parse_ratings_file",
     "ppi_estimates",
-    "ppi_mean",
+    "ipw_ppi_mean",
+    "hajek_mean",
+    "effective_n",
     "rated_item_ids",
     "rating_pairs",
     "read_ratings",

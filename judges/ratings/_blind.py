@@ -27,7 +27,7 @@ from judges.scoring._records import SessionJudgment
 from personas.common.errors import UserError
 from simulator.records import SessionRecord
 
-EXPORT_SCHEMA_VERSION = 1
+EXPORT_SCHEMA_VERSION = 2  # 2: each item carries its inclusion probability and design
 REDACTED = "[model]"
 DEFAULT_WINDOW = 6  # turns of context before an intervention
 
@@ -90,12 +90,17 @@ class KeyItem(_Record):
     reason: str
     pair: str | None = None
     position: str | None = None
+    pi: float | None = Field(
+        description="Probability that the design drew this item from its frame; null: picked deterministically."
+    )
+    design: str = Field(description="`random`, `stratified`, `active` or `unknown-probability`.")
 
 
 class ExportKey(_Record):
     """The unblinding key, written beside the export (`<name>.key.json`); never send it to raters."""
 
     schema_version: int = EXPORT_SCHEMA_VERSION
+    batch: str = Field(description="Batch id, also stored in each run's ratings.json (ties ratings to their pi).")
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     format: str
     file: str
@@ -214,4 +219,6 @@ def key_item(pick: Pick, alias: str) -> KeyItem:
         reason=pick.reason,
         pair=pick.pair,
         position=pick.position,
+        pi=pick.pi,
+        design=pick.design,
     )

@@ -1,8 +1,11 @@
-"""`export_items`: choose units from run folders, blind them, render a format, check for leaks, write atomically."""
+"""`export_items`: choose units from run folders, blind them, render a format, check for leaks, write atomically;
+record the batch (each item's inclusion probability) in the key file and in each run's ratings store."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,7 +23,7 @@ from judges.ratings._blind import (
 )
 from judges.ratings._formats import FORMATS, render, sibling
 from judges.ratings._select import Selection, SelectionError, parse_caps, parse_quotas, select_units
-from judges.ratings._store import rated_item_ids
+from judges.ratings._store import BatchItem, ExportBatch, rated_item_ids, read_ratings, write_ratings
 from judges.ratings._units import UnitKind, collect_units
 from judges.scoring._store import read_judgment
 from personas.common.errors import UserError
@@ -41,6 +44,8 @@ class ExportResult(BaseModel):
     selection: Selection
     skipped_sessions: dict[str, int] = Field(default_factory=dict, description="Reason -> sessions not exportable.")
     by_strategy: dict[str, int] = Field(default_factory=dict)
+    batch: str = Field(default="", description="Batch id, in the key file and each run's ratings.json.")
+    by_design: dict[str, int] = Field(default_factory=dict, description="Design -> items (see judges.ratings).")
 
 
 def _manifest_models(folder: RunFolder) -> set[str]:
@@ -70,10 +75,12 @@ def export_items(
     seed: int = 0,
     caps: Sequence[str] = (),
     dimensions: Sequence[str] | None = None,
+    budgets: dict[str, int] | None = None,
 ) -> ExportResult:
     """Select, blind and write rater items; returns what was written. Raises a UserError on bad input.
 
     Nothing is written when anything fails (including the leak check), and every file is written atomically.
+    `budgets` (supporter -> expected picks, from `ratings plan`) sizes the `active` strategy per supporter.
     """
     if fmt not in FORMATS:
         raise ExportError(f"--format {fmt}: choose from {', '.join(FORMATS)}")
@@ -82,7 +89,11 @@ def export_items(
     if window < 0:
         raise ExportError("--window: must be 0 or more turns")
     out = Path(out)
+    if budgets is not None:
+        select = _with_budget(select, budgets)
     quotas = parse_quotas(select, n)
+    if budgets is not None:
+        quotas = [q.model_copy(update={"budgets": budgets}) if q.strategy == "active" else q for q in quotas]
     cap_map = parse_caps(caps)
     pool = collect_units(run_dirs, unit)
     if dimensions:
@@ -101,6 +112,11 @@ def export_items(
         raise ExportError(f"{', '.join(map(str, run_dirs))}: nothing to export ({why}); run and judge sessions first")
     exclude = rated_item_ids(run_dirs)
     selection = select_units(pool.units, quotas, seed=seed, exclude=exclude, caps=cap_map)
+    if not selection.picks and [q.strategy for q in quotas] == ["active"] and not selection.shortfall:
+        raise SelectionError(
+            "--select active: the Poisson draw picked no item this time (each is drawn with a small probability); "
+            "ask for more (--n) or try another --seed"
+        )
     if not selection.picks:
         raise SelectionError(
             "nothing selected: every candidate was already rated, capped or did not fit the strategies"
@@ -128,7 +144,11 @@ def export_items(
         leaks = find_leaks(text, secrets)
         if leaks:
             raise BlindingError(f"{path}: would name the model {leaks[0]!r}; nothing was written")
+    created = datetime.now(UTC)
+    batch_id = hashlib.sha256(f"{out}|{created.isoformat()}|{seed}".encode()).hexdigest()[:12]
     key = ExportKey(
+        batch=batch_id,
+        created_at=created,
         format=fmt,
         file=str(out),
         runs=[str(d) for d in run_dirs],
@@ -141,9 +161,33 @@ def export_items(
         atomic_write_text(path, text)
     key_path = sibling(out, ".key.json")
     atomic_write_text(key_path, key.model_dump_json(indent=1))
+    for run in run_dirs:
+        mine = {
+            p.unit.item_id: BatchItem(strategy=p.strategy, pi=p.pi) for p in selection.picks if p.unit.run == str(run)
+        }
+        if mine:
+            rf = read_ratings(run)
+            ours = {u.item_id for u in pool.units if u.run == str(run)}
+            probabilities = {
+                strategy: {i: p for i, p in probs.items() if i in ours}
+                for strategy, probs in selection.probabilities.items()
+            }
+            rf.batches.append(
+                ExportBatch(
+                    id=batch_id,
+                    created_at=created,
+                    file=str(out),
+                    key=str(key_path),
+                    items=mine,
+                    probabilities=probabilities,
+                )
+            )
+            write_ratings(run, rf)
     by: dict[str, int] = {}
+    designs: dict[str, int] = {}
     for p in selection.picks:
         by[p.strategy] = by.get(p.strategy, 0) + 1
+        designs[p.design] = designs.get(p.design, 0) + 1
     return ExportResult(
         files=[str(p) for p in files],
         key=str(key_path),
@@ -151,4 +195,17 @@ def export_items(
         selection=selection,
         skipped_sessions=pool.skipped,
         by_strategy=by,
+        batch=batch_id,
+        by_design=designs,
     )
+
+
+def _with_budget(select: Sequence[str], budgets: dict[str, int]) -> list[str]:
+    """`--select active` with a plan: the plan says how many (`active:<total>`)."""
+    names = [s.partition(":")[0].strip() for s in select]
+    if "active" not in names:
+        raise ExportError("--plan: sizes the `active` strategy; add `--select active`")
+    total = sum(budgets.values())
+    if total < 1:
+        raise ExportError("--plan: asks for no more ratings (every CI is already within the target width)")
+    return [f"active:{total}" if s.strip() == "active" else s for s in select]

@@ -3,7 +3,8 @@
 Validation reports every problem with its line, and stores nothing when there is any: an unknown item id, a
 dimension the item is not rated on, a value that is not a whole number on the dimension's scale, a rating given
 twice in the file (same item, dimension and rater), a rating already stored by an earlier import, a file that
-was imported before.
+was imported before. Each stored rating takes its item's inclusion probability and design from the latest export
+batch of its run that holds the item (unknown when none does).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judges.ratings._agreement import HumanAgreement, RatingPair, agreement_by_dimension
 from judges.ratings._parse import Problem, parse_ratings_file
-from judges.ratings._store import RatingsImport, StoredRating, read_ratings, write_ratings
+from judges.ratings._store import RatingsImport, StoredRating, batch_item, read_ratings, write_ratings
 from judges.ratings._units import Unit, collect_units
 from judges.scoring._rubric import Dimension
 from personas.common.errors import UserError
@@ -68,6 +69,9 @@ class ImportResult(BaseModel):
     format: str
     added: dict[str, int] = Field(description="Run folder -> ratings stored.")
     raters: list[str]
+    by_design: dict[str, int] = Field(
+        default_factory=dict, description="Design -> ratings added (`unknown-probability`: agreement only)."
+    )
     agreement: list[HumanAgreement] = Field(description="Over all stored ratings of the runs, per dimension.")
 
 
@@ -170,6 +174,7 @@ def import_ratings(path: str | Path, run_dirs: Sequence[str | Path], fmt: str | 
             continue
         seen[key] = r.line
         assert value is not None
+        sent = batch_item(stored[unit.run], r.item_id)
         new[unit.run].append(
             StoredRating(
                 item_id=r.item_id,
@@ -180,6 +185,9 @@ def import_ratings(path: str | Path, run_dirs: Sequence[str | Path], fmt: str | 
                 rater=r.rater,
                 value=value,
                 import_id=import_id,
+                batch=sent[0].id if sent else None,
+                design=sent[1].strategy if sent and sent[1].pi is not None else "unknown-probability",
+                pi=sent[1].pi if sent else None,
             )
         )
     if problems:
@@ -198,8 +206,16 @@ def import_ratings(path: str | Path, run_dirs: Sequence[str | Path], fmt: str | 
         format=parsed.format,
         added={run: len(r) for run, r in new.items()},
         raters=sorted({r.rater for rs in new.values() for r in rs}),
+        by_design=_count_designs([r for rs in new.values() for r in rs]),
         agreement=runs_agreement(run_dirs, index),
     )
+
+
+def _count_designs(ratings: list[StoredRating]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in ratings:
+        out[r.design] = out.get(r.design, 0) + 1
+    return out
 
 
 def rating_pairs(run_dirs: Sequence[str | Path], index: ItemIndex | None = None) -> tuple[list[RatingPair], ItemIndex]:

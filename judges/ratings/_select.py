@@ -9,9 +9,16 @@ a cap (at most N per case, supporter, ...). Strategies are deterministic for a g
 - `extremes`: best and worst by the judges' mean score, alternating (best, worst, 2nd best, 2nd worst, ...).
 - `pairs`: two supporters on the same case, seed, trial and perturbation whose judge means are nearest
   (gap at most PAIR_GAP points), taken two at a time; session units only.
-- `stratified`: greedy balance over case, group, supporter, perturbation and judge-score bin: each pick is the
-  unit whose values are least represented so far.
-- `random`: a seeded shuffle.
+- `stratified`: strata by case, supporter, perturbation and judge-score bin, n spread evenly over them, a random
+  sample within each (judges.ratings._designs).
+- `random`: a simple random sample (a seeded shuffle).
+- `active`: each unit drawn independently with a probability proportional to the root of its judge uncertainty
+  (judges.ratings._designs); `Quota.budgets` gives each supporter its own expected count (`ratings plan`).
+
+`random`, `stratified` and `active` are probability designs: each pick carries its inclusion probability `pi`, and
+their ratings can correct means (weighted by 1/pi). The other strategies pick deterministically from the judges'
+scores: their picks carry `pi=None` (unknown probability) and serve agreement studies and finding judge failures.
+A cap that turns a design's draw away makes its probabilities unknown too (the picks say so).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from itertools import combinations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judges.ratings._designs import UNKNOWN, active_design, poisson_draw, stratified_allocation, stratum
 from judges.ratings._units import Unit
 from personas.common.errors import UserError
 
@@ -39,6 +47,9 @@ class Quota(BaseModel):
 
     strategy: str
     n: int = Field(ge=1)
+    budgets: dict[str, int] | None = Field(
+        default=None, description="`active` only: supporter (leaderboard label) -> expected picks, from a plan."
+    )
 
 
 class Pick(BaseModel):
@@ -51,6 +62,14 @@ class Pick(BaseModel):
     reason: str = Field(description="Human-readable reason, e.g. `judges differ by 3 on timing`.")
     pair: str | None = Field(default=None, description="Pair id `p<k>` for the pairs strategy.")
     position: str | None = Field(default=None, description="`A` or `B` within the pair.")
+    pi: float | None = Field(
+        default=None, description="Inclusion probability under the strategy's design; None: unknown (deterministic)."
+    )
+
+    @property
+    def design(self) -> str:
+        """`random`, `stratified`, `active`, or `unknown-probability`."""
+        return self.strategy if self.pi is not None else UNKNOWN
 
 
 class Selection(BaseModel):
@@ -60,6 +79,15 @@ class Selection(BaseModel):
     shortfall: dict[str, int] = Field(default_factory=dict, description="Strategy -> items it could not find.")
     already_rated: int = Field(default=0, description="Units skipped because they were rated in an earlier import.")
     capped: int = Field(default=0, description="Units skipped because a cap was full.")
+    unknown_pi: dict[str, str] = Field(
+        default_factory=dict, description="Design strategy -> why its picks lost their known probability."
+    )
+    probabilities: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="Design strategy -> item id -> the probability its design gave (or would have given) every "
+        "unit offered, drawn or not, in the frame or not (rated before, taken earlier): what lets ratings of "
+        "several batches be weighted together.",
+    )
 
 
 Ranked = list[tuple[list[Unit], str]]  # groups (one unit, or a pair) with the reason, best first
@@ -138,46 +166,69 @@ def _pairs(units: list[Unit], rng: random.Random) -> Ranked:
     return [([a, b], f"near tie on case and seed (judge means {gap:.2f} apart)") for gap, a, b in candidates]
 
 
-def _bin(u: Unit) -> int:
-    return int(u.mean_score + 0.5)
+Drawn = list[tuple[Unit, str, float]]  # (unit, reason, inclusion probability)
+Design = tuple[Drawn, dict[str, float]]  # the draw, and every pool unit's probability under the same design
 
 
-def _attrs(u: Unit) -> tuple:
-    return (
-        ("case", u.case_id),
-        ("group", u.group),
-        ("supporter", u.supporter),
-        ("perturbation", u.perturbation),
-        ("bin", _bin(u)),
-    )
+def _draw_random(units: list[Unit], pool: Sequence[Unit], quota: Quota, rng: random.Random) -> Design:
+    """The whole frame shuffled: its first n are the sample (the rest serve only when a cap turns units away)."""
+    pi = min(quota.n, len(units)) / len(units) if units else 0.0
+    return [(u, f"random draw (pi {pi:.3f})", pi) for u in _shuffled(units, rng)], {u.item_id: pi for u in pool}
 
 
-def _stratified(units: list[Unit], rng: random.Random) -> Ranked:
-    pool = _shuffled(units, rng)
-    counts: Counter = Counter()
-    out: Ranked = []
-    while pool:
-        best = min(range(len(pool)), key=lambda i: (sum(counts[a] for a in _attrs(pool[i])), i))
-        u = pool.pop(best)
-        counts.update(_attrs(u))
-        out.append(
-            ([u], f"balance: case={u.case_id} supporter={u.supporter} perturbation={u.perturbation} bin={_bin(u)}")
-        )
-    return out
+def _draw_stratified(units: list[Unit], pool: Sequence[Unit], quota: Quota, rng: random.Random) -> Design:
+    strata: dict[tuple, list[Unit]] = {}
+    for u in sorted(units, key=lambda x: x.item_id):
+        strata.setdefault(stratum(u), []).append(u)
+    drawn, expected = stratified_allocation({k: len(v) for k, v in strata.items()}, quota.n, rng)
+    out: Drawn = []
+    rounds: list[list[tuple[Unit, str, float]]] = []
+    for key in sorted(strata):
+        members = strata[key]
+        pick = rng.sample(members, drawn[key])
+        reason = f"stratum case={key[0]} supporter={key[1]} perturbation={key[2] or '-'} bin={key[3]}"
+        rounds.append([(u, f"{reason} ({drawn[key]} of {len(members)})", expected[key] / len(members)) for u in pick])
+    for i in range(max((len(r) for r in rounds), default=0)):  # interleave: one per stratum in turn
+        out += [r[i] for r in rounds if i < len(r)]
+    share = max(expected.values(), default=0.0)  # what a stratum with room gets
+    pool_sizes: dict[tuple, int] = {}
+    for u in pool:
+        pool_sizes[stratum(u)] = pool_sizes.get(stratum(u), 0) + 1
+    probs = {}
+    for u in pool:
+        key = stratum(u)
+        probs[u.item_id] = expected[key] / len(strata[key]) if key in strata else min(1.0, share / pool_sizes[key])
+    return out, probs
 
 
-def _random(units: list[Unit], rng: random.Random) -> Ranked:
-    return [([u], "random draw") for u in _shuffled(units, rng)]
+def _draw_active(units: list[Unit], pool: Sequence[Unit], quota: Quota, rng: random.Random) -> Design:
+    frame = sorted(units, key=lambda x: x.item_id)
+    groups: list[tuple[str | None, float]] = [(None, float(quota.n))]
+    if quota.budgets is not None:
+        groups = [(label, float(n)) for label, n in quota.budgets.items() if n > 0]
+    out: Drawn = []
+    probs: dict[str, float] = {}
+    for label, n in groups:
+        members = [u for u in frame if label is None or u.label == label]
+        pi, pi_of = active_design(members, n)
+        probs.update({u.item_id: pi_of(u) for u in pool if label is None or u.label == label})
+        for i in poisson_draw(pi, rng):
+            out.append((members[i], f"active draw (pi {pi[i]:.3f}, judge uncertainty)", pi[i]))
+    return out, probs
 
 
-STRATEGIES: dict[str, Strategy] = {
+RANKED: dict[str, Strategy] = {
     "disagreement": _disagreement,
     "unstable": _unstable,
     "extremes": _extremes,
     "pairs": _pairs,
-    "stratified": _stratified,
-    "random": _random,
 }
+DRAWS: dict[str, Callable[[list[Unit], Sequence[Unit], Quota, random.Random], Design]] = {
+    "stratified": _draw_stratified,
+    "random": _draw_random,
+    "active": _draw_active,
+}
+STRATEGIES: tuple[str, ...] = (*RANKED, *DRAWS)
 
 
 def parse_quotas(specs: Sequence[str], n: int | None) -> list[Quota]:
@@ -249,7 +300,8 @@ def select_units(
     exclude: set[str] | frozenset[str] = frozenset(),
     caps: dict[str, int] | None = None,
 ) -> Selection:
-    """Fill each quota in order from its strategy's ranking. `exclude`: item ids already rated."""
+    """Fill each quota in order: a ranked strategy from its ranking, a design by its draw (each pick with its
+    inclusion probability). `exclude`: item ids already rated."""
     caps = caps or {}
     taken: set[str] = set()
     used: Counter = Counter()
@@ -258,20 +310,55 @@ def select_units(
     already = {u.item_id for u in units if u.item_id in exclude}
     capped: set[str] = set()
     pair_no = 0
+    unknown_pi: dict[str, str] = {}
+    probabilities: dict[str, dict[str, float]] = {}
+
+    def fits(group: list[Unit]) -> bool:
+        need = Counter((k, v) for u in group for k, v in _cap_values(u).items() if k in caps)
+        if any(used[kv] + c > caps[kv[0]] for kv, c in need.items()):
+            capped.update(u.item_id for u in group)
+            return False
+        used.update(need)
+        return True
+
     for quota in quotas:
         available = [u for u in units if u.item_id not in taken and u.item_id not in exclude]
-        ranked = STRATEGIES[quota.strategy](available, random.Random(f"{seed}:{quota.strategy}"))
+        rng = random.Random(f"{seed}:{quota.strategy}")
         got = 0
+        if quota.strategy in DRAWS:
+            mine: list[Pick] = []
+            turned_away = False
+            drawn, probabilities[quota.strategy] = DRAWS[quota.strategy](available, units, quota, rng)
+            for u, reason, pi in drawn:
+                if quota.strategy != "active" and got >= quota.n:
+                    break
+                if not fits([u]):
+                    turned_away = True
+                    continue
+                taken.add(u.item_id)
+                mine.append(Pick(unit=u, strategy=quota.strategy, reason=reason, pi=pi))
+                got += 1
+            if turned_away:
+                unknown_pi[quota.strategy] = (
+                    "a --cap turned drawn units away, so the inclusion probabilities are unknown"
+                )
+                mine = [p.model_copy(update={"pi": None}) for p in mine]
+                del probabilities[quota.strategy]
+            picks += mine
+            want = quota.n if quota.budgets is None else sum(quota.budgets.values())
+            if quota.strategy == "active":
+                got = want if len(available) >= want else len(available)  # a Poisson draw's size varies by design
+            if got < want:
+                shortfall[quota.strategy] = want - got
+            continue
+        ranked = RANKED[quota.strategy](available, rng)
         for group, reason in ranked:
             if got + len(group) > quota.n:
                 continue
             if any(u.item_id in taken for u in group):
                 continue
-            need = Counter((k, v) for u in group for k, v in _cap_values(u).items() if k in caps)
-            if any(used[kv] + c > caps[kv[0]] for kv, c in need.items()):
-                capped.update(u.item_id for u in group)
+            if not fits(group):
                 continue
-            used.update(need)
             pair = None
             if len(group) == 2:
                 pair_no += 1
@@ -286,4 +373,11 @@ def select_units(
                 break
         if got < quota.n:
             shortfall[quota.strategy] = quota.n - got
-    return Selection(picks=picks, shortfall=shortfall, already_rated=len(already), capped=len(capped - taken))
+    return Selection(
+        picks=picks,
+        shortfall=shortfall,
+        already_rated=len(already),
+        capped=len(capped - taken),
+        unknown_pi=unknown_pi,
+        probabilities=probabilities,
+    )

@@ -199,8 +199,9 @@ def _detail(record: SessionRecord, judgment: SessionJudgment | None, ratings: li
 def build_report_data(run_dirs: Sequence[str | Path], *, include_faults: bool = False) -> ReportData:
     """Everything the report shows, from the run folders (sessions, judgments, ratings). No model calls.
     Sessions with simulator faults are marked with why, and left out of the leaderboard unless `include_faults`."""
+    stores = [read_ratings(d) for d in run_dirs]
     board = build_leaderboard(
-        run_dirs, ratings=any(read_ratings(d).ratings for d in run_dirs), include_faults=include_faults
+        run_dirs, ratings=any(rf.ratings or rf.batches for rf in stores), include_faults=include_faults
     )
     dims: dict[str, DimensionInfo] = {}
     sessions: list[SessionSummary] = []

@@ -1,6 +1,8 @@
 """`rescue-sim export RUN_DIR... --select STRATEGY[:N] --n N --format FORMAT --out FILE`: items for human raters.
 
-Thin over `judges.ratings.export_items`: choose units, blind them, write the rater file(s) and the key file.
+Thin over `judges.ratings.export_items`: choose units, blind them, write the rater file(s) and the key file, and
+record the batch (each item's inclusion probability) in the runs' ratings store. `--plan` (from `ratings plan`)
+sizes `--select active` per supporter.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ def export(
             "--select",
             "-s",
             help="Strategy, optionally with its count (STRATEGY:N); repeat to combine: disagreement, unstable, "
-            "extremes, pairs, stratified, random.",
+            "extremes, pairs (deterministic: for agreement, not means), stratified, random, active (known "
+            "inclusion probability: their ratings correct the leaderboard).",
         ),
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="File to write (siblings: .key.json, config, ...).")],
@@ -43,14 +46,20 @@ def export(
     dimension: Annotated[
         list[str] | None, typer.Option("--dimension", "-d", help="Rate only these dimensions (repeat).")
     ] = None,
+    plan: Annotated[
+        Path | None,
+        typer.Option("--plan", help="A `ratings plan --out` file: how many `active` items to draw per supporter."),
+    ] = None,
 ) -> None:
     """Choose items for human raters from judged runs and write them blinded, in a rating tool's format.
 
     Items already rated in an earlier `ratings import` are skipped; no item is picked twice. The supporter is
-    shown as an alias; the key (alias -> supporter, item -> session) goes to FILE's `.key.json` sibling.
+    shown as an alias; the key (alias -> supporter, item -> session, inclusion probability) goes to FILE's
+    `.key.json` sibling, and the batch is recorded in each run's ratings.json.
     """
-    from judges.ratings import export_items
+    from judges.ratings import export_items, read_plan
 
+    budgets = read_plan(plan).budgets(unit) if plan is not None else None
     result = export_items(
         run_dirs,
         select=select,
@@ -62,9 +71,14 @@ def export(
         seed=seed,
         caps=cap or [],
         dimensions=dimension or None,
+        budgets=budgets,
     )
     by = ", ".join(f"{k} {v}" for k, v in result.by_strategy.items())
-    console.print(f"exported {result.items} item(s) ({by})")
+    console.print(f"exported {result.items} item(s) ({by}), batch {result.batch}")
+    designs = ", ".join(f"{k} {v}" for k, v in result.by_design.items())
+    console.print(f"designs: {designs} (only known-probability items correct the leaderboard's means)")
+    for strategy, why in result.selection.unknown_pi.items():
+        console.print(f"note: {strategy}: {escape(why)}")
     for strategy, missing in result.selection.shortfall.items():
         console.print(f"note: {strategy}: {missing} item(s) short (not enough candidates)")
     if result.selection.already_rated:

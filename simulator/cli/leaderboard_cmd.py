@@ -201,7 +201,10 @@ def leaderboard(
     ] = False,
     ratings: Annotated[
         bool,
-        typer.Option("--ratings", help="Add PPI-corrected means from stored human ratings (ratings import)."),
+        typer.Option(
+            "--ratings",
+            help="Add human-corrected means (IPW-PPI) from stored ratings of known inclusion probability.",
+        ),
     ] = False,
     include_faults: Annotated[
         bool,
@@ -247,7 +250,7 @@ def leaderboard(
 
     for table in human_tables(board, header):
         console.print(table)
-    for note in human_notes(board):
+    for note in human_notes(board, header):
         console.print(escape(note), style="dim")
     if ratings and not board.human:
         console.print("note: no human ratings stored in these runs (rescue-sim ratings import FILE --run RUN_DIR)")

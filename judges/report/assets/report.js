@@ -120,12 +120,35 @@
       box.appendChild(el("p", { "class": "note", text: r.supporter + ": " + t.faulted + " session(s) with simulator faults " +
         (t.included ? "kept" : "left out") + " (member model " + models + ")" }));
     });
+    if (B.human_batches && B.human_batches.length) {
+      box.appendChild(el("h3", { text: "Rating batches" }));
+      box.appendChild(table(["batch", "file", "exported", "design", "items", "rated", "ratings"],
+        B.human_batches.map(function (b) {
+          var designs = Object.keys(b.designs).map(function (d) { return d + " " + b.designs[d]; }).join(", ");
+          return [b.id, b.file, String(b.created_at).slice(0, 16).replace("T", " "), designs, b.items, b.rated, b.ratings];
+        })));
+    }
     if (B.human && B.human.length) {
-      box.appendChild(el("h3", { text: "With human ratings (prediction-powered inference)" }));
-      box.appendChild(table(["supporter", "dimension", "rated / all", "judges only", "humans only", "PPI"],
-        B.human.map(function (e) {
-          return [e.supporter, e.dimension, e.labeled + " / " + (e.labeled + e.unlabeled), ci(e.judge), ci(e.human), ci(e.ppi)];
-        }), 2));
+      var known = B.human.filter(function (e) { return e.labeled > 0 || !e.unknown_pi; });
+      var unknown = B.human.filter(function (e) { return e.labeled === 0 && e.unknown_pi > 0; });
+      box.appendChild(el("h3", { text: "With human ratings (inverse-probability-weighted prediction-powered inference)" }));
+      if (known.length) {
+        box.appendChild(table(["supporter", "dimension", "rated / all", "n_eff", "unknown pi", "designs", "judges only",
+          "humans only (1/pi)", "IPW-PPI"], known.map(function (e) {
+            var designs = Object.keys(e.designs || {}).map(function (d) { return d + " " + e.designs[d]; }).join(", ");
+            return [e.supporter, e.dimension, e.labeled + " / " + (e.labeled + (e.unknown_pi || 0) + e.unlabeled),
+              e.n_eff === null || e.n_eff === undefined ? "–" : e.n_eff.toFixed(1), e.unknown_pi || 0, designs || "–",
+              ci(e.judge), ci(e.human), ci(e.ppi)];
+          }), 2));
+      }
+      unknown.forEach(function (e) {
+        box.appendChild(el("p", { "class": "note", text: e.supporter + " / " + e.dimension + ": " + e.unknown_pi +
+          " rated item(s), none of known inclusion probability (deterministic picks): agreement figures only, no " +
+          "human-corrected mean." }));
+      });
+      box.appendChild(el("p", { "class": "note", text: "Only ratings from batches with a known inclusion probability " +
+        "pi (random, stratified, active) enter the means, each weighted by 1/pi; n_eff is their effective number " +
+        "(Kish). Ratings of unknown probability (disagreement, extremes, unstable, pairs) count in agreement only." }));
     }
     if (B.human_agreement && B.human_agreement.length) {
       box.appendChild(el("h3", { text: "Judge–human agreement" }));
