@@ -351,6 +351,13 @@ def fake_judged_run(app, monkeypatch, path: Path, supporter: str, sessions: int)
     return path
 
 
+def human(item_id: str, dimension: str, judge_mean: float) -> int:
+    """A rater who scores one above the judges, or level with them, by item: the judge-human gap varies, so the
+    rated items alone cannot pin the corrected mean down (the identical fake sessions give the judges only two
+    distinct means, and a gap that never varies would make any interval zero-width)."""
+    return max(1, min(5, math.floor(judge_mean) + h(item_id, dimension) % 2))
+
+
 def test_plan_then_active_export_through_the_cli(app, monkeypatch, tmp_path: Path) -> None:
     runs = [
         fake_judged_run(app, monkeypatch, tmp_path / "a", "fake/supporter-a", 6),
@@ -363,7 +370,7 @@ def test_plan_then_active_export_through_the_cli(app, monkeypatch, tmp_path: Pat
     rate_all_units = {u.item_id: u for u in collect_units(runs, "intervention").units}
     key = ExportKey.model_validate_json((tmp_path / "pilot.key.json").read_text())
     lines = [
-        json.dumps({"item_id": it.item_id, "rater": "ann", "dimension": d, "value": min(5, math.floor(m) + 1)})
+        json.dumps({"item_id": it.item_id, "rater": "ann", "dimension": d, "value": human(it.item_id, d, m)})
         for it in key.items
         for d, m in rate_all_units[it.item_id].judge.items()
     ]
