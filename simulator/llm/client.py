@@ -127,6 +127,10 @@ class LiteLLMClient:
     def _lib(self) -> Any:
         if self._litellm is None:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the cost map online
+            # `openai/` and the OpenAI-compatible providers through litellm's own HTTP handler, not the openai SDK:
+            # the same request body (provider_config.transform_request on both), a third less CPU per call; and no
+            # hidden SDK retries (2 by default) under `_call`'s own. "false" in the environment keeps the SDK.
+            os.environ.setdefault("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", "true")
             import litellm
 
             logging.getLogger("LiteLLM").setLevel(logging.ERROR)  # its warnings would interleave with the live view
