@@ -123,7 +123,7 @@ def record_bodies(client: Any) -> dict[str, list[str]]:
     """Keep every HTTP body the client's lean path sends, per session (benchmark instrumentation)."""
     from collections import defaultdict
 
-    from simulator.llm.client import chat_body
+    from simulator.llm.direct import chat_body
     from simulator.runner.session import CURRENT_SESSION
 
     bodies: dict[str, list[str]] = defaultdict(list)
