@@ -202,7 +202,7 @@ def bench_throughput(
     )
     rows: dict[int, dict] = {}
     lrows: dict[int, dict] = {}
-    with spawn_server(latency_s=0.2) as srv:
+    with spawn_server(latency_s=0.2, canonical=True) as srv:  # same JSON, same reply, whichever path sent it
         for slow in (False, True) if litellm else (False,):  # warm imports, schemas and the connection pools
             run_runner(srv.url, specs_for(2, model=model), 2, litellm=slow, model=model)
         for c in levels:
@@ -308,7 +308,7 @@ def bench_breakdown(
     recorder = row["recorder"]
     calls = recorder.calls
     n = row["calls"]
-    with spawn_server(latency_s=url_latency) as srv:
+    with spawn_server(latency_s=url_latency, canonical=True) as srv:
         client = LiteLLMClient(settings_for(srv.url, litellm=litellm, model=model, timeout_s=30))
         asyncio.run(client_replay(client, calls[:4], 4))  # warm
         _, ccpu = asyncio.run(client_replay(client, calls, 32))
