@@ -42,6 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from simulator.cli._aio import run_sync  # noqa: E402
 from simulator.llm.client import LiteLLMClient, ModelSettings  # noqa: E402
 from simulator.llm.structured import check_reply  # noqa: E402
 from simulator.runfolder import RunFolder  # noqa: E402
@@ -181,7 +182,7 @@ def run_runner(
     recorder = Recorder(client) if record else None
     with tempfile.TemporaryDirectory() as d:
         t0, c0 = time.perf_counter(), time.process_time()
-        summary = asyncio.run(run_specs(specs, recorder or client, d, concurrency=concurrency))
+        summary = run_sync(run_specs(specs, recorder or client, d, concurrency=concurrency))  # as the CLI runs it
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return summary, wall, cpu, recorder, list(bodies.values())
 
