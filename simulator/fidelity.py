@@ -337,28 +337,53 @@ def false_reference(text: str, turns: Sequence[Turn]) -> FidelityFlag | None:
 # ---- the self-report --------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _EmotionMatcher:
+    """The lexicon's emotion stems indexed for lookup (built once, not for every self-report checked): one-word
+    stems by length (a word names a stem when it starts with it; a stem of up to 4 letters only with one of
+    `_SHORT_STEM_ENDINGS` after it), multi-word stems as patterns, weakeners and strengtheners one pattern each."""
+
+    long: dict[int, dict[str, tuple[int, int]]]
+    short: dict[int, dict[str, tuple[int, int]]]
+    phrases: tuple[tuple[re.Pattern[str], tuple[int, int]], ...]
+    weakener: re.Pattern[str]
+    strengthener: re.Pattern[str]
+
+
+@functools.lru_cache(maxsize=1)
+def _emotion_matcher() -> _EmotionMatcher:
+    lex = lexicon()
+    long: dict[int, dict[str, tuple[int, int]]] = {}
+    short: dict[int, dict[str, tuple[int, int]]] = {}
+    phrases = []
+    for stem, rng in lex.emotions.items():
+        if " " in stem:
+            phrases.append((re.compile(rf"\b{re.escape(stem)}"), rng))
+        else:
+            (short if len(stem) <= 4 else long).setdefault(len(stem), {})[stem] = rng
+
+    def any_of(ws: Sequence[str]) -> re.Pattern[str]:
+        return re.compile("|".join(rf"\b{re.escape(w)}\b" for w in ws) or "(?!)")
+
+    return _EmotionMatcher(long, short, tuple(phrases), any_of(lex.weakeners), any_of(lex.strengtheners))
+
+
 def emotion_range(emotion: str) -> tuple[int, int] | None:
     """The intensity range the emotion words allow (the union over the emotions named), or None if none named."""
-    lex = lexicon()
+    lex, m = lexicon(), _emotion_matcher()
     ws = words(emotion)
     text = " ".join(ws)
-    ranges: list[tuple[int, int]] = []
-    for stem, rng in sorted(lex.emotions.items(), key=lambda kv: -len(kv[0])):
-        if " " in stem:
-            hit = re.search(rf"\b{re.escape(stem)}", text) is not None
-        elif len(stem) <= 4:
-            hit = any(w.startswith(stem) and w[len(stem) :] in _SHORT_STEM_ENDINGS for w in ws)
-        else:
-            hit = any(w.startswith(stem) for w in ws)
-        if hit:
-            ranges.append(rng)
+    ranges = [rng for pattern, rng in m.phrases if pattern.search(text)]
+    for w in ws:
+        ranges += [by[w[:n]] for n, by in m.long.items() if w[:n] in by]
+        ranges += [by[w[:n]] for n, by in m.short.items() if w[:n] in by and w[n:] in _SHORT_STEM_ENDINGS]
     if not ranges:
         return None
     lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
-    if any(re.search(rf"\b{re.escape(w)}\b", text) for w in lex.weakeners):
+    if m.weakener.search(text):
         hi = min(hi, lex.weakened_max)
         lo = min(lo, hi)
-    if any(re.search(rf"\b{re.escape(w)}\b", text) for w in lex.strengtheners):
+    if m.strengthener.search(text):
         lo = max(lo, lex.strengthened_min)
         hi = max(hi, lo)
     return lo, hi

@@ -402,3 +402,19 @@ def test_lean_and_litellm_paths_share_cache_keys(tmp_path, monkeypatch, canonica
     )
     assert not first.call.cache_hit and again.call.cache_hit and again.text == first.text
     assert len(canonical_fake.recorded) == 1
+
+
+def test_litellm_openai_path_retries_only_in_the_client(tmp_path, monkeypatch):
+    """`openai/` through litellm (no lean path) goes through litellm's HTTP handler, not the openai SDK, whose own
+    2 hidden retries per attempt would triple the requests behind each of the client's attempts."""
+    from simulator.testing.fake_openai import FakeOpenAIServer, FaultRates
+
+    monkeypatch.delenv("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.setattr("simulator.llm.client.random.random", lambda: 0.0)  # shortest backoff
+    model = "openai/gpt-4o-mini"
+    with FakeOpenAIServer(latency_s=0.0, faults=FaultRates(http_429=1.0)) as srv:
+        c = client(tmp_path, default=model, api_bases={model: srv.url}, direct_http=False, cache=False, max_retries=1)
+        with pytest.raises(ModelError, match="failed after 2 attempts: RateLimitError"):
+            asyncio.run(c.complete(PROMPT, role="member", schema=Feeling))
+        assert srv.stats()["requests"] == 2  # one request per attempt of the client

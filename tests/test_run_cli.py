@@ -281,3 +281,14 @@ def test_run_judges_each_session_at_the_end(invoke, fake, tmp_path, bench_reply)
         "local/qwen2.5-coder-1.5b"
     ]  # the default judge role, under its true name
     assert "judge" in {c.role for c in fake["client"].calls}
+
+
+def test_run_does_not_format_its_summary_at_exit(invoke, fake, tmp_path, monkeypatch):
+    """asyncio.run reprs the main task's result (every session record) while restoring its SIGINT handler: work
+    that grows with the run and shows nothing; the command hands the summary back without it."""
+    from simulator.runner.runs import RunSummary
+
+    formatted = []
+    monkeypatch.setattr(RunSummary, "__repr__", lambda self: formatted.append(1) or "RunSummary(...)")
+    assert invoke(*base(tmp_path / "r")).exit_code == 0
+    assert formatted == []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -10,6 +9,7 @@ import typer
 
 from personas.common.errors import UserError
 from personas.library import load_library, resolve_case
+from simulator.cli._aio import run_sync
 from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings
 
@@ -174,7 +174,7 @@ def run(
     try:
         display = board or waiting
         with display, watching(display.hook):
-            summary = asyncio.run(
+            summary = run_sync(  # not asyncio.run: it would repr every record at exit
                 run_sessions(
                     config, cases, client, sup, out_dir, events=events, judge_hook=judge_hook, concurrency=concurrency
                 )

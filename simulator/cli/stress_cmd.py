@@ -3,7 +3,6 @@ judge it and run each perturbation's behavioural check. The logic lives in `simu
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,6 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from simulator.cli._aio import run_sync
 from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ def stress(
     events = RunEvents(session_finished=finished, progress=board.update)
     try:
         with board:
-            summary = asyncio.run(
+            summary = run_sync(  # not asyncio.run: it would repr every record at exit
                 run_stress(
                     config,
                     matrix,

@@ -1,11 +1,11 @@
 """A local OpenAI-compatible fake server: `/v1/chat/completions` and `/v1/models` on 127.0.0.1 only.
 
-Replies are made up but valid: when a request asks for structured output (an OpenAI `response_format` with a
-`json_schema`, or a JSON schema spelled out in the prompt, as rescue-sim's chat profile does), the reply is a
-JSON instance of that schema; otherwise a short line of speech. Replies are a pure function of the seed and the
-request body, so the same request always gets the same answer. Faults are drawn per request from a seeded
-generator at configurable rates: HTTP 429, HTTP 500, a hang (the request never answers in time), a malformed
-body (not JSON), and bad content (a valid envelope whose text is not the requested JSON).
+Replies (`simulator.testing.fake_replies`) are made up but valid: when a request asks for structured output
+(an OpenAI `response_format` with a `json_schema`, or a JSON schema spelled out in the prompt, as rescue-sim's
+chat profile does), the reply is a JSON instance of that schema; otherwise a short line of speech. Replies are a
+pure function of the seed and the request body, so the same request always gets the same answer. Faults are
+drawn per request from a seeded generator at configurable rates: HTTP 429, HTTP 500, a hang (the request never
+answers in time), a malformed body (not JSON), and bad content (a valid envelope whose text is not the requested JSON).
 
 Use it in a thread (unit tests)::
 
@@ -20,7 +20,9 @@ or as a separate process (benchmarks, so the server does not share the caller's 
 
 or from a shell: `python -m simulator.testing.fake_openai --latency 0.2 --rate-429 0.05`.
 `GET /_fake/stats` and `POST /_fake/reset` read and reset the counters; `GET /_fake/requests` returns the
-recorded request bodies when started with `record=True` (benchmarks replay them with a bare client).
+recorded request bodies when started with `record=True` (benchmarks replay them with a bare client). With
+`canonical=True` a reply depends on the request's JSON, not its bytes, so clients that serialise the same request
+differently (litellm and the lean path) get the same answers.
 """
 
 from __future__ import annotations
@@ -28,10 +30,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
 import json
 import random
-import re
 import subprocess
 import sys
 import threading
@@ -42,11 +42,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from simulator.testing.fake_replies import instance_for_schema, reply_for, tokens_of
+
+__all__ = ["FakeOpenAIServer", "FaultRates", "SpawnedServer", "instance_for_schema", "spawn_server"]
+
 HOST = "127.0.0.1"  # loopback only, never a public interface
-_WORDS = (
-    "we keep going around in circles and nobody listens when I try to explain what happened last week "
-    "it feels like every small thing turns into the same fight about respect time money and trust again"
-).split()
 
 
 class FaultRates(BaseModel):
@@ -70,202 +70,6 @@ class FaultRates(BaseModel):
         return cls(http_429=rate / 5, http_500=rate / 5, hang=rate / 5, malformed=rate / 5, bad_content=rate / 5)
 
 
-# -- replies -----------------------------------------------------------------------------------------------------
-
-
-def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    while "$ref" in node:
-        node = defs[node["$ref"].rsplit("/", 1)[-1]]
-    return node
-
-
-def _text(rng: random.Random, node: dict[str, Any]) -> str:
-    lo, hi = int(node.get("minLength", 0)), int(node.get("maxLength", 80))
-    words = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(2, 9)))
-    words = words[: max(hi, 1)].strip()
-    while len(words) < lo:
-        words += " " + rng.choice(_WORDS)
-    return words[:hi] if hi >= lo else words
-
-
-_QUOTED = re.compile(r'"([^"\n]{8,})"')
-_NUMBERED = re.compile(r'^\s*\[(\d+)\] [^:\n]+: "(.+)"\s*$', re.MULTILINE)
-
-
-def numbered_turns(prompt: str) -> dict[int, str]:
-    """Transcript lines `[n] Speaker (to X): "text"` (the judges' layout): turn number -> text."""
-    return {int(n): text for n, text in _NUMBERED.findall(prompt) if text.split()}
-
-
-def quotable_spans(prompt: str) -> list[str]:
-    """Text a reply could quote: lines inside `<<<...` / `...>>>` delimited blocks, else double-quoted speech."""
-    spans, inside = [], False
-    for line in prompt.splitlines():
-        if line.startswith("<<<"):
-            inside = True
-            continue
-        if line.rstrip().endswith(">>>"):
-            inside = False
-            continue
-        if inside and line.strip():
-            spans.append(line.strip())
-    return spans or _QUOTED.findall(prompt)
-
-
-def _quote(rng: random.Random, spans: list[str], hi: int) -> str:
-    words = rng.choice(spans).split()
-    n = min(len(words), rng.randint(3, 6))
-    start = rng.randint(0, len(words) - n)
-    return " ".join(words[start : start + n])[:hi]
-
-
-def _allowed_ints(node: dict[str, Any]) -> Any:
-    if "const" in node:
-        return lambda n: n == node["const"]
-    if "enum" in node:
-        return lambda n: n in node["enum"]
-    lo, hi = node.get("minimum", float("-inf")), node.get("maximum", float("inf"))
-    return lambda n: lo <= n <= hi
-
-
-def _evidence_keys(props: dict[str, Any], defs: dict[str, Any]) -> tuple[str | None, str | None]:
-    """The (quote, turn) property names of an evidence object: by name (`quote`/`q`, `turn`/`t`) or description."""
-
-    def about(key: str, word: str, short: str) -> bool:
-        node = _resolve(props[key], defs)
-        return key.lower() == short or word in key.lower() or word in str(node.get("description", "")).lower()
-
-    quote = next(
-        (k for k in props if _resolve(props[k], defs).get("type") == "string" and about(k, "quote", "q")), None
-    )
-    turn = next((k for k in props if _resolve(props[k], defs).get("type") == "integer" and about(k, "turn", "t")), None)
-    return quote, turn
-
-
-def instance_for_schema(
-    schema: dict[str, Any],
-    rng: random.Random | None = None,
-    *,
-    quotable: list[str] = (),
-    turns: dict[int, str] | None = None,
-) -> Any:
-    """A JSON value valid under `schema` (the subset pydantic emits: $ref/$defs, anyOf/oneOf/allOf, enum,
-    const, objects with required properties, arrays with min/maxItems, bounded numbers and strings).
-
-    String properties whose name contains `quote` are filled with words from `quotable` (see `quotable_spans`),
-    so replies pass checks that a quote really occurs in the text it cites; an object with an integer `turn` and a
-    `quote` cites one of `turns` (turn number -> text, see `numbered_turns`) that the schema allows."""
-    rng = rng or random.Random(0)
-    defs = {**schema.get("$defs", {}), **schema.get("definitions", {})}
-    spans = [s for s in quotable if s.split()]
-
-    def walk(node: dict[str, Any], name: str = "") -> Any:
-        node = _resolve(node, defs)
-        if "const" in node:
-            return node["const"]
-        if "enum" in node:
-            return rng.choice(node["enum"])
-        for key in ("anyOf", "oneOf"):
-            if key in node:
-                options = [o for o in node[key] if _resolve(o, defs).get("type") != "null"] or node[key]
-                return walk(rng.choice(options))
-        if "allOf" in node:
-            merged: dict[str, Any] = {}
-            for part in node["allOf"]:
-                merged.update(_resolve(part, defs))
-            return walk(merged)
-        kind = node.get("type")
-        if isinstance(kind, list):
-            kind = next((k for k in kind if k != "null"), "null")
-        if kind == "object" or (kind is None and "properties" in node):
-            props = node.get("properties", {})
-            out = {k: walk(v, k) for k, v in props.items()}
-            quote_key, turn_key = _evidence_keys(props, defs)
-            if turns and quote_key and turn_key:
-                ok = _allowed_ints(_resolve(props[turn_key], defs))
-                choices = sorted(n for n in turns if ok(n))
-                if choices:
-                    n = rng.choice(choices)
-                    hi = int(_resolve(props[quote_key], defs).get("maxLength", 200))
-                    out[turn_key], out[quote_key] = n, _quote(rng, [turns[n]], hi)
-            return out
-        if kind == "array":
-            lo = int(node.get("minItems", 0))
-            hi = int(node.get("maxItems", max(lo, 3)))
-            n = rng.randint(lo, max(lo, min(hi, lo + 2)))
-            items = node.get("items", {})
-            return [walk(items) for _ in range(n)]
-        if kind == "integer":
-            if "minimum" in node:
-                lo = int(node["minimum"])
-            elif "exclusiveMinimum" in node:
-                lo = int(node["exclusiveMinimum"]) + 1
-            else:
-                lo = 0
-            if "maximum" in node:
-                hi = int(node["maximum"])
-            elif "exclusiveMaximum" in node:
-                hi = int(node["exclusiveMaximum"]) - 1
-            else:
-                hi = lo + 10
-            return rng.randint(lo, max(lo, hi))
-        if kind == "number":
-            lo = float(node.get("minimum", 0.0))
-            hi = float(node.get("maximum", lo + 10.0))
-            return round(rng.uniform(lo, hi), 2)
-        if kind == "boolean":
-            return rng.random() < 0.7
-        if kind == "null":
-            return None
-        if ("quote" in name.lower() or name == "q") and spans:
-            return _quote(rng, spans, int(node.get("maxLength", 200)))
-        return _text(rng, node)
-
-    return walk(schema)
-
-
-def schema_of_request(body: dict[str, Any]) -> dict[str, Any] | None:
-    """The JSON schema a chat request asks for: `response_format`, else one spelled out after 'JSON schema'."""
-    rf = body.get("response_format") or {}
-    if rf.get("type") == "json_schema":
-        return (rf.get("json_schema") or {}).get("schema")
-    if rf.get("type") == "json_object" and isinstance(rf.get("schema"), dict):
-        return rf["schema"]
-    for message in reversed(body.get("messages") or []):
-        content = message.get("content")
-        if not isinstance(content, str):
-            continue
-        at = content.rfind("JSON schema")
-        if at == -1:
-            continue
-        start = content.find("{", at)
-        if start == -1:
-            continue
-        try:
-            obj, _ = json.JSONDecoder().raw_decode(content[start:])
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict):
-            return obj
-    return None
-
-
-def reply_for(body: dict[str, Any], raw: bytes, seed: int) -> str:
-    """The reply text for one request: a schema instance, or a line of speech (deterministic per request)."""
-    rng = random.Random(hashlib.sha256(str(seed).encode() + b"\0" + raw).digest())
-    schema = schema_of_request(body)
-    if schema is not None:
-        prompt = "\n".join(m.get("content") or "" for m in body.get("messages") or [] if isinstance(m, dict))
-        return json.dumps(
-            instance_for_schema(schema, rng, quotable=quotable_spans(prompt), turns=numbered_turns(prompt))
-        )
-    return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
-
-
-def _tokens(text: str) -> int:
-    return max(1, len(text) // 4)
-
-
 # -- the server --------------------------------------------------------------------------------------------------
 
 
@@ -283,8 +87,11 @@ class _Stats:
 
 
 class _App:
-    def __init__(self, *, latency_s: float, faults: FaultRates, seed: int, hang_s: float, record: bool):
+    def __init__(
+        self, *, latency_s: float, faults: FaultRates, seed: int, hang_s: float, record: bool, canonical: bool = False
+    ):
         self.latency_s, self.faults, self.seed, self.hang_s, self.record = latency_s, faults, seed, hang_s, record
+        self.canonical = canonical
         self.rng = random.Random(seed)
         self.stats = _Stats()
         self.recorded: list[str] = []
@@ -351,7 +158,10 @@ class _App:
                 text = "Sure! Here is what I think about that, in my own words."
             else:
                 s.ok += 1
-                text = reply_for(body, raw, self.seed)
+                # canonical: the reply depends on the JSON, not its key order or spacing, so two clients that
+                # send the same request (litellm and the lean path, say) get the same answer
+                key = json.dumps(body, sort_keys=True).encode() if self.canonical else raw
+                text = reply_for(body, key, self.seed)
             prompt_chars = sum(len(m.get("content") or "") for m in body.get("messages") or [] if isinstance(m, dict))
             payload = {
                 "id": f"chatcmpl-fake{s.requests}",
@@ -361,8 +171,8 @@ class _App:
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
                 "usage": {
                     "prompt_tokens": max(1, prompt_chars // 4),
-                    "completion_tokens": _tokens(text),
-                    "total_tokens": max(1, prompt_chars // 4) + _tokens(text),
+                    "completion_tokens": tokens_of(text),
+                    "total_tokens": max(1, prompt_chars // 4) + tokens_of(text),
                 },
             }
             return web.Response(body=json.dumps(payload).encode(), content_type="application/json")
@@ -405,8 +215,16 @@ class FakeOpenAIServer:
         hang_s: float = 3600.0,
         record: bool = False,
         port: int = 0,
+        canonical: bool = False,
     ):
-        self._app = _App(latency_s=latency_s, faults=faults or FaultRates(), seed=seed, hang_s=hang_s, record=record)
+        self._app = _App(
+            latency_s=latency_s,
+            faults=faults or FaultRates(),
+            seed=seed,
+            hang_s=hang_s,
+            record=record,
+            canonical=canonical,
+        )
         self._port = port
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -534,30 +352,35 @@ def spawn_server(
     seed: int = 0,
     hang_s: float = 3600.0,
     record: bool = False,
+    canonical: bool = False,
 ) -> SpawnedServer:
     """Start the fake server as `python -m simulator.testing.fake_openai` and wait until it listens."""
     f = faults or FaultRates()
-    cmd = [
-        sys.executable,
-        "-c",
-        "from simulator.testing.fake_openai import main; main()",
-        "--latency",
-        str(latency_s),
-        "--seed",
-        str(seed),
-        "--hang-s",
-        str(hang_s),
-        "--rate-429",
-        str(f.http_429),
-        "--rate-500",
-        str(f.http_500),
-        "--rate-hang",
-        str(f.hang),
-        "--rate-malformed",
-        str(f.malformed),
-        "--rate-bad-content",
-        str(f.bad_content),
-    ] + (["--record"] if record else [])
+    cmd = (
+        [
+            sys.executable,
+            "-c",
+            "from simulator.testing.fake_openai import main; main()",
+            "--latency",
+            str(latency_s),
+            "--seed",
+            str(seed),
+            "--hang-s",
+            str(hang_s),
+            "--rate-429",
+            str(f.http_429),
+            "--rate-500",
+            str(f.http_500),
+            "--rate-hang",
+            str(f.hang),
+            "--rate-malformed",
+            str(f.malformed),
+            "--rate-bad-content",
+            str(f.bad_content),
+        ]
+        + (["--record"] if record else [])
+        + (["--canonical"] if canonical else [])
+    )
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline() if proc.stdout else ""
     if not line.startswith("listening "):
@@ -579,6 +402,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rate-malformed", type=float, default=0.0)
     p.add_argument("--rate-bad-content", type=float, default=0.0)
     p.add_argument("--record", action="store_true", help="Keep request bodies for GET /_fake/requests.")
+    p.add_argument(
+        "--canonical", action="store_true", help="Replies depend on the request's JSON, not its bytes (key order)."
+    )
     a = p.parse_args(argv)
     faults = FaultRates(
         http_429=a.rate_429,
@@ -587,7 +413,7 @@ def main(argv: list[str] | None = None) -> None:
         malformed=a.rate_malformed,
         bad_content=a.rate_bad_content,
     )
-    app = _App(latency_s=a.latency, faults=faults, seed=a.seed, hang_s=a.hang_s, record=a.record)
+    app = _App(latency_s=a.latency, faults=faults, seed=a.seed, hang_s=a.hang_s, record=a.record, canonical=a.canonical)
 
     async def serve() -> None:
         from aiohttp import web
