@@ -263,3 +263,32 @@ def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monke
     assert objective.measured and objective.kendall_tau is None  # measured, identical for every rung
     assert all(p.difference == 0 and p.sessions_for_power is None for p in objective.adjacent)
     assert "not sensitive" in result.output and "do not separate" in result.output
+
+
+def test_report_only_reads_the_folder_and_runs_nothing(cli, tmp_path, monkeypatch):
+    import json
+
+    import simulator.cli._models as cli_models
+    from simulator.runner.sensitivity import SensitivityReport
+    from tests._stress_fixtures import any_schema_reply
+
+    runner, app = cli
+    out = tmp_path / "run"
+    args = ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0-1", "--turns", "2"]
+    args += ["--perturbations", "none", "--tracker-every", "0", "--out", str(out)]
+    missing = runner.invoke(app, [*args, "--report-only"])
+    assert missing.exit_code == 2 and "no run folder there" in missing.output and not out.exists()
+    fake = FakeModelClient(default=any_schema_reply())
+    monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
+    assert runner.invoke(app, args).exit_code == 1
+    ran = json.loads((out / "sensitivity.json").read_text())
+    (out / "sensitivity.json").unlink()
+
+    def no_client(settings):
+        raise AssertionError("--report-only makes no client")
+
+    monkeypatch.setattr(cli_models, "make_client", no_client)
+    result = runner.invoke(app, [*args, "--report-only"])
+    assert result.exit_code == 1, result.output  # the same verdict: nothing separates
+    report = SensitivityReport.model_validate(json.loads((out / "sensitivity.json").read_text()))
+    assert report.model_dump(mode="json") == ran and report.completed == 12

@@ -96,6 +96,13 @@ def sensitivity(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the matrix and a call estimate; run nothing.")
     ] = False,
+    report_only: Annotated[
+        bool,
+        typer.Option(
+            "--report-only",
+            help="Report on the sessions the run folder holds now (an interrupted run: fewer units); run nothing.",
+        ),
+    ] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model call cache.")] = False,
     include_faults: Annotated[
         bool,
@@ -150,6 +157,17 @@ def sensitivity(
             console.print(escape(line))
         console.print(f"run folder would be: {escape(str(out_dir))}")
         return
+    if report_only:
+        from personas.common.errors import UserError
+        from simulator.runfolder import RunFolder
+        from simulator.runner.sensitivity import report_from_folder, write_report
+
+        if not (Path(out_dir) / "manifest.json").is_file():
+            raise UserError(f"{out_dir}: no run folder there; run the ladder first (drop --report-only) or give --out")
+        report = report_from_folder(model, ladder, config, matrix, RunFolder(out_dir), include_faults=include_faults)
+        write_report(out_dir, report)
+        conclude(report, out_dir)
+        return
 
     from simulator.cli._models import make_client, model_settings
     from simulator.runner.runs import RunEvents
@@ -189,11 +207,16 @@ def sensitivity(
     except KeyboardInterrupt:
         err_console.print(f"[yellow]interrupted[/]: rerun the same command to resume ({out_dir})")
         raise typer.Exit(130) from None
-    render_report(report)
     for r in summary.run.failed:
         err_console.print(f"[red]failed[/] {escape(r.session_id)}: {escape(r.failure or '')}")
     for sid, reason in summary.errors.items():
         err_console.print(f"[red]judge/check error[/] {escape(sid)}: {escape(reason)}")
+    conclude(report, out_dir, failed=bool(summary.run.failed))
+
+
+def conclude(report: SensitivityReport, out_dir: Path, *, failed: bool = False) -> None:
+    """Print the report and where it is; exit 1 when a headline metric does not separate (or sessions failed)."""
+    render_report(report)
     console.print(f"sensitivity.json: [bold]{escape(str(Path(out_dir) / 'sensitivity.json'))}[/]")
     if report.failures:
         err_console.print(
@@ -202,5 +225,5 @@ def sensitivity(
             soft_wrap=True,
         )
         raise typer.Exit(EXIT_FAILED)
-    if summary.run.failed:
+    if failed:
         raise typer.Exit(EXIT_FAILED)

@@ -444,6 +444,33 @@ def write_report(out_dir: str | Path, report: SensitivityReport) -> Path:
     return path
 
 
+def report_from_folder(
+    model: str,
+    ladder: Ladder,
+    config: StressConfig,
+    matrix: Any,
+    folder: RunFolder,
+    *,
+    include_faults: bool = False,
+) -> SensitivityReport:
+    """The sensitivity report of what the run folder holds now: the completed sessions of the ladder matrix (an
+    interrupted run gives a report over fewer units, and says how many sessions completed)."""
+    faults: dict[str, FaultTally] = {}
+    values = collect_values(ladder, model, folder, matrix.specs, include_faults=include_faults, faults=faults)
+    completed = sum(folder.status(s.session_id) == SessionStatus.COMPLETED for s in matrix.specs)
+    units = sorted({unit_of(s) for s in matrix.specs})
+    return analyse(
+        ladder,
+        model,
+        values,
+        config=config,
+        sessions=len(matrix.specs),
+        completed=completed,
+        units=units,
+        faults=faults,
+    )
+
+
 async def run_sensitivity(
     model: str,
     ladder: Ladder,
@@ -460,20 +487,6 @@ async def run_sensitivity(
     from simulator.runner.stress import run_stress
 
     summary = await run_stress(config, matrix, client, out_dir, base=base, events=events)
-    folder = summary.run.folder
-    faults: dict[str, FaultTally] = {}
-    values = collect_values(ladder, model, folder, matrix.specs, include_faults=include_faults, faults=faults)
-    completed = sum(folder.status(s.session_id) == SessionStatus.COMPLETED for s in matrix.specs)
-    units = sorted({unit_of(s) for s in matrix.specs})
-    report = analyse(
-        ladder,
-        model,
-        values,
-        config=config,
-        sessions=len(matrix.specs),
-        completed=completed,
-        units=units,
-        faults=faults,
-    )
+    report = report_from_folder(model, ladder, config, matrix, summary.run.folder, include_faults=include_faults)
     write_report(out_dir, report)
     return report, summary
