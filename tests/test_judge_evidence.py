@@ -20,7 +20,7 @@ from judges.scoring._schema import LEAN, SchemaBuilder
 from simulator.fidelity import repeat_of
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SessionRecord, Turn
-from simulator.testing.fake_openai import instance_for_schema, numbered_turns
+from simulator.testing.fake_replies import instance_for_schema, numbered_turns
 from tests._session_fixtures import couple_session, fill_reply, with_path
 
 SUPPORTER_TURNS = (3, 5)
