@@ -18,6 +18,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judges.fidelity._responsiveness import (
+    ResponsivenessReport,
+    default_pairs,
+    responsiveness,
+    session_responsiveness,
+)
 from judges.fidelity._sim_vs_real import SimVsReal, compare_runs_with_rescue, missing_samples
 from judges.scoring._trajectory import distress, insider_outsider_gap, relation_change
 from simulator.fidelity import LEGACY_CHAR_CAPS, check_line, check_state, session_language
@@ -115,6 +121,9 @@ class FidelityReport(_Record):
     rescue_source: str | None = Field(default=None, description="Where the RESCUE samples were read from.")
     rescue_missing: list[str] = Field(
         default_factory=list, description="Samples of RESCUE-derived sessions not found in the RESCUE source."
+    )
+    responsiveness: ResponsivenessReport | None = Field(
+        default=None, description="Per supporter: how members' states and moves changed after its turns vs null."
     )
 
 
@@ -285,9 +294,11 @@ def fidelity_report(
     *,
     rescue: str | Path | None = None,
     threshold: float = NULL_DRIFT_THRESHOLD,
+    pairs: Sequence[tuple[str, str]] = (),
 ) -> FidelityReport:
     """Read every session in `run_dirs` and measure it; with `rescue` (RESCUE samples, or a folder of
-    `import-rescue` gold files) also compare RESCUE-derived cases with the samples they came from."""
+    `import-rescue` gold files) also compare RESCUE-derived cases with the samples they came from. Trajectory
+    separations are reported for `pairs` of supporters and for every M run beside `sides:M`."""
     sessions: list[SessionFidelity] = []
     records: list[SessionRecord] = []
     by_run: dict[str, FidelitySummary] = {}
@@ -308,6 +319,8 @@ def fidelity_report(
         sessions += mine
         by_run[str(run)] = summarise(mine)
     comparisons = compare_runs_with_rescue(records, rescue) if rescue is not None else []
+    steps = [session_responsiveness(r) for r in records]
+    asked = list(dict.fromkeys([*pairs, *default_pairs(s.supporter for s in steps)]))
     return FidelityReport(
         runs=[str(r) for r in run_dirs],
         threshold=threshold,
@@ -319,6 +332,7 @@ def fidelity_report(
         sim_vs_real=comparisons,
         rescue_source=str(rescue) if rescue is not None else None,
         rescue_missing=missing_samples(records, comparisons) if rescue is not None else [],
+        responsiveness=responsiveness(steps, pairs=asked) if steps else None,
     )
 
 

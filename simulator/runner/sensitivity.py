@@ -14,6 +14,10 @@ pair separates when it excludes 0), and the sessions per rung a two-sample norma
 power at the observed variance and difference (None when the difference is 0), counted in case x seed units
 (`sessions_per_unit` sessions each). Nothing is claimed from fewer
 than two shared units, and identical values never separate (their difference CI is [0, 0]).
+
+Beside the metrics, whether the room answered each rung (`judges.fidelity.responsiveness`: members' state
+changes and moves after the rung's turns against the silent rung's null drift, over the same units) and the
+trajectory separation of the top rung from `sides` (final self-reported state, paired over units).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from judges import MeanCI, bootstrap_ci, mean_ci
+from judges.fidelity import ResponsivenessReport
 from personas.common.errors import UserError
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, config_hash
@@ -276,6 +281,9 @@ class SensitivityReport(BaseModel):
     power: float = POWER
     metrics: list[MetricResult]
     failures: list[str] = Field(description="Headline metrics that did not separate their top and bottom rung.")
+    responsiveness: ResponsivenessReport | None = Field(
+        default=None, description="How the room answered each rung vs the null drift; top rung vs sides."
+    )
 
     @property
     def ok(self) -> bool:
@@ -412,6 +420,24 @@ def analyse(
     )
 
 
+def room_responsiveness(
+    ladder: Ladder, model: str, folder: RunFolder, specs: Sequence[SessionSpec]
+) -> ResponsivenessReport | None:
+    """Did the members answer each rung? Completed sessions, case x seed units, top rung vs `sides` separated."""
+    from judges.fidelity import responsiveness, session_responsiveness
+
+    rungs = ladder.specs(model)
+    sessions = [
+        session_responsiveness(folder.load_session(s.session_id))
+        for s in specs
+        if s.supporter in rungs.values() and folder.status(s.session_id) == SessionStatus.COMPLETED
+    ]
+    if not sessions:
+        return None
+    pairs = [(rungs[ladder.rungs[0].id], rungs["sides"])] if "sides" in rungs else []
+    return responsiveness(sessions, unit_of=lambda s: f"{s.case_id}|s{s.seed}", pairs=pairs)
+
+
 def write_report(out_dir: str | Path, report: SensitivityReport) -> Path:
     path = Path(out_dir) / REPORT_NAME
     path.write_text(report.model_dump_json(indent=2), encoding="utf-8")
@@ -438,5 +464,6 @@ async def run_sensitivity(
     completed = sum(folder.status(s.session_id) == SessionStatus.COMPLETED for s in matrix.specs)
     units = sorted({unit_of(s) for s in matrix.specs})
     report = analyse(ladder, model, values, config=config, sessions=len(matrix.specs), completed=completed, units=units)
+    report.responsiveness = room_responsiveness(ladder, model, folder, matrix.specs)
     write_report(out_dir, report)
     return report, summary
