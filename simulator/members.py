@@ -60,6 +60,15 @@ def moves_on_offer(can_soften: bool) -> tuple[str, ...]:
     return tuple(m for m in MEMBER_MOVES if can_soften or m not in SOFTENING_MOVES)
 
 
+def move_menu(can_soften: bool, shift: int) -> tuple[str, ...]:
+    """The moves on offer as the prompt lists them, rotated by `shift` (seed + turn): a small model under a
+    grammar takes the first plausible move it was shown, and with `defend` always first the embedded model
+    defended in 29 of 36 turns whatever the supporter did."""
+    moves = moves_on_offer(can_soften)
+    k = shift % len(moves)
+    return moves[k:] + moves[:k]
+
+
 @functools.lru_cache(maxsize=256)
 def _state_schema(others: tuple[str, ...], can_soften: bool) -> type[BaseModel]:  # building models is slow: once
     feeling = create_model(
@@ -151,7 +160,7 @@ def guard_softening(previous: InnerState, proposed: InnerState, max_step: float 
 
 def describe_state(state: InnerState) -> str:
     toward = "; ".join(f"toward {f.member}: warmth {f.warmth:g}/10, tension {f.tension:g}/10" for f in state.toward)
-    return f"{state.emotion} ({state.intensity}/10); {toward}"
+    return f"{state.emotion} ({state.intensity}/10); felt heard by the counsellor {state.felt_heard}/10; {toward}"
 
 
 def member_sheet(member: Member, state: InnerState) -> str:
@@ -252,18 +261,24 @@ async def member_turn(
         if can_soften
         else ""
     )
-    state_instructions = (
-        sheet
-        + "\n\n"
-        + render_prompt(
-            "member_state",
+    moves = ", ".join(move_menu(can_soften, seed + len(turns)))
+    said = turns[-1] if turns and turns[-1].kind == "supporter" and turns[-1].text else None
+    if said is None:
+        step = render_prompt(
+            "member_state", name=speaker, last_line=last_line(turns), others=others, cue_rule=cue_rule, moves=moves
+        )
+    else:  # the counsellor just spoke: what it did, against this person's softeners and triggers, drives the step
+        step = render_prompt(
+            "member_state_counsellor",
             name=speaker,
-            last_line=last_line(turns),
+            addressees=", ".join(said.addressees) or "the room",
+            said=said.text,
+            heard_before=previous.felt_heard,
             others=others,
             cue_rule=cue_rule,
-            moves=", ".join(moves_on_offer(can_soften)),
+            moves=moves,
         )
-    )
+    state_instructions = sheet + "\n\n" + step
 
     async def ask_state(attempt: int, flags: Sequence[FidelityFlag]) -> Completion:
         return await client.complete(

@@ -245,3 +245,49 @@ def test_sensitivity_reports_responsiveness_per_rung_and_claims_nothing_on_a_sam
     assert all(d.mean == 0 for d in sep.final.values())
     assert "Responsiveness: the room after" in result.output
     assert "Trajectory separation, model minus sides" in result.output and "do not separate" in result.output
+
+
+# ---- members react to what the supporter did (prompt and move menu) -------------------------------------------
+
+
+def _state_call(turns, seed=3):
+    import asyncio
+
+    from personas.library import resolve_case
+    from simulator.llm.fake import FakeModelClient
+    from simulator.members import member_turn
+    from tests._sim_fakes import RoomScript
+
+    case = resolve_case("dana-and-theo")
+    client = FakeModelClient(default=RoomScript(case, line="I am so tired of this."))
+    asyncio.run(member_turn(client, case, turns, "Theo", ["Therapist"], seed=seed, window=16))
+    return client.calls[0].prompt.instructions
+
+
+def test_after_the_counsellor_spoke_the_state_step_weighs_its_words_against_softeners_and_triggers():
+    dana = Turn(index=1, speaker="Dana", kind="member", addressees=["Theo"], text="You are never home.")
+    said = "Theo, you should have called her back. You got this wrong."
+    counsellor = Turn(index=2, speaker="Therapist", kind="supporter", addressees=["Theo"], text=said)
+    prompt = _state_call([dana, counsellor])
+    assert f'The counsellor just said, to Theo: "{said}"' in prompt
+    assert "(it was 5)" in prompt and "felt heard by the counsellor 5/10" in prompt  # the card's start: 5
+    assert "take sides against Theo, lecture Theo" in prompt and 'fit "What sets Theo off"' in prompt
+    after_member = _state_call([dana])
+    assert "The line Theo just heard: Dana (to Theo)" in after_member and "counsellor just said" not in after_member
+
+
+def test_the_move_menu_rotates_with_seed_and_turn_so_defend_is_not_always_offered_first():
+    import re
+
+    from simulator.members import move_menu, moves_on_offer
+
+    dana = Turn(index=1, speaker="Dana", kind="member", addressees=["Theo"], text="You are never home.")
+    firsts = set()
+    for seed in range(10):
+        menu = re.search(r"move = what Theo does next, in Theo's style: ([a-z_, ]+)\.", _state_call([dana], seed))
+        assert menu is not None
+        listed = menu.group(1).split(", ")
+        assert sorted(listed) == sorted(moves_on_offer(False))  # no softening move without a counsellor turn
+        firsts.add(listed[0])
+    assert firsts == set(moves_on_offer(False))  # every move leads the menu for some seed
+    assert move_menu(True, 0)[0] == "defend" and move_menu(True, 1)[-1] == "defend"
