@@ -47,6 +47,12 @@ RESEED = 104_729  # seed offset per re-ask, so a re-asked call samples afresh (a
 # to a cap of 12-14 words in half its replies, cut mid-sentence there; past its cap a field may now take up to
 # FINISH_WORDS more to end its sentence (soft_max_words(finish=...)). Its sentences ran to 20-25 words.
 WORD_CAPS = {"landed": 12, "cue": 14, "emotion": 6, "reason": 12}
+# How a self-report moves after a counsellor turn, by what its words did to this person (the member's own
+# judgement): the counsellor step shows the numbers each reading leads to, from the member's current state. The
+# embedded model copied its current numbers into every report whatever the counsellor said (Theo: intensity 8,
+# felt heard 5, tension 6 in three reports running); offered the numbers of each reading, it has to choose one.
+REACTION_STEPS = {"soft_heard": 2, "soft_intensity": -1, "hurt_heard": -2, "hurt_intensity": 2, "missed_heard": -1}
+HURT_TENSION = "1 or 2"
 FINISH_WORDS = 16
 
 
@@ -115,6 +121,12 @@ def current_state(case: Case, name: str, turns: Sequence[Turn]) -> InnerState:
     return InnerState(
         landed="", emotion=m.baseline_emotion, intensity=m.baseline_intensity, felt_heard=5, toward=toward
     )
+
+
+def reaction_numbers(state: InnerState) -> dict[str, int]:
+    """The felt-heard and intensity each reading of a counsellor turn leads to (REACTION_STEPS), kept in 0-10."""
+    base = {"heard": state.felt_heard, "intensity": state.intensity}
+    return {k: max(0, min(10, base[k.split("_")[1]] + step)) for k, step in REACTION_STEPS.items()}
 
 
 def guard_softening(previous: InnerState, proposed: InnerState, max_step: float = MAX_SOFTEN_STEP) -> InnerState:
@@ -273,8 +285,11 @@ async def member_turn(
             name=speaker,
             addressees=", ".join(said.addressees) or "the room",
             said=said.text,
-            heard_before=previous.felt_heard,
+            intensity=previous.intensity,
+            heard=previous.felt_heard,
+            hurt_tension=HURT_TENSION,
             others=others,
+            **reaction_numbers(previous),
             cue_rule=cue_rule,
             moves=moves,
         )

@@ -270,7 +270,10 @@ def test_after_the_counsellor_spoke_the_state_step_weighs_its_words_against_soft
     counsellor = Turn(index=2, speaker="Therapist", kind="supporter", addressees=["Theo"], text=said)
     prompt = _state_call([dana, counsellor])
     assert f'The counsellor just said, to Theo: "{said}"' in prompt
-    assert "(it was 5)" in prompt and "felt heard by the counsellor 5/10" in prompt  # the card's start: 5
+    # the card: intensity 6, felt heard 5 at the start; each reading of the counsellor turn shows where it leads
+    assert "Theo now: intensity 6, felt_heard 5." in prompt and "felt heard by the counsellor 5/10" in prompt
+    assert "felt_heard 7, intensity 5," in prompt and "felt_heard 3, intensity 8," in prompt
+    assert "If they miss Theo: felt_heard 4, the rest as now." in prompt
     assert "take sides against Theo, lecture Theo" in prompt and 'fit "What sets Theo off"' in prompt
     after_member = _state_call([dana])
     assert "The line Theo just heard: Dana (to Theo)" in after_member and "counsellor just said" not in after_member
