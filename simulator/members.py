@@ -53,13 +53,19 @@ WORD_CAPS = {"landed": 12, "cue": 14, "emotion": 6, "reason": 12}
 # felt heard 5, tension 6 in three reports running); offered the numbers of each reading, it has to choose one.
 REACTION_STEPS = {"soft_heard": 2, "soft_intensity": -1, "hurt_heard": -2, "hurt_intensity": 2, "missed_heard": -1}
 HURT_TENSION = "1 or 2"
+# What a counsellor turn's words did to a member, chosen as an enum before the numbers, right after that turn: a
+# 1.5B member described a blaming turn as one that "reinforced his defensive stance" and then copied its old
+# numbers; a one-word reading first ties the numbers (REACTION_STEPS) and the move (no softening after `set_off`)
+# to it. Offered in a rotated order, like the moves.
+READINGS = ("softened", "set_off", "missed")
 FINISH_WORDS = 16
 
 
-def state_schema(case: Case, speaker: str, *, can_soften: bool = True) -> type[BaseModel]:
+def state_schema(case: Case, speaker: str, *, can_soften: bool = True, reading: bool = False) -> type[BaseModel]:
     """The self-report schema for one member: the other members' names and the moves on offer as enums
-    (grammar-friendly). Without a supporter turn to answer to, softening moves and the `cue` are left out."""
-    return _state_schema(tuple(n for n in case.member_names if n != speaker), can_soften)
+    (grammar-friendly). Without a supporter turn to answer to, softening moves and the `cue` are left out; right
+    after one, `reading` (READINGS: what its words did) comes before the numbers."""
+    return _state_schema(tuple(n for n in case.member_names if n != speaker), can_soften, reading)
 
 
 def moves_on_offer(can_soften: bool) -> tuple[str, ...]:
@@ -70,13 +76,16 @@ def move_menu(can_soften: bool, shift: int) -> tuple[str, ...]:
     """The moves on offer as the prompt lists them, rotated by `shift` (seed + turn): a small model under a
     grammar takes the first plausible move it was shown, and with `defend` always first the embedded model
     defended in 29 of 36 turns whatever the supporter did."""
-    moves = moves_on_offer(can_soften)
-    k = shift % len(moves)
-    return moves[k:] + moves[:k]
+    return _rotated(moves_on_offer(can_soften), shift)
+
+
+def _rotated(options: tuple[str, ...], shift: int) -> tuple[str, ...]:
+    k = shift % len(options)
+    return options[k:] + options[:k]
 
 
 @functools.lru_cache(maxsize=256)
-def _state_schema(others: tuple[str, ...], can_soften: bool) -> type[BaseModel]:  # building models is slow: once
+def _state_schema(others: tuple[str, ...], can_soften: bool, reading: bool = False) -> type[BaseModel]:  # once
     feeling = create_model(
         "FeelingReply",
         member=(Literal[others], ...),  # type: ignore[valid-type]
@@ -84,6 +93,8 @@ def _state_schema(others: tuple[str, ...], can_soften: bool) -> type[BaseModel]:
         tension=(int, Field(ge=0, le=10)),
     )
     fields: dict = {"landed": (str, soft_max_words(WORD_CAPS["landed"], finish=FINISH_WORDS))}
+    if reading:
+        fields["reading"] = (Literal[READINGS], ...)  # type: ignore[valid-type]
     if can_soften:
         fields["cue"] = (str, soft_max_words(WORD_CAPS["cue"], allow_empty=True, finish=FINISH_WORDS))
     fields.update(
@@ -266,7 +277,8 @@ async def member_turn(
     others = ", ".join(n for n in case.member_names if n != speaker)
     language = session_language(case)
     can_soften = softening_cause(turns, speaker) is not None
-    schema = state_schema(case, speaker, can_soften=can_soften)
+    said = turns[-1] if turns and turns[-1].kind == "supporter" and turns[-1].text else None
+    schema = state_schema(case, speaker, can_soften=can_soften, reading=said is not None)
     cue_rule = (
         'cue = the counsellor\'s words that did something from the "What can soften" list, or "" '
         "(soften and repair_attempt need one);"
@@ -274,7 +286,6 @@ async def member_turn(
         else ""
     )
     moves = ", ".join(move_menu(can_soften, seed + len(turns)))
-    said = turns[-1] if turns and turns[-1].kind == "supporter" and turns[-1].text else None
     if said is None:
         step = render_prompt(
             "member_state", name=speaker, last_line=last_line(turns), others=others, cue_rule=cue_rule, moves=moves
@@ -288,6 +299,7 @@ async def member_turn(
             intensity=previous.intensity,
             heard=previous.felt_heard,
             hurt_tension=HURT_TENSION,
+            readings=", ".join(_rotated(READINGS, seed + len(turns))),
             others=others,
             **reaction_numbers(previous),
             cue_rule=cue_rule,
@@ -315,6 +327,7 @@ async def member_turn(
             turns=turns,
             language=language,
             word_caps=_word_caps(schema),
+            reading=getattr(r, "reading", None),
         )
 
     state_call, state_flags, reasks = await _attempts("state", ask_state, check_reply)
@@ -387,6 +400,7 @@ async def member_turn(
         calls=[state_call.call, speak_call.call],
         move=move,
         cue=cue,
+        reading=getattr(reply, "reading", None),
         flags=state_flags + line_flags,
         reasks=reasks + line_reasks,
     )

@@ -273,7 +273,7 @@ def test_after_the_counsellor_spoke_the_state_step_weighs_its_words_against_soft
     # the card: intensity 6, felt heard 5 at the start; each reading of the counsellor turn shows where it leads
     assert "Theo now: intensity 6, felt_heard 5." in prompt and "felt heard by the counsellor 5/10" in prompt
     assert "felt_heard 7, intensity 5," in prompt and "felt_heard 3, intensity 8," in prompt
-    assert "If they miss Theo: felt_heard 4, the rest as now." in prompt
+    assert "missed: felt_heard 4, the rest as now." in prompt and "reading = one of " in prompt
     assert "take sides against Theo, lecture Theo" in prompt and 'fit "What sets Theo off"' in prompt
     after_member = _state_call([dana])
     assert "The line Theo just heard: Dana (to Theo)" in after_member and "counsellor just said" not in after_member
@@ -294,3 +294,33 @@ def test_the_move_menu_rotates_with_seed_and_turn_so_defend_is_not_always_offere
         firsts.add(listed[0])
     assert firsts == set(moves_on_offer(False))  # every move leads the menu for some seed
     assert move_menu(True, 0)[0] == "defend" and move_menu(True, 1)[-1] == "defend"
+
+
+def test_a_reading_comes_before_the_numbers_after_a_counsellor_turn_and_set_off_rules_out_softening():
+    import asyncio
+
+    from personas.library import resolve_case
+    from simulator.llm.fake import FakeModelClient
+    from simulator.members import READINGS, member_turn, state_schema
+    from tests._sim_fakes import RoomScript
+
+    case = resolve_case("dana-and-theo")
+    after = list(state_schema(case, "Theo", reading=True).model_json_schema()["properties"])
+    assert after[:2] == ["landed", "reading"] and "reading" not in state_schema(case, "Theo").model_fields
+    said = "Theo, slowing down here: you are trying, and it shows."
+    turns = [
+        Turn(index=1, speaker="Dana", kind="member", addressees=["Theo"], text="You are never home."),
+        Turn(index=2, speaker="Therapist", kind="supporter", addressees=["Theo"], text=said),
+    ]
+
+    def play(reading):
+        script = RoomScript(case, move="soften", cue="you are trying", reading=reading, intensity=2, tension=2)
+        turn = asyncio.run(member_turn(FakeModelClient(default=script), case, turns, "Theo", ["Therapist"], seed=0,
+                                       window=16))  # fmt: skip
+        return turn
+
+    softened = play("softened")
+    assert softened.reading == "softened" and not softened.flags and softened.inner.intensity == 6 - 2  # capped
+    set_off = play("set_off")  # softening after words that set him off: re-asked, still unearned, state blocked
+    assert set_off.reading == "set_off" and set_off.reasks and set(READINGS) == {"softened", "set_off", "missed"}
+    assert [f.check.value for f in set_off.flags] == ["unearned_softening"] and set_off.inner.intensity == 6
