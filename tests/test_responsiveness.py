@@ -34,6 +34,7 @@ def room(
     family: bool = False,
     target: str | None = None,
     rng: random.Random | None = None,
+    reading: str | None = None,
 ) -> SessionRecord:
     """A session from `order` (member initials, `*` for a supporter turn). Each member's first self-report is
     START; every later one moves by `after` when a supporter turn came right before it, else by `null` (dicts of
@@ -69,7 +70,7 @@ def room(
             toward=[Feeling(member=o, warmth=s["warmth"], tension=s["tension"]) for o in others],
         )
         turns.append(Turn(index=i, speaker=name, kind="member", addressees=others, text=f"line {i}", inner=inner,
-                          move=move_after if after_s else move_null))  # fmt: skip
+                          move=move_after if after_s else move_null, reading=reading if after_s else None))  # fmt: skip
     return SessionRecord(
         session_id=f"{supporter}-{seed}", case=case, supporter=supporter, models={}, seed=seed, max_turns=8,
         turns=turns,
@@ -184,7 +185,7 @@ def test_fidelity_command_shows_responsiveness_per_supporter_and_the_sides_separ
     for s in range(3):
         for rec in (
             room(TALKING, after=GOOD, null=DRIFT, supporter="m", seed=s),
-            room(TALKING, after=HARSH, null=DRIFT, supporter="sides:m", seed=s, move_after="attack"),
+            room(TALKING, after=HARSH, null=DRIFT, supporter="sides:m", seed=s, move_after="attack", reading="set_off"),
             room(SILENT, after=DRIFT, null=DRIFT, supporter="silent", seed=s),
         ):
             run.write_session(rec.model_copy(update={"session_id": f"{rec.supporter.replace(':', '_')}-{s}"}))
@@ -195,6 +196,7 @@ def test_fidelity_command_shows_responsiveness_per_supporter_and_the_sides_separ
     assert "Responsiveness: the room after the supporter's turns vs on its own" in out
     assert "Δ tension" in out and "-2.00 [-2.00, -2.00]" in out  # m: -1 per step against +1 drift
     assert "attack 100%" in out and "disclose 100%" in out and "defend 100%" in out
+    assert "read as" in out and "set_off 100%" in out
     assert "Trajectory separation, m minus sides:m" in out and "tension -6.00 [-6.00, -6.00] *" in out
     assert "they separate" in out
     bad = CliRunner().invoke(cli_app.app, ["fidelity", str(run.path), "--pair", "m"])

@@ -51,6 +51,9 @@ class StateStep(_Record):
     context: StepContext = Field(description="What came right before: the supporter, only members, or a mix.")
     addressed: bool = Field(description="The supporter turn right before named this member or the whole group.")
     move: str | None = Field(description="The member move of this turn (None on records without moves).")
+    reading: str | None = Field(
+        default=None, description="What the supporter turn right before did, as the member read it."
+    )
     change: dict[str, float] | None = Field(
         description="Dimension -> this self-report minus the member's previous one; None on a first turn."
     )
@@ -90,6 +93,9 @@ class SupporterResponsiveness(_Record):
     dimensions: dict[str, DimensionStat] = Field(description="intensity, felt_heard, warmth, tension.")
     moves_after: dict[str, int] = Field(description="Moves of the member turns right after a supporter turn.")
     moves_null: dict[str, int] = Field(description="Moves of member turns with no supporter turn before them.")
+    readings: dict[str, int] = Field(
+        default_factory=dict, description="How members read its turns (softened, set_off, missed), on new records."
+    )
     move_shift: float | None = Field(
         description="Jensen-Shannon distance (0-1) of moves_after from the null moves of all sessions."
     )
@@ -173,6 +179,7 @@ def session_responsiveness(record: SessionRecord) -> SessionResponsiveness:
                 context=_context(record.turns, i),
                 addressed=_addressed(record.turns, i, record.case.group_label),
                 move=t.move,
+                reading=t.reading,
                 change=change,
             )
         )
@@ -272,6 +279,7 @@ def responsiveness(
                 dimensions=dims,
                 moves_after=dict(moves_after.most_common()),
                 moves_null=dict(_moves(group, "no_supporter").most_common()),
+                readings=dict(Counter(st.reading for s in group for st in s.steps if st.reading).most_common()),
                 move_shift=js_distance(moves_after, null_moves),
             )
         )

@@ -22,7 +22,7 @@ NOTE = (
     "the change after the supporter's turns minus the room on its own (member turns with no supporter turn since "
     "that member last spoke, all sessions of the case), [95% CI] over {units}; moves: member turns right after "
     "a supporter turn; shift: Jensen-Shannon distance of those moves from the null moves (0 = the same moves "
-    "whatever the supporter does)."
+    "whatever the supporter does); read as: what members said its words did (softened, set_off, missed)."
 )
 
 
@@ -53,6 +53,8 @@ def render_responsiveness(
         ("moves", [_moves(report.null_moves), *(_moves(r.moves_after) for r in rows)]),
         ("move shift", ["0", *("-" if r.move_shift is None else f"{r.move_shift:.2f}" for r in rows)]),
     ]
+    if any(r.readings for r in rows):
+        table.append(("read as", ["", *(_moves(r.readings) for r in rows)]))
     out: list[RenderableType] = [
         *measure_tables("Responsiveness: the room after the supporter's turns vs on its own", headers, table, width),
         Text(NOTE.format(units=units) + "\n", style="dim"),
