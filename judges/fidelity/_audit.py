@@ -154,6 +154,7 @@ def audit_turn(turn: Turn, earlier: Sequence[Turn], record: SessionRecord, langu
             language=language,
             word_caps=state_word_caps() if modern else None,
             char_caps=None if modern else LEGACY_CHAR_CAPS,
+            reading=turn.reading,
         )
     return flags
 
