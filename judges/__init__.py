@@ -91,7 +91,7 @@ from judges.scoring._trajectory import (
     trajectory_metrics,
 )
 from judges.stats._agreement import cohen_kappa, krippendorff_alpha, majority, median
-from judges.stats._intervals import MeanCI, bootstrap_ci, gini, mean_ci, t_interval
+from judges.stats._intervals import MeanCI, bootstrap_ci, gini, mean_ci, paired_difference_ci, t_interval
 from judges.stress._board import PerturbationBoard, PerturbationRow
 from judges.stress._checks import (
     CHECK_SCHEMA_VERSION,
@@ -171,6 +171,7 @@ __all__ = [
     "MeanCI",
     "bootstrap_ci",
     "t_interval",
+    "paired_difference_ci",
     "mean_ci",
     "gini",
     # trajectory metrics

@@ -451,8 +451,10 @@ def check_state(
     language: str,
     word_caps: dict[str, int] | None = None,
     char_caps: dict[str, int] | None = None,
+    reading: str | None = None,
 ) -> list[FidelityFlag]:
-    """Every check on a member's self-report: `fields` holds its text fields (landed, cue, emotion, reason)."""
+    """Every check on a member's self-report: `fields` holds its text fields (landed, cue, emotion, reason);
+    `reading` is what the member said the counsellor's last words did (`set_off` rules out softening)."""
     flags: list[FidelityFlag] = []
     names = [speaker, SUPPORTER_NAME, *{t.speaker for t in turns}]
     for name, value in fields.items():
@@ -489,7 +491,11 @@ def check_state(
             )
         )
     if move in SOFTENING_MOVES:
-        unearned = unearned_softening(move, fields.get("cue", ""), turns, speaker)
+        if reading == "set_off":
+            detail = f"`{move}` after a counsellor turn that set {speaker} off (reading `set_off`); pick another move"
+            unearned = _flag(FidelityCheck.UNEARNED_SOFTENING, detail, move, "move")
+        else:
+            unearned = unearned_softening(move, fields.get("cue", ""), turns, speaker)
         if unearned:
             flags.append(unearned)
     return flags

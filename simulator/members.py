@@ -47,21 +47,45 @@ RESEED = 104_729  # seed offset per re-ask, so a re-asked call samples afresh (a
 # to a cap of 12-14 words in half its replies, cut mid-sentence there; past its cap a field may now take up to
 # FINISH_WORDS more to end its sentence (soft_max_words(finish=...)). Its sentences ran to 20-25 words.
 WORD_CAPS = {"landed": 12, "cue": 14, "emotion": 6, "reason": 12}
+# How a self-report moves after a counsellor turn, by what its words did to this person (the member's own
+# judgement): the counsellor step shows the numbers each reading leads to, from the member's current state. The
+# embedded model copied its current numbers into every report whatever the counsellor said (Theo: intensity 8,
+# felt heard 5, tension 6 in three reports running); offered the numbers of each reading, it has to choose one.
+REACTION_STEPS = {"soft_heard": 2, "soft_intensity": -1, "hurt_heard": -2, "hurt_intensity": 2, "missed_heard": -1}
+HURT_TENSION = "1 or 2"
+# What a counsellor turn's words did to a member, chosen as an enum before the numbers, right after that turn: a
+# 1.5B member described a blaming turn as one that "reinforced his defensive stance" and then copied its old
+# numbers; a one-word reading first ties the numbers (REACTION_STEPS) and the move (no softening after `set_off`)
+# to it. Offered in a rotated order, like the moves.
+READINGS = ("softened", "set_off", "missed")
 FINISH_WORDS = 16
 
 
-def state_schema(case: Case, speaker: str, *, can_soften: bool = True) -> type[BaseModel]:
+def state_schema(case: Case, speaker: str, *, can_soften: bool = True, reading: bool = False) -> type[BaseModel]:
     """The self-report schema for one member: the other members' names and the moves on offer as enums
-    (grammar-friendly). Without a supporter turn to answer to, softening moves and the `cue` are left out."""
-    return _state_schema(tuple(n for n in case.member_names if n != speaker), can_soften)
+    (grammar-friendly). Without a supporter turn to answer to, softening moves and the `cue` are left out; right
+    after one, `reading` (READINGS: what its words did) comes before the numbers."""
+    return _state_schema(tuple(n for n in case.member_names if n != speaker), can_soften, reading)
 
 
 def moves_on_offer(can_soften: bool) -> tuple[str, ...]:
     return tuple(m for m in MEMBER_MOVES if can_soften or m not in SOFTENING_MOVES)
 
 
+def move_menu(can_soften: bool, shift: int) -> tuple[str, ...]:
+    """The moves on offer as the prompt lists them, rotated by `shift` (seed + turn): a small model under a
+    grammar takes the first plausible move it was shown, and with `defend` always first the embedded model
+    defended in 29 of 36 turns whatever the supporter did."""
+    return _rotated(moves_on_offer(can_soften), shift)
+
+
+def _rotated(options: tuple[str, ...], shift: int) -> tuple[str, ...]:
+    k = shift % len(options)
+    return options[k:] + options[:k]
+
+
 @functools.lru_cache(maxsize=256)
-def _state_schema(others: tuple[str, ...], can_soften: bool) -> type[BaseModel]:  # building models is slow: once
+def _state_schema(others: tuple[str, ...], can_soften: bool, reading: bool = False) -> type[BaseModel]:  # once
     feeling = create_model(
         "FeelingReply",
         member=(Literal[others], ...),  # type: ignore[valid-type]
@@ -69,6 +93,8 @@ def _state_schema(others: tuple[str, ...], can_soften: bool) -> type[BaseModel]:
         tension=(int, Field(ge=0, le=10)),
     )
     fields: dict = {"landed": (str, soft_max_words(WORD_CAPS["landed"], finish=FINISH_WORDS))}
+    if reading:
+        fields["reading"] = (Literal[READINGS], ...)  # type: ignore[valid-type]
     if can_soften:
         fields["cue"] = (str, soft_max_words(WORD_CAPS["cue"], allow_empty=True, finish=FINISH_WORDS))
     fields.update(
@@ -106,6 +132,12 @@ def current_state(case: Case, name: str, turns: Sequence[Turn]) -> InnerState:
     return InnerState(
         landed="", emotion=m.baseline_emotion, intensity=m.baseline_intensity, felt_heard=5, toward=toward
     )
+
+
+def reaction_numbers(state: InnerState) -> dict[str, int]:
+    """The felt-heard and intensity each reading of a counsellor turn leads to (REACTION_STEPS), kept in 0-10."""
+    base = {"heard": state.felt_heard, "intensity": state.intensity}
+    return {k: max(0, min(10, base[k.split("_")[1]] + step)) for k, step in REACTION_STEPS.items()}
 
 
 def guard_softening(previous: InnerState, proposed: InnerState, max_step: float = MAX_SOFTEN_STEP) -> InnerState:
@@ -151,7 +183,7 @@ def guard_softening(previous: InnerState, proposed: InnerState, max_step: float 
 
 def describe_state(state: InnerState) -> str:
     toward = "; ".join(f"toward {f.member}: warmth {f.warmth:g}/10, tension {f.tension:g}/10" for f in state.toward)
-    return f"{state.emotion} ({state.intensity}/10); {toward}"
+    return f"{state.emotion} ({state.intensity}/10); felt heard by the counsellor {state.felt_heard}/10; {toward}"
 
 
 def member_sheet(member: Member, state: InnerState) -> str:
@@ -252,26 +284,35 @@ async def member_turn(
     others = ", ".join(n for n in case.member_names if n != speaker)
     language = session_language(case)
     can_soften = softening_cause(turns, speaker) is not None
-    schema = state_schema(case, speaker, can_soften=can_soften)
+    said = turns[-1] if turns and turns[-1].kind == "supporter" and turns[-1].text else None
+    schema = state_schema(case, speaker, can_soften=can_soften, reading=said is not None)
     cue_rule = (
         'cue = the counsellor\'s words that did something from the "What can soften" list, or "" '
         "(soften and repair_attempt need one);"
         if can_soften
         else ""
     )
-    state_instructions = (
-        sheet
-        + "\n\n"
-        + render_prompt(
-            "member_state",
-            name=speaker,
-            last_line=last_line(turns),
-            others=others,
-            cue_rule=cue_rule,
-            moves=", ".join(moves_on_offer(can_soften)),
+    moves = ", ".join(move_menu(can_soften, seed + len(turns)))
+    if said is None:
+        step = render_prompt(
+            "member_state", name=speaker, last_line=last_line(turns), others=others, cue_rule=cue_rule, moves=moves
         )
-        + direction
-    )
+    else:  # the counsellor just spoke: what it did, against this person's softeners and triggers, drives the step
+        step = render_prompt(
+            "member_state_counsellor",
+            name=speaker,
+            addressees=", ".join(said.addressees) or "the room",
+            said=said.text,
+            intensity=previous.intensity,
+            heard=previous.felt_heard,
+            hurt_tension=HURT_TENSION,
+            readings=", ".join(_rotated(READINGS, seed + len(turns))),
+            others=others,
+            **reaction_numbers(previous),
+            cue_rule=cue_rule,
+            moves=moves,
+        )
+    state_instructions = sheet + "\n\n" + step + direction
 
     async def ask_state(attempt: int, flags: Sequence[FidelityFlag]) -> Completion:
         return await client.complete(
@@ -293,6 +334,7 @@ async def member_turn(
             turns=turns,
             language=language,
             word_caps=_word_caps(schema),
+            reading=getattr(r, "reading", None),
         )
         return _allowed(allow, flags)
 
@@ -368,6 +410,7 @@ async def member_turn(
         calls=[state_call.call, speak_call.call],
         move=move,
         cue=cue,
+        reading=getattr(reply, "reading", None),
         flags=state_flags + line_flags,
         reasks=reasks + line_reasks,
     )

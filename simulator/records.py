@@ -136,6 +136,11 @@ class Turn(_Record):
     calls: list[CallRecord] = Field(default_factory=list, description="Model calls that produced this turn.")
     move: str | None = Field(default=None, description="Member move (personas.taxonomy.MEMBER_MOVES) this turn made.")
     cue: str = Field(default="", description="Supporter words the member named as what softened them, if any.")
+    reading: str | None = Field(
+        default=None,
+        description="Right after a supporter turn: what its words did to this member (`softened`, `set_off`, "
+        "`missed`; simulator.members.READINGS), chosen before the numbers; None after a member's line.",
+    )
     flags: list[FidelityFlag] = Field(
         default_factory=list, description="Fidelity checks the accepted turn still failed after its re-asks."
     )

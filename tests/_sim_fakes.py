@@ -28,6 +28,7 @@ class RoomScript:
     line: str = "I don't know why we're even here."
     move: str = "defend"  # the member move every self-report picks (personas.taxonomy.MEMBER_MOVES)
     cue: str = ""  # supporter words named as the softening cause (only where the schema offers `cue`)
+    reading: str = "missed"  # what a supporter turn did (only where the schema offers `reading`: right after one)
     supporter_text: str = "Let's slow down and hear each other."
     attends_safety: bool = True  # the safety verdict on a supporter turn after a risk signal
     decisions: int = 0
@@ -51,6 +52,8 @@ class RoomScript:
                 reply["move"] = self.move
             if "cue" in call.schema.model_fields:
                 reply["cue"] = self.cue
+            if "reading" in call.schema.model_fields:
+                reply["reading"] = self.reading
             return reply
         if name == "TrackerReply":  # names and labels come from the schema, so one script serves any case
             item = call.schema.model_fields["emotions"].annotation.__args__[0]

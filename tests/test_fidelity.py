@@ -292,6 +292,8 @@ def _state_reply(**kw):
         }
         if "cue" in call.schema.model_fields:
             out["cue"] = base["cue"]
+        if "reading" in call.schema.model_fields:  # right after a counsellor turn
+            out["reading"] = "missed"
         return out
 
     return reply

@@ -1,5 +1,6 @@
 """Is the simulated family a good one: persona-fidelity audits of finished runs (repeats, re-asks, failed checks,
-moves, drift) and simulated-vs-real comparisons against RESCUE transcripts.
+moves, drift), whether the room answers the counsellor (responsiveness vs the null drift, trajectory separation)
+and simulated-vs-real comparisons against RESCUE transcripts.
 """
 
 from judges.fidelity._audit import (
@@ -21,6 +22,20 @@ from judges.fidelity._audit import (
     self_softening,
     summarise,
 )
+from judges.fidelity._responsiveness import (
+    DimensionStat,
+    FinalDifference,
+    ResponsivenessReport,
+    SessionResponsiveness,
+    StateStep,
+    SupporterResponsiveness,
+    TrajectorySeparation,
+    default_pairs,
+    final_state,
+    responsiveness,
+    session_responsiveness,
+    trajectory_separation,
+)
 from judges.fidelity._sim_vs_real import (
     ComparisonRow,
     SimVsReal,
@@ -34,6 +49,18 @@ from judges.fidelity._sim_vs_real import (
 )
 
 __all__ = [
+    "DimensionStat",
+    "FinalDifference",
+    "ResponsivenessReport",
+    "SessionResponsiveness",
+    "StateStep",
+    "SupporterResponsiveness",
+    "TrajectorySeparation",
+    "default_pairs",
+    "final_state",
+    "responsiveness",
+    "session_responsiveness",
+    "trajectory_separation",
     "FIDELITY_SCHEMA_VERSION",
     "NULL_DRIFT_THRESHOLD",
     "NULL_SUPPORTER",

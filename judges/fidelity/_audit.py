@@ -21,6 +21,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judges.fidelity._responsiveness import (
+    ResponsivenessReport,
+    default_pairs,
+    responsiveness,
+    session_responsiveness,
+)
 from judges.fidelity._sim_vs_real import SimVsReal, compare_runs_with_rescue, missing_samples
 from judges.scoring._faults import faulted
 from judges.scoring._store import read_judgment
@@ -138,6 +144,9 @@ class FidelityReport(_Record):
     rescue_missing: list[str] = Field(
         default_factory=list, description="Samples of RESCUE-derived sessions not found in the RESCUE source."
     )
+    responsiveness: ResponsivenessReport | None = Field(
+        default=None, description="Per supporter: how members' states and moves changed after its turns vs null."
+    )
 
 
 # ---- one session --------------------------------------------------------------------------------------------
@@ -167,6 +176,7 @@ def audit_turn(turn: Turn, earlier: Sequence[Turn], record: SessionRecord, langu
             language=language,
             word_caps=state_word_caps() if modern else None,
             char_caps=None if modern else LEGACY_CHAR_CAPS,
+            reading=turn.reading,
         )
     return flags
 
@@ -324,9 +334,11 @@ def fidelity_report(
     *,
     rescue: str | Path | None = None,
     threshold: float = NULL_DRIFT_THRESHOLD,
+    pairs: Sequence[tuple[str, str]] = (),
 ) -> FidelityReport:
     """Read every session in `run_dirs` and measure it; with `rescue` (RESCUE samples, or a folder of
-    `import-rescue` gold files) also compare RESCUE-derived cases with the samples they came from."""
+    `import-rescue` gold files) also compare RESCUE-derived cases with the samples they came from. Trajectory
+    separations are reported for `pairs` of supporters and for every M run beside `sides:M`."""
     sessions: list[SessionFidelity] = []
     records: list[SessionRecord] = []
     by_run: dict[str, FidelitySummary] = {}
@@ -356,6 +368,8 @@ def fidelity_report(
         sessions += mine
         by_run[str(run)] = summarise(mine)
     comparisons = compare_runs_with_rescue(records, rescue) if rescue is not None else []
+    steps = [session_responsiveness(r) for r in records]
+    asked = list(dict.fromkeys([*pairs, *default_pairs(s.supporter for s in steps)]))
     return FidelityReport(
         runs=[str(r) for r in run_dirs],
         threshold=threshold,
@@ -368,6 +382,7 @@ def fidelity_report(
         sim_vs_real=comparisons,
         rescue_source=str(rescue) if rescue is not None else None,
         rescue_missing=missing_samples(records, comparisons) if rescue is not None else [],
+        responsiveness=responsiveness(steps, pairs=asked) if steps else None,
     )
 
 

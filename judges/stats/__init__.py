@@ -15,6 +15,7 @@ from judges.stats._intervals import (
     bootstrap_ci,
     gini,
     mean_ci,
+    paired_difference_ci,
     t_interval,
 )
 
@@ -24,6 +25,7 @@ __all__ = [
     "MeanCI",
     "bootstrap_ci",
     "t_interval",
+    "paired_difference_ci",
     "cohen_kappa",
     "gini",
     "krippendorff_alpha",

@@ -72,6 +72,20 @@ def t_interval(values: Sequence[float], *, confidence: float = 0.95) -> tuple[fl
     return mean - half, mean + half
 
 
+def paired_difference_ci(differences: Sequence[float], *, confidence: float = 0.95) -> tuple[float, float] | None:
+    """CI of the mean paired difference: the hull of the percentile bootstrap and the Student-t interval. With the
+    few units a comparison of supporters has, the bootstrap alone excludes 0 whenever every difference has the same
+    sign, however they scatter; the t interval does not. Identical differences give a zero-width interval at that
+    value (a single one too); None for none."""
+    boot = bootstrap_ci(differences, confidence=confidence)
+    if boot is None:
+        return None
+    t = t_interval(differences, confidence=confidence)
+    if t is None or boot[0] == boot[1]:
+        return boot
+    return min(boot[0], t[0]), max(boot[1], t[1])
+
+
 def mean_ci(values: Sequence[float], *, confidence: float = 0.95, seed: int = DEFAULT_SEED) -> MeanCI:
     """`MeanCI` of `values` (bootstrap over them)."""
     vals = [float(v) for v in values]

@@ -1,7 +1,9 @@
 """`rescue-sim fidelity RUN_DIR...`: how person-like the simulated room was (no model calls).
 
 A rendering of `judges.fidelity_report`; `--json` prints the same FidelityReport. Exit code 1 when a case's
-null-supporter drift (silent supporter, the room softening on its own) is above the threshold.
+null-supporter drift (silent supporter, the room softening on its own) is above the threshold. Responsiveness
+(how members' states and moves change after each supporter's turns, beside the null drift) and trajectory
+separations (`--pair A,B`, and every M run beside `sides:M`) are shown per supporter.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from rich.text import Text
 
 from simulator.cli._common import EXIT_FAILED, console, fail, user_errors
 from simulator.cli._render import measure_tables
+from simulator.cli._responsiveness import render_responsiveness
 
 if TYPE_CHECKING:
     from judges import FidelityReport, FidelitySummary, SimVsReal
@@ -119,6 +122,8 @@ def render(report: FidelityReport, width: int = 80) -> list[RenderableType]:
             ],
             width,
         )
+    if report.responsiveness is not None:
+        tables += render_responsiveness(report.responsiveness, width)
     for c in report.sim_vs_real:
         tables.extend(render_comparison(c))
     return tables
@@ -179,18 +184,35 @@ def fidelity(
     threshold: Annotated[
         float, typer.Option(help="Null-supporter drift (points of self-softening) above which a case is flagged.")
     ] = 1.0,
+    pair: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pair",
+            metavar="A,B",
+            help="Two supporters whose final self-reported states are compared (repeatable); every M run beside "
+            "sides:M is compared anyway.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Measure how person-like the simulated members were: repeats, re-asks, failed checks by kind, language
-    drift, moves per member, insider-vs-tracker gap, null-supporter drift, and (with --rescue) simulated vs
-    real families. Exit code 1 when a case's null-supporter drift is flagged."""
+    drift, moves per member, insider-vs-tracker gap, null-supporter drift, responsiveness to each supporter
+    (state changes and moves after its turns vs the null drift), trajectory separation, and (with --rescue)
+    simulated vs real families. Exit code 1 when a case's null-supporter drift is flagged."""
     from judges import fidelity_report
+
+    pairs = []
+    for text in pair or []:
+        a, sep, b = text.partition(",")
+        if not sep or not a.strip() or not b.strip():
+            raise fail(f"--pair {escape(text)}: expected two supporter specs as A,B (e.g. --pair M,sides:M)")
+        pairs.append((a.strip(), b.strip()))
 
     if rescue is not None and not rescue.exists():
         raise fail(
             f"--rescue {escape(str(rescue))}: no such file or folder; pass RESCUE samples or an import-rescue folder"
         )
-    report = fidelity_report(run_dirs, rescue=rescue, threshold=threshold)
+    report = fidelity_report(run_dirs, rescue=rescue, threshold=threshold, pairs=pairs)
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:

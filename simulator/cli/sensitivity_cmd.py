@@ -71,6 +71,14 @@ def render_report(report: SensitivityReport) -> None:
             console.print(
                 "[dim]not ordered: " + "; ".join(f"{escape(r)} ({escape(w)})" for r, w in m.unordered.items()) + "[/]"
             )
+    if report.responsiveness is not None:
+        from simulator.cli._responsiveness import render_responsiveness
+
+        rungs = {spec: rung for rung, spec in report.rungs.items()}
+        for part in render_responsiveness(
+            report.responsiveness, console.width, labels=rungs, units="case x seed units"
+        ):
+            console.print(part)
 
 
 @user_errors

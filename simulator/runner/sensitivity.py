@@ -16,6 +16,10 @@ sessions each). The difference CI is the hull of the percentile bootstrap and th
 run has a handful of units, and a bootstrap over four of them excludes 0 whenever all four differences are
 positive, however they scatter; the t interval does not. Nothing is claimed from fewer than two shared units,
 and identical values never separate (their difference CI is [0, 0]).
+
+Beside the metrics, whether the room answered each rung (`judges.fidelity.responsiveness`: members' state
+changes and moves after the rung's turns against the silent rung's null drift, over the same units) and the
+trajectory separation of the top rung from `sides` (final self-reported state, paired over units).
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from judges import FaultTally, MeanCI, bootstrap_ci, mean_ci, t_interval
+from judges import FaultTally, MeanCI, mean_ci, paired_difference_ci
+from judges.fidelity import ResponsivenessReport
 from personas.common.errors import UserError
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, config_hash
@@ -299,6 +304,9 @@ class SensitivityReport(BaseModel):
         description="Rung -> sessions in which the simulated room malfunctioned: left out of every metric unless "
         "--include-simulator-faults (then `included`).",
     )
+    responsiveness: ResponsivenessReport | None = Field(
+        default=None, description="How the room answered each rung vs the null drift; top rung vs sides."
+    )
 
     @property
     def ok(self) -> bool:
@@ -336,9 +344,8 @@ def pair_stat(better: str, worse: str, values: dict[str, dict[str, float]], sign
         )
     diffs = [sign * (a[u] - b[u]) + 0.0 for u in shared]  # + 0.0: no -0.0
     mean = sum(diffs) / len(diffs)
-    boot, t = bootstrap_ci(diffs, confidence=CONFIDENCE), t_interval(diffs, confidence=CONFIDENCE)
-    assert boot is not None and t is not None
-    ci = (min(boot[0], t[0]), max(boot[1], t[1]))
+    ci = paired_difference_ci(diffs, confidence=CONFIDENCE)
+    assert ci is not None
     separates = ci[0] > 0 or ci[1] < 0
     return PairStat(
         better=better,
@@ -438,6 +445,24 @@ def analyse(
     )
 
 
+def room_responsiveness(
+    ladder: Ladder, model: str, folder: RunFolder, specs: Sequence[SessionSpec]
+) -> ResponsivenessReport | None:
+    """Did the members answer each rung? Completed sessions, case x seed units, top rung vs `sides` separated."""
+    from judges.fidelity import responsiveness, session_responsiveness
+
+    rungs = ladder.specs(model)
+    sessions = [
+        session_responsiveness(folder.load_session(s.session_id))
+        for s in specs
+        if s.supporter in rungs.values() and folder.status(s.session_id) == SessionStatus.COMPLETED
+    ]
+    if not sessions:
+        return None
+    pairs = [(rungs[ladder.rungs[0].id], rungs["sides"])] if "sides" in rungs else []
+    return responsiveness(sessions, unit_of=lambda s: f"{s.case_id}|s{s.seed}", pairs=pairs)
+
+
 def write_report(out_dir: str | Path, report: SensitivityReport) -> Path:
     path = Path(out_dir) / REPORT_NAME
     path.write_text(report.model_dump_json(indent=2), encoding="utf-8")
@@ -459,7 +484,7 @@ def report_from_folder(
     values = collect_values(ladder, model, folder, matrix.specs, include_faults=include_faults, faults=faults)
     completed = sum(folder.status(s.session_id) == SessionStatus.COMPLETED for s in matrix.specs)
     units = sorted({unit_of(s) for s in matrix.specs})
-    return analyse(
+    report = analyse(
         ladder,
         model,
         values,
@@ -469,6 +494,8 @@ def report_from_folder(
         units=units,
         faults=faults,
     )
+    report.responsiveness = room_responsiveness(ladder, model, folder, matrix.specs)
+    return report
 
 
 async def run_sensitivity(
