@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from typer.testing import CliRunner
+
 from judges import (
     DimensionScore,
     Evidence,
@@ -133,3 +135,11 @@ def make_judged_run(
         folder.append_result(record)
         write_judgment(folder, judge_record(record, judges, score))
     return folder
+
+
+def invoke(app, *args, env: dict[str, str] | None = None):
+    """Run a CLI command through typer's runner, 200 columns wide so tables do not wrap (`env` adds to that); no
+    traceback may reach the user."""
+    result = CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "200", **(env or {})})
+    assert "Traceback" not in result.output
+    return result

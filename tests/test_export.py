@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from judges.ratings import (
     ExportKey,
@@ -25,7 +24,7 @@ from judges.ratings import (
 from judges.ratings._units import item_id
 from simulator.cli import app as cli_app
 from simulator.runfolder import RunFolder
-from tests._rating_fixtures import SessionSpec, make_judged_run
+from tests._rating_fixtures import SessionSpec, invoke, make_judged_run
 
 A, B = "openai/gpt-4o-mini", "anthropic/claude-3-5-haiku"
 JUDGES = ("judge/alpha-1", "judge/beta-2")
@@ -63,12 +62,6 @@ def runs(tmp_path: Path) -> list[Path]:
 def app():
     cli_app._register()
     return cli_app.app
-
-
-def invoke(app, *args):
-    result = CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
-    assert "Traceback" not in result.output
-    return result
 
 
 def items_of(path: Path) -> list[dict]:

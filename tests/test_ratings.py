@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from judges.ratings import collect_units, export_items, read_ratings, runs_agreement
 from judges.ratings._store import ratings_path
 from simulator.cli import app as cli_app
-from tests._rating_fixtures import SessionSpec, make_judged_run
+from tests._rating_fixtures import SessionSpec, invoke, make_judged_run
 
 A, B = "openai/gpt-4o-mini", "anthropic/claude-3-5-haiku"
 JUDGES = ("judge/alpha-1", "judge/beta-2")
@@ -52,12 +52,6 @@ def runs(tmp_path: Path) -> list[Path]:
 def app():
     cli_app._register()
     return cli_app.app
-
-
-def invoke(app, *args):
-    result = CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
-    assert "Traceback" not in result.output
-    return result
 
 
 def judge_means(runs: list[Path]) -> dict[tuple[str, str], float]:

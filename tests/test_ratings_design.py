@@ -41,6 +41,7 @@ from simulator.cli import judge_cmd
 from simulator.llm.fake import FakeModelClient
 from simulator.runfolder import RunFolder
 from tests._rating_fixtures import SessionSpec, make_judged_run
+from tests._rating_fixtures import invoke as invoke_cli
 from tests._session_fixtures import couple_session, fill_reply
 
 A, B = "openai/gpt-4o-mini", "anthropic/claude-3-5-haiku"
@@ -63,9 +64,7 @@ def app():
 
 
 def invoke(app, *args):
-    result = CliRunner().invoke(app, [str(a) for a in args], env=WIDE)
-    assert "Traceback" not in result.output
-    return result
+    return invoke_cli(app, *args, env=WIDE)
 
 
 def unit(i: int, *, supporter: str = A, case: str = "c0", mean: float = 3.0, spread: int = 0) -> Unit:
