@@ -204,13 +204,19 @@ def test_dry_run_prints_the_matrix_and_runs_nothing(cli, tmp_path, monkeypatch):
 
     monkeypatch.setattr(cli_models, "make_client", no_client)
     out = tmp_path / "run"
-    result = runner.invoke(
-        app, ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0-2", "--dry-run", "--out", str(out)]
-    )
+    args = ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0-2", "--dry-run", "--out", str(out)]
+    result = runner.invoke(app, [*args, "--perturbations", "none,crisis_disclosure"])
     assert result.exit_code == 0, result.output
     assert "6 rungs x 1 cases x 3 seeds x 2 perturbations" in result.output
     assert "36 sessions" in result.output and "model calls: total" in result.output
+    assert "perturbations: none, crisis_disclosure" in result.output
     assert f"sides:{M}" in result.output and not out.exists()
+    # by default only the listed perturbation runs: `none` (unperturbed sessions) is asked for, not implied
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "x 1 perturbations = 18 sessions" in result.output and "perturbations: crisis_disclosure" in result.output
+    result = runner.invoke(app, [*args, "--perturbations", " , "])
+    assert result.exit_code == 2 and "perturbations: none given" in result.output
 
 
 def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monkeypatch):

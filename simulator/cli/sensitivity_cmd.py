@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def _split(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip() and x.strip() != "none"]
+    return [x.strip() for x in text.split(",") if x.strip()]
 
 
 def _ci(stat) -> str:
@@ -91,7 +91,7 @@ def sensitivity(
     ),
     seeds: Annotated[str, typer.Option(help="Seeds: a list 0,1,2 or a range 0-4.")] = "0-1",
     perturbations: Annotated[
-        str, typer.Option(help="Comma-separated perturbations (built-in names or YAML files); `none` for none.")
+        str, typer.Option(help="Comma-separated perturbations (built-in names or YAML files); `none` adds unperturbed sessions.")
     ] = "crisis_disclosure",
     turns: Annotated[int, typer.Option(min=1, max=200, help="Member turns per session.")] = 6,
     room_model: Annotated[
@@ -147,11 +147,11 @@ def sensitivity(
 
     _check_supporters(config, Path("sensitivity"))
     out_dir = out or default_out_dir(model, config, matrix.specs)
-    variants = ["none", *(p.name for p in matrix.perturbations)]
+    variants = ["none"] * config.baseline + [p.name for p in matrix.perturbations]
     if dry_run:
         console.print(
             f"[bold]ladder matrix[/]: {len(ladder.rungs)} rungs x {len(matrix.cases)} cases x {len(config.seeds)} "
-            f"seeds x {len(variants)} perturbations (incl. none) = {len(matrix.specs)} sessions"
+            f"seeds x {len(variants)} perturbations = {len(matrix.specs)} sessions"
         )
         console.print("rungs: " + ", ".join(f"{r.id}={escape(r.spec_for(model))}" for r in ladder.rungs))
         console.print("cases: " + ", ".join(escape(c.id) for c in matrix.cases))

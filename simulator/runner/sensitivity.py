@@ -7,7 +7,7 @@ with one supporter per rung; `run_sensitivity` runs and judges it with the stres
 `run_specs`: concurrent, resumable) and `analyse` compares observed and declared orders.
 
 Statistics are over units, one unit being a case x seed (its value: the mean over that unit's sessions, one per
-perturbation incl. `none`), never over turns: each rung's
+listed perturbation, `none` meaning unperturbed), never over turns: each rung's
 mean with a percentile-bootstrap 95% CI over its units; Kendall's tau between the declared and observed order;
 for each adjacent declared pair, a 95% CI of the paired difference over the units both rungs share (the pair
 separates when it excludes 0), and the units per rung a paired test needs for 80% power at the observed variance of
@@ -132,8 +132,9 @@ def sensitivity_config(
     tracker_every: int = 3,
     concurrency: int = 1,
 ) -> StressConfig:
-    """A stress experiment with one supporter per rung, every case unperturbed plus each perturbation; `seeds` may
-    be a list or a string (`0,1,2`, `0-4`). Bad values are a one-line SensitivityError."""
+    """A stress experiment with one supporter per rung and one session per case, seed and listed perturbation
+    (`none` in the list: the case unperturbed); `seeds` may be a list or a string (`0,1,2`, `0-4`). Bad values are
+    a one-line SensitivityError."""
     try:
         return _config(
             model, ladder, cases, seeds, perturbations, turns, room_model, judges, judge, tracker_every, concurrency
@@ -145,13 +146,16 @@ def sensitivity_config(
 
 
 def _config(model, ladder, cases, seeds, perturbations, turns, room_model, judges, judge, tracker_every, concurrency):
+    named = [p for p in perturbations if p != "none"]
+    if not named and "none" not in perturbations:
+        raise SensitivityError("perturbations: none given; list some, or `none` for unperturbed sessions")
     return StressConfig(
         name=f"sensitivity-{model}",
         supporters=list(ladder.specs(model).values()),
         cases=list(cases),
         seeds=seeds if isinstance(seeds, str) else list(seeds),
-        perturbations=list(perturbations),
-        baseline=True,
+        perturbations=named,
+        baseline="none" in perturbations,
         model=room_model,
         judges=list(judges),
         judge=judge,
@@ -169,7 +173,7 @@ def default_out_dir(model: str, config: StressConfig, specs: Sequence[SessionSpe
 
 def unit_of(spec: SessionSpec | Any) -> str:
     """The unit a session belongs to: case x seed, shared by every rung. A unit's value is the mean over its
-    sessions (one per perturbation, `none` included, and trial), so the bootstrap resamples case x seed units."""
+    sessions (one per listed perturbation and trial), so the bootstrap resamples case x seed units."""
     return f"{spec.case.id}|s{spec.seed}"
 
 
@@ -294,7 +298,7 @@ class SensitivityReport(BaseModel):
     sessions: int = Field(description="Sessions in the matrix.")
     completed: int = Field(description="Completed sessions the metrics were read from.")
     units: int = Field(description="Case x seed units (the bootstrap's resampling unit).")
-    sessions_per_unit: int = Field(description="Sessions per rung in one unit: perturbations (incl. none) x trials.")
+    sessions_per_unit: int = Field(description="Sessions per rung in one unit: listed perturbations x trials.")
     confidence: float = CONFIDENCE
     power: float = POWER
     metrics: list[MetricResult]
