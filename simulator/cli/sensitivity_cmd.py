@@ -91,7 +91,10 @@ def sensitivity(
     ),
     seeds: Annotated[str, typer.Option(help="Seeds: a list 0,1,2 or a range 0-4.")] = "0-1",
     perturbations: Annotated[
-        str, typer.Option(help="Comma-separated perturbations (built-in names or YAML files); `none` adds unperturbed sessions.")
+        str,
+        typer.Option(
+            help="Comma-separated perturbations (built-in names or YAML files); `none` adds unperturbed sessions."
+        ),
     ] = "crisis_disclosure",
     turns: Annotated[int, typer.Option(min=1, max=200, help="Member turns per session.")] = 6,
     room_model: Annotated[
