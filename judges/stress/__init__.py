@@ -7,32 +7,9 @@ from judges.stress._board import (
     PerturbationBoard,
     PerturbationRow,
     critical_failure,
-)
-from judges.stress._checks import (
-    CHECK_SCHEMA_VERSION,
-    DECIDED,
-    NEUTRAL_LINE,
-    QUOTE_ATTEMPTS,
-    QUOTE_MAX,
-    WHY_MAX,
-    CheckFact,
-    CheckResult,
-    CheckStatus,
-    CheckVerdict,
-    JudgeProbe,
-    Quote,
-    check_path,
-    check_session,
-    model_verdict,
-    neutralised,
     pass_hat_k,
-    probe_judges,
-    quote_of,
-    read_check,
-    record_facts,
-    responses_of,
-    write_check,
 )
+from judges.stress._checks import check_session
 from judges.stress._delivery import (
     DELIVERY_ATTEMPTS,
     stressor_description,
@@ -40,6 +17,22 @@ from judges.stress._delivery import (
     verify_delivery,
     with_delivery,
 )
+from judges.stress._facts import quote_of, record_facts, responses_of
+from judges.stress._probe import NEUTRAL_LINE, neutralised, probe_judges
+from judges.stress._results import (
+    CHECK_SCHEMA_VERSION,
+    DECIDED,
+    CheckFact,
+    CheckResult,
+    CheckStatus,
+    CheckVerdict,
+    JudgeProbe,
+    Quote,
+    check_path,
+    read_check,
+    write_check,
+)
+from judges.stress._verdict import QUOTE_ATTEMPTS, QUOTE_MAX, WHY_MAX, model_verdict
 
 __all__ = [
     "DELIVERY_ATTEMPTS",
