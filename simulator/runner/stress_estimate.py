@@ -1,0 +1,121 @@
+"""How big a stress run is before it starts: sessions per supporter and perturbation, model calls per role,
+prompt and completion tokens, and minutes at the embedded model's speed when every model is local.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, Field
+
+from judges import judging_mode
+from simulator.llm.types import is_local
+from simulator.runner.stress_config import BASELINE, MODEL_ROLES, Matrix, StressConfig, plays_at
+
+# Rough token sizes of each call kind at this project's prompt layout (measured on the embedded model's runs);
+# an estimate for planning, not a bound.
+_TURN_TOKENS = 45
+_OUT = {"member": 150, "tracker": 180, "supporter": 80, "judge_entry": 60, "check": 90, "delivery": 30}
+_INSTR = {"member": 420, "tracker": 350, "supporter": 300, "judge": 900, "check": 350}
+LOCAL_PROMPT_TOK_S = 34.0  # embedded model on 2 cores, uncached prompt tokens per second
+LOCAL_GEN_TOK_S = 11.0
+
+
+class Estimate(BaseModel):
+    """How big a stress run is, before it starts. Token counts assume no cache hits (an upper-ish estimate)."""
+
+    sessions: int
+    by_supporter: dict[str, int]
+    by_perturbation: dict[str, int]
+    skipped: list[str]
+    calls: dict[str, int] = Field(description="Role -> model calls.")
+    prompt_tokens: int
+    completion_tokens: int
+    local_minutes: float | None = Field(
+        default=None, description="At the embedded model's speed (no prefix cache), when every model is local."
+    )
+    plays_at: dict[str, dict[str, tuple[int, int]]] = Field(
+        default_factory=dict,
+        description="Perturbation -> case -> (member turn its stressor plays at, member turns of the session).",
+    )
+
+    @property
+    def total_calls(self) -> int:
+        return sum(self.calls.values())
+
+
+def _supporter_calls(spec: str, turns: int) -> tuple[int, float]:
+    """(model calls, share of member turns with a supporter turn) for a supporter spec."""
+    if spec == "silent":
+        return 0, 0.0
+    if spec == "scripted":
+        return 0, 0.5
+    if spec.startswith(("http://", "https://")):
+        return math.ceil(turns / 2), 0.5
+    if ":" in spec and "/" not in spec:
+        return 0, 0.5
+    return turns, 0.7
+
+
+def estimate(config: StressConfig, matrix: Matrix) -> Estimate:
+    from simulator.transcript import case_context
+
+    calls = {"member": 0, "tracker": 0, "supporter": 0, "judge": 0, "check": 0}
+    prompt = completion = 0
+    panel = max(1, len(config.judges))
+    per_turn = judging_mode(config.judges or [config.model_for("judge") or ""], config.per_intervention)
+    perts = {p.name: p for p in matrix.perturbations}
+    contexts = {c.id: len(case_context(c)) // 4 for c in matrix.cases}
+    for s in matrix.specs:
+        t = s.config.max_turns
+        ctx = contexts.get(s.case.id, 900)
+        sup_calls, share = _supporter_calls(s.supporter, t)
+        turns_total = t * (1 + share)
+        avg_transcript = int(turns_total / 2 * _TURN_TOKENS)
+        tracker = 1 if config.tracker_every == 0 else t // config.tracker_every + (1 if t % config.tracker_every else 0)
+        calls["member"] += 2 * t
+        calls["tracker"] += tracker
+        calls["supporter"] += sup_calls
+        prompt += 2 * t * (ctx + avg_transcript + _INSTR["member"])
+        prompt += tracker * (ctx + avg_transcript + _INSTR["tracker"])
+        prompt += sup_calls * (ctx + avg_transcript + _INSTR["supporter"])
+        completion += t * _OUT["member"] + tracker * _OUT["tracker"] + sup_calls * _OUT["supporter"]
+        full = ctx + int(turns_total * _TURN_TOKENS)
+        interventions = round(t * share)
+        if config.judge:
+            n = panel * ((interventions + 1) if per_turn else 1)
+            calls["judge"] += n
+            prompt += n * (full + _INSTR["judge"])
+            completion += panel * (interventions * 5 + 6) * _OUT["judge_entry"]
+        p = perts.get(s.perturbation or "")
+        if p is not None and p.inject is not None and not p.check.expect:  # was the stressor said? (delivery)
+            calls["check"] += 1
+            prompt += ctx + avg_transcript + _INSTR["check"]
+            completion += _OUT["delivery"]
+        if p is not None and p.check.rubric and share > 0:
+            calls["check"] += 1
+            prompt += full + _INSTR["check"]
+            completion += _OUT["check"]
+        if p is not None and p.check.judge_probe and config.judge:
+            calls["judge"] += panel
+            prompt += panel * (full + _INSTR["judge"])
+            completion += panel * (interventions * 5 + 6) * _OUT["judge_entry"]
+    models = {config.model_for(r) for r in MODEL_ROLES} | set(config.judges)
+    models |= {s for s in config.supporters if "/" in s and not s.startswith("http")}
+    local = all(m is None or is_local(m) for m in models)
+    by_sup: dict[str, int] = {}
+    by_pert: dict[str, int] = {}
+    for s in matrix.specs:
+        by_sup[s.supporter] = by_sup.get(s.supporter, 0) + 1
+        by_pert[s.perturbation or BASELINE] = by_pert.get(s.perturbation or BASELINE, 0) + 1
+    return Estimate(
+        sessions=len(matrix.specs),
+        by_supporter=by_sup,
+        by_perturbation=by_pert,
+        skipped=matrix.skipped,
+        calls=calls,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        local_minutes=round((prompt / LOCAL_PROMPT_TOK_S + completion / LOCAL_GEN_TOK_S) / 60, 1) if local else None,
+        plays_at=plays_at(matrix),
+    )
