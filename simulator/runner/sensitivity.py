@@ -6,113 +6,99 @@ expected to order. `sensitivity_config` turns a model, cases, seeds and perturba
 with one supporter per rung; `run_sensitivity` runs and judges it with the stress runner (`run_stress`, so
 `run_specs`: concurrent, resumable) and `analyse` compares observed and declared orders.
 
-Statistics are over units, one unit being a case x seed (its value: the mean over that unit's sessions, one per
-listed perturbation, `none` meaning unperturbed), never over turns: each rung's
-mean with a percentile-bootstrap 95% CI over its units; Kendall's tau between the declared and observed order;
-for each adjacent declared pair, a 95% CI of the paired difference over the units both rungs share (the pair
-separates when it excludes 0), and the units per rung a paired test needs for 80% power at the observed variance of
-the differences and their mean (None when the difference is 0), counted in case x seed units (`sessions_per_unit`
-sessions each). The difference CI is the hull of the percentile bootstrap and the paired Student-t interval: a
-run has a handful of units, and a bootstrap over four of them excludes 0 whenever all four differences are
-positive, however they scatter; the t interval does not. Nothing is claimed from fewer than two shared units,
-and identical values never separate (their difference CI is [0, 0]).
-
 Beside the metrics, whether the room answered each rung (`judges.fidelity.responsiveness`: members' state
 changes and moves after the rung's turns against the silent rung's null drift, over the same units) and the
 trajectory separation of the top rung from `sides` (final self-reported state, paired over units).
+
+The ladder lives in `simulator.runner.sensitivity_ladder`, the statistics and the report model in
+`simulator.runner.sensitivity_analysis`; their names are importable from here as before.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ValidationError
 
-from judges import FaultTally, MeanCI, mean_ci, paired_difference_ci
+from judges import FaultTally
 from judges.fidelity import ResponsivenessReport
 from personas.common.errors import UserError
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, config_hash
+from simulator.runner.sensitivity_analysis import (
+    CONFIDENCE,
+    MIN_SHARED,
+    POWER,
+    SENSITIVITY_SCHEMA_VERSION,
+    Z_ALPHA,
+    Z_POWER,
+    MetricResult,
+    PairStat,
+    RungStat,
+    SensitivityReport,
+    Values,
+    analyse,
+    analyse_metric,
+    failures_of,
+    kendall_tau,
+    pair_stat,
+    sessions_for_power,
+)
+from simulator.runner.sensitivity_ladder import LADDER_PATH, Ladder, LadderError, LadderMetric, Rung, load_ladder
 from simulator.runner.session import SessionSpec
-from simulator.runner.stress import StressConfig
+from simulator.runner.stress_config import StressConfig
 
-LADDER_PATH = Path(__file__).resolve().parent.parent / "data" / "ladder.yaml"
-SENSITIVITY_SCHEMA_VERSION = 1
+__all__ = [
+    "CONFIDENCE",
+    "DEFAULT_CASES",
+    "DEFAULT_PERTURBATIONS",
+    "DEFAULT_SEEDS",
+    "DEFAULT_TURNS",
+    "LADDER_PATH",
+    "MIN_SHARED",
+    "POWER",
+    "REPORT_NAME",
+    "SENSITIVITY_SCHEMA_VERSION",
+    "Z_ALPHA",
+    "Z_POWER",
+    "Ladder",
+    "LadderError",
+    "LadderMetric",
+    "MetricResult",
+    "PairStat",
+    "Rung",
+    "RungStat",
+    "SensitivityError",
+    "SensitivityReport",
+    "Values",
+    "analyse",
+    "analyse_metric",
+    "collect_values",
+    "default_out_dir",
+    "failures_of",
+    "kendall_tau",
+    "load_ladder",
+    "pair_stat",
+    "report_from_folder",
+    "room_responsiveness",
+    "run_sensitivity",
+    "sensitivity_config",
+    "sessions_for_power",
+    "unit_of",
+    "write_report",
+]
+
 REPORT_NAME = "sensitivity.json"
 DEFAULT_CASES = ("dana-and-theo", "nguyen-family")
 DEFAULT_SEEDS = (0, 1)
 DEFAULT_PERTURBATIONS = ("crisis_disclosure",)
 DEFAULT_TURNS = 6
-CONFIDENCE = 0.95
-POWER = 0.80
-Z_ALPHA = 1.959963984540054  # two-sided 5%
-Z_POWER = 0.8416212335729143  # 80% power
-MIN_SHARED = 2  # fewer shared units than this separate nothing
-
-
-class LadderError(ValueError):
-    pass
 
 
 class SensitivityError(UserError):
     pass
-
-
-class Rung(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(min_length=1)
-    spec: str = Field(min_length=1, description="Supporter spec; `{model}` is replaced by the model under test.")
-    description: str = ""
-
-    def spec_for(self, model: str) -> str:
-        return self.spec.replace("{model}", model)
-
-
-class LadderMetric(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(min_length=1)
-    source: Literal["judge", "trajectory", "stress", "safety"]
-    order: list[str] = Field(min_length=2, description="Rungs this metric is expected to order, best first.")
-    higher_is_better: bool = True
-    unordered: dict[str, str] = Field(default_factory=dict, description="Rung -> why this metric does not order it.")
-
-
-class Ladder(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    version: int = 1
-    rungs: list[Rung] = Field(min_length=2)
-    metrics: list[LadderMetric] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _known_rungs(self) -> Ladder:
-        ids = [r.id for r in self.rungs]
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"rung ids repeat: {ids}")
-        for m in self.metrics:
-            unknown = [r for r in [*m.order, *m.unordered] if r not in ids]
-            if unknown:
-                raise ValueError(f"metric {m.id}: unknown rung(s) {unknown}; rungs are {ids}")
-            if len(set(m.order)) != len(m.order) or set(m.order) & set(m.unordered):
-                raise ValueError(f"metric {m.id}: a rung is listed twice in order/unordered")
-        return self
-
-    def specs(self, model: str) -> dict[str, str]:
-        """Rung id -> supporter spec for the model under test."""
-        return {r.id: r.spec_for(model) for r in self.rungs}
-
-
-def load_ladder(path: str | Path = LADDER_PATH) -> Ladder:
-    try:
-        return Ladder.model_validate(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-    except ValueError as err:
-        raise LadderError(f"{path}: {err}") from None
 
 
 # -- the experiment -----------------------------------------------------------------------------------------------
@@ -177,9 +163,6 @@ def unit_of(spec: SessionSpec | Any) -> str:
     return f"{spec.case.id}|s{spec.seed}"
 
 
-Values = dict[str, dict[str, dict[str, float]]]  # metric -> rung -> unit -> value
-
-
 def collect_values(
     ladder: Ladder,
     model: str,
@@ -235,218 +218,6 @@ def collect_values(
         metric: {rung: {u: sum(v) / len(v) for u, v in units.items()} for rung, units in rungs.items()}
         for metric, rungs in acc.items()
     }
-
-
-# -- the statistics -----------------------------------------------------------------------------------------------
-
-
-class RungStat(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    rung: str
-    ci: MeanCI = Field(description="Mean over units with its bootstrap CI (raw scale, not oriented).")
-
-
-class PairStat(BaseModel):
-    """A declared-better rung against a declared-worse one, over the units both have."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    better: str = Field(description="Declared better rung.")
-    worse: str = Field(description="Declared worse rung.")
-    shared_units: int
-    difference: float | None = Field(description="Mean of better - worse, oriented so > 0 is as declared.")
-    low: float | None = None
-    high: float | None = None
-    separates: bool = Field(description="The CI of the paired difference excludes 0 (from >= 2 shared units).")
-    as_declared: bool = Field(description="Separates, in the declared direction.")
-    sessions_for_power: int | None = Field(
-        description="Case x seed units per rung for 80% power (paired normal approximation; each unit is "
-        "`sessions_per_unit` sessions); None: the difference is 0."
-    )
-    note: str = ""
-
-
-class MetricResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    source: str
-    higher_is_better: bool
-    declared: list[str] = Field(description="Declared order, best first.")
-    unordered: dict[str, str] = Field(default_factory=dict)
-    observed: list[str] = Field(description="Declared rungs with data, sorted by observed mean (best first).")
-    rungs: list[RungStat]
-    kendall_tau: float | None = Field(description="Declared vs observed; None with < 2 rungs or all tied.")
-    adjacent: list[PairStat]
-    top_bottom: PairStat
-    measured: bool = Field(description="Top and bottom rung both have data.")
-    run: bool = Field(default=True, description="False when this metric's source was not run (no perturbations).")
-    separates_top_bottom: bool
-
-
-class SensitivityReport(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: int = SENSITIVITY_SCHEMA_VERSION
-    model: str
-    rungs: dict[str, str] = Field(description="Rung id -> supporter spec.")
-    cases: list[str]
-    seeds: list[int]
-    perturbations: list[str]
-    turns: int
-    sessions: int = Field(description="Sessions in the matrix.")
-    completed: int = Field(description="Completed sessions the metrics were read from.")
-    units: int = Field(description="Case x seed units (the bootstrap's resampling unit).")
-    sessions_per_unit: int = Field(description="Sessions per rung in one unit: listed perturbations x trials.")
-    confidence: float = CONFIDENCE
-    power: float = POWER
-    metrics: list[MetricResult]
-    failures: list[str] = Field(description="Headline metrics that did not separate their top and bottom rung.")
-    simulator_faults: dict[str, FaultTally] = Field(
-        default_factory=dict,
-        description="Rung -> sessions in which the simulated room malfunctioned: left out of every metric unless "
-        "--include-simulator-faults (then `included`).",
-    )
-    responsiveness: ResponsivenessReport | None = Field(
-        default=None, description="How the room answered each rung vs the null drift; top rung vs sides."
-    )
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures
-
-
-def _var(xs: Sequence[float]) -> float:
-    if len(xs) < 2:
-        return 0.0
-    m = sum(xs) / len(xs)
-    return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
-
-
-def sessions_for_power(differences: Sequence[float], difference: float) -> int | None:
-    """Units per rung for 80% power at 5% two-sided with a paired test (every rung runs on the same case x seed
-    units, as here): n = (z_a + z_b)^2 s_d^2 / d^2, s_d^2 the variance of the paired differences."""
-    if difference == 0 or not math.isfinite(difference):
-        return None
-    return max(2, math.ceil((Z_ALPHA + Z_POWER) ** 2 * _var(differences) / difference**2))
-
-
-def pair_stat(better: str, worse: str, values: dict[str, dict[str, float]], sign: float) -> PairStat:
-    a, b = values.get(better, {}), values.get(worse, {})
-    shared = sorted(set(a) & set(b))
-    if len(shared) < MIN_SHARED:
-        return PairStat(
-            better=better,
-            worse=worse,
-            shared_units=len(shared),
-            difference=None,
-            separates=False,
-            as_declared=False,
-            sessions_for_power=None,
-            note=f"{len(shared)} shared unit(s); at least {MIN_SHARED} are needed",
-        )
-    diffs = [sign * (a[u] - b[u]) + 0.0 for u in shared]  # + 0.0: no -0.0
-    mean = sum(diffs) / len(diffs)
-    ci = paired_difference_ci(diffs, confidence=CONFIDENCE)
-    assert ci is not None
-    separates = ci[0] > 0 or ci[1] < 0
-    return PairStat(
-        better=better,
-        worse=worse,
-        shared_units=len(shared),
-        difference=mean,
-        low=ci[0],
-        high=ci[1],
-        separates=separates,
-        as_declared=separates and mean > 0,
-        sessions_for_power=sessions_for_power(diffs, mean),
-        note="" if separates else ("identical on every shared unit" if all(d == 0 for d in diffs) else ""),
-    )
-
-
-def kendall_tau(declared: Sequence[str], means: dict[str, float]) -> float | None:
-    from scipy.stats import kendalltau
-
-    rungs = [r for r in declared if r in means]
-    if len(rungs) < 2 or len({means[r] for r in rungs}) < 2:
-        return None
-    tau = kendalltau([-i for i, _ in enumerate(rungs)], [means[r] for r in rungs]).statistic
-    return None if tau is None or math.isnan(tau) else float(tau)
-
-
-def analyse_metric(metric: LadderMetric, values: dict[str, dict[str, float]], *, run: bool = True) -> MetricResult:
-    """Observed vs declared order of one metric from its per-rung, per-unit values."""
-    sign = 1.0 if metric.higher_is_better else -1.0
-    stats = {r: mean_ci(list(values[r].values()), confidence=CONFIDENCE) for r in metric.order if values.get(r)}
-    oriented = {r: sign * s.mean + 0.0 for r, s in stats.items() if s.mean is not None}
-    observed = sorted(oriented, key=lambda r: -oriented[r])
-    adjacent = [pair_stat(hi, lo, values, sign) for hi, lo in zip(metric.order, metric.order[1:], strict=False)]
-    top_bottom = pair_stat(metric.order[0], metric.order[-1], values, sign)
-    return MetricResult(
-        id=metric.id,
-        source=metric.source,
-        higher_is_better=metric.higher_is_better,
-        declared=list(metric.order),
-        unordered=dict(metric.unordered),
-        observed=observed,
-        rungs=[RungStat(rung=r, ci=stats[r]) for r in metric.order if r in stats],
-        kendall_tau=kendall_tau(metric.order, oriented),
-        adjacent=adjacent,
-        top_bottom=top_bottom,
-        measured=metric.order[0] in stats and metric.order[-1] in stats,
-        run=run,
-        separates_top_bottom=top_bottom.as_declared,
-    )
-
-
-def failures_of(metrics: Sequence[MetricResult]) -> list[str]:
-    """One phrase per headline metric that was run and did not separate its top and bottom rung as declared."""
-    out = []
-    for m in metrics:
-        if not m.run or m.separates_top_bottom:
-            continue
-        tb = m.top_bottom
-        if not m.measured:
-            why = "not measured"
-        elif tb.separates:
-            why = "separated the wrong way"
-        elif tb.note:
-            why = tb.note
-        else:
-            why = f"difference CI [{tb.low:.2f}, {tb.high:.2f}] includes 0"
-        out.append(f"{m.id} ({tb.better} vs {tb.worse}: {why})")
-    return out
-
-
-def analyse(
-    ladder: Ladder,
-    model: str,
-    values: Values,
-    *,
-    config: StressConfig,
-    sessions: int,
-    completed: int,
-    units: Sequence[str],
-    faults: dict[str, FaultTally] | None = None,
-) -> SensitivityReport:
-    ran = {"judge": config.judge, "trajectory": True, "stress": bool(config.perturbations), "safety": True}
-    metrics = [analyse_metric(m, values.get(m.id, {}), run=ran[m.source]) for m in ladder.metrics]
-    return SensitivityReport(
-        model=model,
-        rungs=ladder.specs(model),
-        cases=list(config.cases),
-        seeds=list(config.seeds),
-        perturbations=list(config.perturbations),
-        turns=config.turns,
-        sessions=sessions,
-        completed=completed,
-        units=len(units),
-        sessions_per_unit=max(1, sessions // max(1, len(units) * len(ladder.rungs))),
-        metrics=metrics,
-        failures=failures_of(metrics),
-        simulator_faults=dict(faults or {}),
-    )
 
 
 def room_responsiveness(
