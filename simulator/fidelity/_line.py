@@ -1,0 +1,152 @@
+"""Checks on what a member said, against the turns before it: repeats (duplicate, near-duplicate), speaking as
+another participant, a copied speaker tag, a language switch, a cut-off line, and a false reference to the
+counsellor.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from personas.case import Case
+from personas.taxonomy import SUPPORTER_NAME
+from simulator.fidelity._language import language_switch
+from simulator.fidelity._text import _TERMINAL, _flag, _tag, lexicon, overlap, words
+from simulator.records import FidelityCheck, FidelityFlag, Turn
+
+NEAR_DUPLICATE_OVERLAP = 0.5
+MIN_REPEAT_WORDS = 4
+
+
+def repeat_of(text: str, earlier: Sequence[Turn]) -> tuple[FidelityCheck, Turn, float] | None:
+    """The closest earlier turn this text repeats (duplicate or near-duplicate), with the overlap."""
+    ws = words(text)
+    if len(ws) < MIN_REPEAT_WORDS:
+        return None
+    best: tuple[FidelityCheck, Turn, float] | None = None
+    for t in earlier:
+        if not t.text:
+            continue
+        if words(t.text) == ws:
+            return FidelityCheck.DUPLICATE, t, 1.0
+        ov = overlap(text, t.text)
+        if ov >= NEAR_DUPLICATE_OVERLAP and (best is None or ov > best[2]):
+            best = (FidelityCheck.NEAR_DUPLICATE, t, ov)
+    return best
+
+
+def tagged_speaker(text: str, names: Sequence[str]) -> str | None:
+    """The first of `names` whose transcript speaker tag (`Ben:`, `Therapist (to Ana):`) occurs in `text`."""
+    return next((n for n in names if re.search(_tag(n), text)), None)
+
+
+_ADVERBS = "always|never|just|really|also|still|only|even|again|actually"
+_SELF_VERBS = (
+    "feels|felt|thinks|thought|wants|wanted|needs|needed|knows|knew|believes|is|was|has|had|says|said|does|did|"
+    "doesn't|didn't|can't|won't|isn't|wasn't|tries|tried|works|worked"
+)
+
+
+def check_line(
+    text: str,
+    *,
+    speaker: str,
+    case: Case,
+    turns: Sequence[Turn],
+    addressees: Sequence[str],
+    language: str,
+    finish_reason: str | None = None,
+) -> list[FidelityFlag]:
+    """Every check on what a member said, against the turns before it."""
+    flags: list[FidelityFlag] = []
+    rep = repeat_of(text, turns)
+    if rep is not None:
+        kind, earlier, ov = rep
+        how = "repeats" if kind == FidelityCheck.DUPLICATE else f"mostly repeats ({ov:.0%} of its word sequences)"
+        flags.append(
+            _flag(
+                kind,
+                f"it {how} turn {earlier.index} ({earlier.speaker}); say something new, in {speaker}'s own words",
+                f"turn {earlier.index}: {earlier.text}",
+                turn=earlier.index,
+            )
+        )
+    others = [n for n in case.member_names if n != speaker] + [SUPPORTER_NAME]
+    m = re.search(_tag(speaker), text) or re.search(r"(?:[\w'’]+\s*)?\(to [^)]*\)\s*:", text)
+    if m:
+        flags.append(
+            _flag(FidelityCheck.COPIED_TAG, "it contains a transcript speaker tag; write only the spoken words", m[0])
+        )
+    for name in others:
+        m = re.search(_tag(name), text)
+        if m:
+            flags.append(
+                _flag(
+                    FidelityCheck.SPEAKING_AS_OTHER,
+                    f"it contains a line for {name}; write only what {speaker} says",
+                    m[0],
+                )
+            )
+            break
+    low = " ".join(words(text))
+    phrase = next((p for p in lexicon().counsellor_phrases if " ".join(words(p)) in low), None)
+    if phrase:
+        flags.append(
+            _flag(FidelityCheck.SPEAKING_AS_OTHER, f"'{phrase}' is the counsellor's voice, not {speaker}'s", phrase)
+        )
+    m = re.search(  # "Theo always has these lists", said by Theo: one adverb may sit between name and verb
+        rf"(?<![\w'’]){re.escape(speaker)}(?: (?:{_ADVERBS}|\w+ly))? (?:{_SELF_VERBS})\b", text
+    )
+    if m:
+        flags.append(
+            _flag(FidelityCheck.SPEAKING_AS_OTHER, f"{speaker} speaks about {speaker} as someone else; use I", m[0])
+        )
+    switch = language_switch(text, language)
+    if switch:
+        flags.append(switch)
+    cut = _line_cut_off(text, finish_reason)
+    if cut:
+        flags.append(_flag(FidelityCheck.CUT_OFF, cut, text[-60:]))
+    if SUPPORTER_NAME in addressees:
+        ref = false_reference(text, turns)
+        if ref:
+            flags.append(ref)
+    return flags
+
+
+def _line_cut_off(text: str, finish_reason: str | None) -> str | None:
+    if finish_reason == "length":
+        return "it stopped at the length limit; say it in one or two short, complete sentences"
+    if _TERMINAL.search(text):
+        return None
+    ws = words(text)
+    if finish_reason is None or (ws and ws[-1] in lexicon().dangling):
+        return "it stops mid-sentence; finish the sentence"
+    return None
+
+
+def false_reference(text: str, turns: Sequence[Turn]) -> FidelityFlag | None:
+    """'You mentioned X' to the counsellor, when no supporter turn said anything like X."""
+    verbs = "|".join(re.escape(v) for v in lexicon().reference_verbs)
+    m = re.search(rf"\byou(?:'ve| have)?\s+(?:{verbs})\b(.*)", text, re.IGNORECASE)
+    if not m:
+        return None
+    said = [t.text for t in turns if t.kind == "supporter" and t.text]
+    if not said:
+        return _flag(
+            FidelityCheck.FALSE_REFERENCE,
+            "the counsellor has not said anything yet; do not quote them",
+            m[0][:80],
+        )
+    stop = lexicon().dangling | lexicon().stopwords["en"]
+    content = [w for w in words(m[1])[:6] if len(w) >= 4 and w not in stop]
+    if not content:
+        return None
+    spoken = {w[:5] for s in said for w in words(s)}
+    if not any(w[:5] in spoken for w in content):
+        return _flag(
+            FidelityCheck.FALSE_REFERENCE,
+            "the counsellor never said that; respond to what they did say",
+            m[0][:80],
+        )
+    return None

@@ -1,0 +1,28 @@
+"""What a re-asked model is told after a failed check, and which earlier lines the re-ask of a repeat must not
+copy (simulator.members re-asks each part of a turn once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from simulator.records import FidelityCheck, FidelityFlag, Turn
+
+REPEATS = (FidelityCheck.DUPLICATE, FidelityCheck.NEAR_DUPLICATE)
+
+
+def repeated_texts(flags: Sequence[FidelityFlag], turns: Sequence[Turn]) -> tuple[str, ...]:
+    """What the re-ask of a line that repeated an earlier turn must not copy: that turn first, then every other
+    earlier line (a small model asked in words alone often wrote the same line again, and kept from that one it
+    copied another)."""
+    cited = [f.turn for f in flags if f.check in REPEATS]
+    if not cited:
+        return ()
+    first = [t.text for t in turns if t.index in cited and t.text]
+    return tuple(dict.fromkeys([*first, *(t.text for t in reversed(turns) if t.text)]))
+
+
+def reask_note(flags: Sequence[FidelityFlag]) -> str:
+    """What a re-asked model is told: the reasons its last answer was not accepted."""
+    reasons = "; ".join(dict.fromkeys(f.detail for f in flags))
+    return f"Your last answer was not used: {reasons}. Answer again, fixing that."

@@ -1,0 +1,80 @@
+"""The fidelity lexicon (simulator/data/fidelity.yaml, loaded once) and the word measures every check uses:
+words, word trigrams and their overlap, the transcript's speaker-tag pattern, and the flag every check returns.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from simulator.records import FidelityCheck, FidelityFlag
+
+LEXICON_PATH = Path(__file__).parent.parent / "data" / "fidelity.yaml"
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+_TERMINAL = re.compile(r"[.!?…。！？)\]\"'”’*—–-]\s*$")
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """simulator/data/fidelity.yaml, loaded once."""
+
+    version: str
+    emotions: dict[str, tuple[int, int]]
+    weakeners: tuple[str, ...]
+    strengtheners: tuple[str, ...]
+    weakened_max: int
+    strengthened_min: int
+    dangling: frozenset[str]
+    counsellor_phrases: tuple[str, ...]
+    reference_verbs: tuple[str, ...]
+    stopwords: dict[str, frozenset[str]]
+
+
+@functools.lru_cache(maxsize=1)
+def lexicon() -> Lexicon:
+    data = yaml.safe_load(LEXICON_PATH.read_text(encoding="utf-8"))
+    return Lexicon(
+        version=data["version"],
+        emotions={str(k): (int(v[0]), int(v[1])) for k, v in data["emotions"].items()},
+        weakeners=tuple(data["weakeners"]),
+        strengtheners=tuple(data["strengtheners"]),
+        weakened_max=int(data["weakened_max"]),
+        strengthened_min=int(data["strengthened_min"]),
+        dangling=frozenset(str(w) for w in data["dangling"]),
+        counsellor_phrases=tuple(data["counsellor_phrases"]),
+        reference_verbs=tuple(data["reference_verbs"]),
+        stopwords={k: frozenset(v) for k, v in data["stopwords"].items()},
+    )
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words (letters and digits, inner apostrophes kept)."""
+    return [w.replace("’", "'") for w in _WORD.findall(text.lower())]
+
+
+def trigrams(ws: Sequence[str]) -> set[tuple[str, ...]]:
+    return {tuple(ws[i : i + 3]) for i in range(len(ws) - 2)}
+
+
+def overlap(a: str, b: str) -> float:
+    """Overlap coefficient of the two texts' word-trigram sets (0 when either has none)."""
+    ta, tb = trigrams(words(a)), trigrams(words(b))
+    if not ta or not tb:
+        return 0.0
+    return len(ta & tb) / min(len(ta), len(tb))
+
+
+def _flag(
+    check: FidelityCheck, detail: str, evidence: str = "", field: str = "text", turn: int | None = None
+) -> FidelityFlag:
+    return FidelityFlag(check=check, field=field, detail=detail, evidence=evidence[:200], turn=turn)
+
+
+def _tag(name: str) -> str:
+    return rf"(?<![\w'’]){re.escape(name)}\s*(?:\(to [^)]*\))?\s*:"
