@@ -25,9 +25,10 @@ from judges.scoring._rubric import Level, Rubric
 from simulator.fidelity import MIN_REPEAT_WORDS, words
 from simulator.records import SessionRecord, Turn
 
-# Measured on 59 RESCUE therapist turns (known answer: none parrots) and 242 supporter turns of session records on
-# disk: the human therapists' highest coverage is 0.45 (a therapist voicing a member's sentence inside a longer
-# turn); 5-word runs count no chance phrase in them, 4-word runs one ("you need to say the truth", 0.27).
+# Measured (tests/benchmarks/copy_bench.py) on 59 RESCUE therapist turns (known answer: none parrots) and 78
+# embedded-model supporter turns: the therapists' highest coverage is 0.45 (a therapist voicing a member's sentence
+# inside a longer turn); 24 of the 78 cross 0.5, the same with 4-, 5- or 6-word runs, and 4-word runs count a
+# chance phrase in RESCUE ("you need to say the truth", 0.27).
 COPY_RUN_WORDS = 5  # a copied run: this many consecutive words of a member line or more
 COPY_MIN_COVERAGE = 0.5  # copied runs cover at least this share of the supporter turn's words: mostly members' words
 
