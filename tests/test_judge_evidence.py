@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from judges import JudgmentStatus, RubricError, judge_session, load_rubric
-from judges.scoring._facts import copied_lines, intervention_window
+from judges.scoring._facts import COPY_MIN_COVERAGE, copied_lines, copy_runs, intervention_window
 from judges.scoring._schema import LEAN, SchemaBuilder
 from simulator.fidelity import repeat_of
 from simulator.llm.fake import FakeModelClient
@@ -186,15 +186,19 @@ COPY = "Maybe. I just want him to look at me, Ana."  # Ana's turn 4 handed back 
 QUOTING_REFLECTION = "Ana, when you say you just want him to look at me, what do you hope he would see in you?"
 
 
-def test_copied_lines_are_found_with_the_fidelity_measure() -> None:
-    (copy,) = copied_lines(with_t5(COPY))
-    assert (copy.turn, copy.copies_turn, copy.member) == (5, 4, "Ana") and copy.overlap == 1.0 and copy.share == 0.9
+def copies_in(record: SessionRecord) -> list[tuple[int, list[tuple[int, str]], float]]:
+    """Each copied supporter turn: (turn, [(source turn, member)...], coverage)."""
+    return [(c.turn, [(s.turn, s.member) for s in c.sources], round(c.coverage, 3)) for c in copied_lines(record)]
+
+
+def test_a_single_source_copy_is_found() -> None:
+    assert copies_in(with_t5(COPY)) == [(5, [(4, "Ana")], 0.9)]  # all but "Ana" is her turn 4
     assert copied_lines(couple_session()) == []  # fresh lines
-    # five of Ana's seven word trigrams are in it (near-duplicate by the trigram measure), but her line is under
-    # half of its words: a reflection that quotes her, not a copy
+    # five of Ana's seven word trigrams are in it (near-duplicate by the fidelity checks' trigram measure), but
+    # her words are 8 of its 20: a reflection that quotes her, not a copy
     assert copied_lines(with_t5(QUOTING_REFLECTION)) == []
     earlier_of_ben = with_t5("I do listen, you just never stop, Ana.")  # copies Ben's turn 2, not the last one
-    assert [(c.turn, c.copies_turn, c.member) for c in copied_lines(earlier_of_ben)] == [(5, 2, "Ben")]
+    assert copies_in(earlier_of_ben) == [(5, [(2, "Ben")], 0.875)]
 
 
 # Six turns of an embedded-model session (dana-and-theo, a `sides:` supporter, 1.5B members and supporter): the
@@ -247,16 +251,17 @@ def test_the_copy_in_a_real_embedded_session_is_found_and_nothing_else() -> None
     )
     # turn 4 repeats the supporter's own turn 2 (not a member's line); turns 2 and 4 share a few words with
     # Dana's and Theo's lines without being mostly made of them
-    assert [(c.turn, c.copies_turn, c.member, c.overlap) for c in copied_lines(record)] == [(6, 5, "Theo", 1.0)]
+    assert copies_in(record) == [(6, [(5, "Theo")], 1.0)]
 
 
 def test_real_therapists_copy_no_member_line(rescue_dir: Path) -> None:
     """RESCUE's human therapists (known answer: none parrots a member): no copy in any sample. One therapist row
-    passes the trigram test alone, a therapist voicing a member's sentence inside a longer turn: the share rule
-    is what keeps it out."""
+    passes the trigram test alone, a therapist voicing a member's sentence inside a longer turn: its copied runs
+    cover 0.45 of its words, the highest of any therapist turn, under COPY_MIN_COVERAGE."""
     from personas.rescue import load_rescue
 
     therapist_rows = trigram_only = 0
+    coverages: list[float] = []
     for sample in load_rescue(rescue_dir / "samples.jsonl"):
         turns = [
             Turn(
@@ -272,17 +277,20 @@ def test_real_therapists_copy_no_member_line(rescue_dir: Path) -> None:
             if t.kind == "supporter":
                 therapist_rows += 1
                 trigram_only += repeat_of(t.text, [u for u in turns[:i] if u.kind == "member"]) is not None
+                found = copy_runs(t, turns[:i])
+                coverages.append(found.coverage if found else 0.0)
     assert therapist_rows >= 50 and trigram_only >= 1
+    assert 0.4 < max(coverages) < COPY_MIN_COVERAGE
 
 
 def test_a_copied_supporter_line_is_recorded_shown_and_caps_its_scores() -> None:
     record = with_t5(COPY)
     j, client = judged(lambda call: fill_reply(call.schema, record=record), record=record)  # the judge gives 4s
     assert j.status == JudgmentStatus.OK
-    assert [(c.turn, c.copies_turn) for c in j.copied_lines] == [(5, 4)]
+    assert [(c.turn, [s.turn for s in c.sources]) for c in j.copied_lines] == [(5, [4])]
     context = client.calls[0].prompt.context
     block = context.split("<<<FACTS\n")[1].split("\nFACTS>>>")[0]
-    assert block == f'- t5 copies Ana\'s line of turn 4 (100% of word trigrams shared): "{COPY}"'
+    assert block == f'- t5 copies Ana\'s turn 4 (90% of its words): "{COPY}"'
     assert context.index("TRANSCRIPT>>>") < context.index("<<<FACTS")
     for dim in CAPPED:
         capped = score_of(j, "t5", dim)

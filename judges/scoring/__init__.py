@@ -4,10 +4,12 @@ aggregation, judge repeat trials (flip rates), trajectory metrics over relation 
 
 from judges.scoring._facts import (
     ANY_TURN,
-    COPY_MIN_SHARE,
+    COPY_MIN_COVERAGE,
+    COPY_RUN_WORDS,
     Scope,
     apply_copy_caps,
     copied_lines,
+    copy_runs,
     intervention_window,
     member_turns,
     scope_of,
@@ -39,6 +41,7 @@ from judges.scoring._records import (
     JUDGMENT_SCHEMA_VERSION,
     AggregateScore,
     CopiedLine,
+    CopySource,
     DimensionAgreement,
     DimensionScore,
     Evidence,
@@ -148,7 +151,8 @@ from judges.scoring._trajectory import (
 
 __all__ = [
     "ANY_TURN",
-    "COPY_MIN_SHARE",
+    "COPY_MIN_COVERAGE",
+    "COPY_RUN_WORDS",
     "DEFAULT_GAMMA",
     "DEFAULT_LAMBDA",
     "DEFAULT_RUBRIC",
@@ -178,6 +182,7 @@ __all__ = [
     "AggregateScore",
     "AttentionShares",
     "CopiedLine",
+    "CopySource",
     "Dimension",
     "DimensionAgreement",
     "DimensionScore",
@@ -214,6 +219,7 @@ __all__ = [
     "as_data",
     "attention_shares",
     "copied_lines",
+    "copy_runs",
     "dimension_agreement",
     "dimension_line",
     "dimension_stability",

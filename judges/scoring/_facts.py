@@ -7,9 +7,12 @@ schema offers only those turns (an enum, which a local model's grammar enforces)
 against every turn of the transcript: a hosted model that cites another turn is then caught entry by entry
 (`out_of_scope`: re-asked once, saying why, then unsupported) rather than failing the whole call.
 
-**Copied lines.** A supporter turn that repeats an earlier member line (the simulator's own near-duplicate measure,
-`simulator.fidelity.repeat_of`), where that line makes up at least half of the turn's words, is parroting: it is
-recorded on the judgment, shown to the judges, and caps every dimension whose rubric entry has a `copy_cap`.
+**Copied lines.** A supporter turn made mostly of members' words is parroting, whether it hands back one line or
+splices pieces of several: its words are matched against the earlier member turns in verbatim runs of at least
+COPY_RUN_WORDS words (case and punctuation ignored; runs a member had taken from the counsellor's own earlier turns
+do not count), and when the runs, from any number of member turns, cover COPY_MIN_COVERAGE of its words or more,
+it is recorded on the judgment with each source turn's share, shown to the judges, and caps every dimension whose
+rubric entry has a `copy_cap`. A counsellor quoting a short phrase back inside its own sentences stays under it.
 """
 
 from __future__ import annotations
@@ -17,12 +20,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from judges.scoring._records import CopiedLine, DimensionScore
+from judges.scoring._records import CopiedLine, CopySource, DimensionScore
 from judges.scoring._rubric import Level, Rubric
-from simulator.fidelity import repeat_of, words
+from simulator.fidelity import MIN_REPEAT_WORDS, words
 from simulator.records import SessionRecord, Turn
 
-COPY_MIN_SHARE = 0.5  # the member's line is at least this share of the supporter turn's words
+# Measured (tests/benchmarks/copy_bench.py) on 59 RESCUE therapist turns (known answer: none parrots) and 78
+# embedded-model supporter turns: the therapists' highest coverage is 0.45 (a therapist voicing a member's sentence
+# inside a longer turn); 24 of the 78 cross 0.5, the same with 4-, 5- or 6-word runs, and 4-word runs count a
+# chance phrase in RESCUE ("you need to say the truth", 0.27).
+COPY_RUN_WORDS = 5  # a copied run: this many consecutive words of a member line or more
+COPY_MIN_COVERAGE = 0.5  # copied runs cover at least this share of the supporter turn's words: mostly members' words
 
 
 @dataclass(frozen=True)
@@ -78,31 +86,52 @@ def out_of_scope(score: DimensionScore) -> list[int]:
     return [e.turn for e in score.evidence if not e.in_scope]
 
 
+def _runs(ws: Sequence[str], n: int) -> set[tuple[str, ...]]:
+    return {tuple(ws[i : i + n]) for i in range(len(ws) - n + 1)}
+
+
+def copy_runs(turn: Turn, earlier: Sequence[Turn]) -> CopiedLine | None:
+    """How much of `turn` is verbatim runs from the member turns in `earlier` (any coverage; None when none is).
+
+    Sources are credited greedily, the turn that covers most first, so each word counts once and their
+    coverages add up. A turn shorter than COPY_RUN_WORDS words counts only as a whole (never under
+    MIN_REPEAT_WORDS words)."""
+    ws = words(turn.text)
+    n = min(COPY_RUN_WORDS, len(ws))
+    if n < MIN_REPEAT_WORDS:
+        return None
+    counsellors: set[tuple[str, ...]] = set()  # runs the counsellor said first: a member echoing it is no source
+    covered: dict[int, tuple[Turn, set[int]]] = {}
+    for t in earlier:
+        runs = _runs(words(t.text), n)
+        if t.kind == "supporter":
+            counsellors |= runs
+            continue
+        runs -= counsellors
+        at = {i + k for i in range(len(ws) - n + 1) if tuple(ws[i : i + n]) in runs for k in range(n)}
+        if at:
+            covered[t.index] = (t, at)
+    if not covered:
+        return None
+    left = set().union(*(at for _, at in covered.values()))
+    coverage = len(left) / len(ws)
+    sources: list[CopySource] = []
+    while left:
+        source, at = max(covered.values(), key=lambda c: (len(c[1] & left), -c[0].index))
+        sources.append(CopySource(turn=source.index, member=source.speaker, coverage=len(at & left) / len(ws)))
+        left -= at
+    return CopiedLine(turn=turn.index, coverage=coverage, sources=sources, quote=turn.text[:200])
+
+
 def copied_lines(record: SessionRecord) -> list[CopiedLine]:
-    """Supporter turns that copy an earlier member line (see the module docstring), in turn order."""
+    """Supporter turns made mostly of earlier members' words (see the module docstring), in turn order."""
     out: list[CopiedLine] = []
     for i, turn in enumerate(record.turns):
         if turn.kind != "supporter" or not turn.text.strip():
             continue
-        own = len(words(turn.text))
-        best: CopiedLine | None = None
-        for earlier in (t for t in record.turns[:i] if t.kind == "member"):
-            found = repeat_of(turn.text, [earlier])
-            share = len(words(earlier.text)) / own if own else 0.0
-            if found is None or share < COPY_MIN_SHARE:
-                continue
-            _, _, overlap = found
-            if best is None or overlap > best.overlap:
-                best = CopiedLine(
-                    turn=turn.index,
-                    copies_turn=earlier.index,
-                    member=earlier.speaker,
-                    overlap=round(overlap, 3),
-                    share=round(min(share, 1.0), 3),
-                    quote=turn.text[:200],
-                )
-        if best is not None:
-            out.append(best)
+        found = copy_runs(turn, record.turns[:i])
+        if found is not None and found.coverage >= COPY_MIN_COVERAGE:
+            out.append(found)
     return out
 
 

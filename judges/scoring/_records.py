@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judges.scoring._rubric import Kind, Level, Rubric
 from judges.scoring._trajectory import TrajectoryMetrics
 from simulator.llm.types import CallRecord
 
-JUDGMENT_SCHEMA_VERSION = 1
+JUDGMENT_SCHEMA_VERSION = 2  # 2: a copied line lists its sources (splices); 1 named one copied turn
 
 
 class _Record(BaseModel):
@@ -85,19 +85,43 @@ class JudgeFailure(_Record):
     )
 
 
-class CopiedLine(_Record):
-    """A supporter turn that repeats an earlier member line: a fact measured from the record, not a judgment.
+class CopySource(_Record):
+    """One earlier member turn that a copied supporter turn took words from."""
 
-    Found with the simulator's own near-duplicate measure (`simulator.fidelity.repeat_of`: word-trigram overlap
-    coefficient >= 0.5, or the same words), and only where the member's line makes up at least half the
-    supporter's words, so a reflection that quotes a few of a member's words inside its own is not a copy."""
+    turn: int = Field(description="The member turn the words were taken from.")
+    member: str = Field(description="Who said them.")
+    coverage: float = Field(
+        description="Share of the supporter turn's words copied from this turn and not already credited to a "
+        "source listed before it (the sources' coverages add up to the turn's)."
+    )
+
+
+class CopiedLine(_Record):
+    """A supporter turn made mostly of members' words: a fact measured from the record, not a judgment.
+
+    Its words are matched against earlier member turns in verbatim runs of COPY_RUN_WORDS words or more (case and
+    punctuation ignored); the turn is a copy when such runs, from one member turn or pieced together from several,
+    cover at least COPY_MIN_COVERAGE of its words. A reflection that quotes a few of a member's words inside its
+    own sentences stays under it."""
 
     turn: int = Field(description="The supporter turn that copies.")
-    copies_turn: int = Field(description="The earlier member turn it copies.")
-    member: str = Field(description="Who said the copied line.")
-    overlap: float = Field(description="Word-trigram overlap coefficient of the two lines (1.0: the same words).")
-    share: float = Field(description="The member line's words as a share of the supporter turn's words.")
+    coverage: float = Field(description="Share of its words that are runs copied from earlier member turns.")
+    sources: list[CopySource] = Field(
+        min_length=1, description="The member turns copied from, the largest share first (several: a splice)."
+    )
     quote: str = Field(description="The supporter turn's words (up to 200 characters), as the judges are shown.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_v1(cls, data: Any) -> Any:
+        """Judgment schema 1 named one copied member turn (`copies_turn`, `member`, `overlap`, and `share`: that
+        line's words as a share of the supporter turn's), which reads as a copy with that one source."""
+        if not isinstance(data, dict) or "copies_turn" not in data:
+            return data
+        old = dict(data)
+        source = {"turn": old.pop("copies_turn"), "member": old.pop("member"), "coverage": old.pop("share")}
+        old.pop("overlap", None)
+        return {**old, "coverage": source["coverage"], "sources": [source]}
 
 
 class JudgeVerdict(_Record):
@@ -192,8 +216,9 @@ class SessionJudgment(_Record):
     trajectory: TrajectoryMetrics = Field(description="Model-free metrics of the session's relation trajectory.")
     copied_lines: list[CopiedLine] = Field(
         default_factory=list,
-        description="Supporter turns that copy a member's line: shown to the judges as a checked fact; they cap "
-        "the scores of every dimension with a `copy_cap` (that turn's, and the session's).",
+        description="Supporter turns made mostly of members' words (one line, or pieced from several): shown to "
+        "the judges as a checked fact; they cap the scores of every dimension with a `copy_cap` (that turn's, and "
+        "the session's).",
     )
     judged_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc), description="UTC time of judging.")
     trial: int = Field(

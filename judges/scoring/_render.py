@@ -113,16 +113,21 @@ def people_line(case: Case) -> str:
     return ", ".join(f"{m.name} ({m.role}{f', {m.age}' if m.age is not None else ''})" for m in case.members)
 
 
+def copy_fact(c: CopiedLine) -> str:
+    """One copied supporter turn as the judges read it: where its words came from, and how much of it they are."""
+    quote = as_data(c.quote)
+    if len(c.sources) == 1:
+        (s,) = c.sources
+        return f'- t{c.turn} copies {s.member}\'s turn {s.turn} ({c.coverage:.0%} of its words): "{quote}"'
+    parts = ", ".join(f"{s.member}'s turn {s.turn} ({s.coverage:.0%})" for s in c.sources)
+    return f'- t{c.turn} splices earlier member lines ({c.coverage:.0%} of its words): {parts}: "{quote}"'
+
+
 def facts_block(copies: Sequence[CopiedLine]) -> str:
     """Facts measured from the record that the judges are shown as data (empty when there are none)."""
     if not copies:
         return ""
-    lines = "\n".join(
-        f"- t{c.turn} copies {c.member}'s line of turn {c.copies_turn} "
-        f'({c.overlap:.0%} of word trigrams shared): "{as_data(c.quote)}"'
-        for c in copies
-    )
-    return render_prompt("judge_facts", PROMPTS, facts=lines)
+    return render_prompt("judge_facts", PROMPTS, facts="\n".join(copy_fact(c) for c in copies))
 
 
 def judge_context(record: SessionRecord, copies: Sequence[CopiedLine] = ()) -> str:

@@ -89,8 +89,9 @@ class Dimension(_Strict):
     )
     copy_cap: int | None = Field(
         default=None,
-        description="Supporter scales: the highest score when a supporter turn copies a member's line (intervention "
-        "level: that turn's score; session level: the session's, if any turn copied).",
+        description="Supporter scales: the highest score when a supporter turn copies members' lines, one or "
+        "spliced from several (intervention level: that turn's score; session level: the session's, if any turn "
+        "copied).",
     )
     enabled: bool = Field(default=True, description="`false` in a user rubric drops a built-in dimension.")
 
