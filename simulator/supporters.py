@@ -442,6 +442,18 @@ class HumanSupporter:
 _MODULE_FN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
+def supporter_model(spec: str) -> str | None:
+    """The model id a supporter spec calls (a ladder rung calls the model it degrades); None for endpoints given
+    by URL, callables and supporters that call no model."""
+    spec = spec.strip()
+    style, sep, model = spec.partition(":")
+    if sep and style in LADDER_STYLES:
+        return model
+    if "/" in spec and " " not in spec and not spec.startswith(("http://", "https://")) and not _MODULE_FN.match(spec):
+        return spec
+    return None
+
+
 def parse_supporter_spec(
     spec: str, client: ModelClient, *, seed: int = 0, api_bases: dict[str, str] | None = None
 ) -> Supporter:

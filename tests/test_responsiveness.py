@@ -231,7 +231,7 @@ def test_sensitivity_reports_responsiveness_per_rung_and_claims_nothing_on_a_sam
     cli_app._register()
     out = tmp_path / "run"
     args = ["sensitivity", "--model", "fake/model", "--cases", "dana-and-theo", "--seeds", "0-1", "--turns", "4",
-            "--perturbations", "none", "--tracker-every", "0", "--out", str(out)]  # fmt: skip
+            "--perturbations", "none", "--tracker-every", "0", "--out", str(out), "--rungs", "all"]  # fmt: skip
     result = CliRunner().invoke(cli_app.app, args, env={"COLUMNS": "200"})
     assert result.exit_code == 1, result.output
     resp = SensitivityReport.model_validate(json.loads((out / "sensitivity.json").read_text())).responsiveness

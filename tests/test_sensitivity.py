@@ -4,6 +4,7 @@ decisions keep the contract, the declared orders are data, and the statistics se
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 
@@ -205,7 +206,7 @@ def test_dry_run_prints_the_matrix_and_runs_nothing(cli, tmp_path, monkeypatch):
     monkeypatch.setattr(cli_models, "make_client", no_client)
     out = tmp_path / "run"
     args = ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0-2", "--dry-run", "--out", str(out)]
-    result = runner.invoke(app, [*args, "--perturbations", "none,crisis_disclosure"])
+    result = runner.invoke(app, [*args, "--perturbations", "none,crisis_disclosure", "--rungs", "all"])
     assert result.exit_code == 0, result.output
     assert "6 rungs x 1 cases x 3 seeds x 2 perturbations" in result.output
     assert "36 sessions" in result.output and "model calls: total" in result.output
@@ -214,7 +215,9 @@ def test_dry_run_prints_the_matrix_and_runs_nothing(cli, tmp_path, monkeypatch):
     # by default only the listed perturbation runs: `none` (unperturbed sessions) is asked for, not implied
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert "x 1 perturbations = 18 sessions" in result.output and "perturbations: crisis_disclosure" in result.output
+    assert "3 rungs x 1 cases x 3 seeds x 1 perturbations = 9 sessions" in result.output  # default_rungs
+    assert "perturbations: crisis_disclosure" in result.output and "scripted" not in result.output
+    assert "embedded model, no cache" not in result.output  # M is not the embedded model
     result = runner.invoke(app, [*args, "--perturbations", " , "])
     assert result.exit_code == 2 and "perturbations: none given" in result.output
 
@@ -243,6 +246,8 @@ def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monke
         "2",
         "--perturbations",
         "none",
+        "--rungs",
+        "all",
     ]
     result = runner.invoke(app, [*args, "--tracker-every", "0", "--out", str(out)])
     assert result.exit_code == 1, result.output
@@ -281,7 +286,7 @@ def test_report_only_reads_the_folder_and_runs_nothing(cli, tmp_path, monkeypatc
     runner, app = cli
     out = tmp_path / "run"
     args = ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0-1", "--turns", "2"]
-    args += ["--perturbations", "none", "--tracker-every", "0", "--out", str(out)]
+    args += ["--perturbations", "none", "--tracker-every", "0", "--out", str(out), "--rungs", "all"]
     missing = runner.invoke(app, [*args, "--report-only"])
     assert missing.exit_code == 2 and "no run folder there" in missing.output and not out.exists()
     fake = FakeModelClient(default=any_schema_reply())
@@ -298,3 +303,32 @@ def test_report_only_reads_the_folder_and_runs_nothing(cli, tmp_path, monkeypatc
     assert result.exit_code == 1, result.output  # the same verdict: nothing separates
     report = SensitivityReport.model_validate(json.loads((out / "sensitivity.json").read_text()))
     assert report.model_dump(mode="json") == ran and report.completed == 12
+
+
+def test_rung_subsets_keep_each_metric_s_order_among_the_chosen_rungs():
+    from simulator.runner.sensitivity import LadderError, load_ladder
+
+    full = load_ladder()
+    assert full.default_rungs == ["model", "sides", "silent"]
+    default = full.subset()
+    assert [r.id for r in default.rungs] == ["model", "sides", "silent"]
+    by_id = {m.id: m for m in default.metrics}
+    assert by_id["overall_quality"].order == ["model", "sides", "silent"]
+    assert by_id["balance"].order == ["model", "sides"] and set(by_id["balance"].unordered) == {"silent"}
+    assert by_id["critical_share"].order == ["model", "silent"] and set(by_id["critical_share"].unordered) == {"sides"}
+    # a metric with fewer than two of the chosen rungs in its order is dropped, not reported as ordering one rung
+    pair = full.subset(["scripted", "silent"])
+    assert "side_taking" not in {m.id for m in pair.metrics} and "overall_quality" in {m.id for m in pair.metrics}
+    assert [r.id for r in full.subset(["silent", "model"]).rungs] == ["model", "silent"]  # the ladder's order
+    for bad, says in ((["model", "nope"], "unknown rung(s) nope"), (["model"], "name at least two")):
+        with pytest.raises(LadderError, match=re.escape(says)):
+            full.subset(bad)
+
+
+def test_dry_run_estimates_the_embedded_model_s_minutes_for_ladder_rungs(cli, tmp_path):
+    runner, app = cli
+    local = "local/qwen2.5-coder-1.5b"
+    result = runner.invoke(app, ["sensitivity", "--model", local, "--dry-run", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    assert "3 rungs x 1 cases x 2 seeds x 1 perturbations = 6 sessions" in result.output
+    assert "embedded model, no cache" in result.output  # sides:local/... is the embedded model too

@@ -86,9 +86,15 @@ def sensitivity(
     model: Annotated[
         str, typer.Option("--model", metavar="MODEL", help="Model id M whose ladder is run (e.g. openai/gpt-4o).")
     ],
-    cases: Annotated[str, typer.Option(help="Comma-separated case ids, globs, tag:<t> or group:<g>.")] = ",".join(
-        ("dana-and-theo", "nguyen-family")
-    ),
+    rungs: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated rung ids, or `all` (default: the ladder's default_rungs: model, sides, silent)."
+        ),
+    ] = None,
+    cases: Annotated[
+        str, typer.Option(help="Comma-separated case ids, globs, tag:<t> or group:<g>.")
+    ] = "dana-and-theo",
     seeds: Annotated[str, typer.Option(help="Seeds: a list 0,1,2 or a range 0-4.")] = "0-1",
     perturbations: Annotated[
         str,
@@ -103,7 +109,9 @@ def sensitivity(
     judge: Annotated[list[str] | None, typer.Option(help="Judge model (repeat for a panel).")] = None,
     tracker_every: Annotated[int, typer.Option(min=0, help="Tracker every N member turns and at the end.")] = 3,
     out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/sensitivity-<model>-<hash>).")] = None,
-    concurrency: Annotated[int, typer.Option(min=1, max=1024, help="Sessions in flight.")] = 1,
+    concurrency: Annotated[
+        int, typer.Option(min=1, max=1024, help="Sessions in flight (the embedded model decodes them in one batch).")
+    ] = 6,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the matrix and a call estimate; run nothing.")
     ] = False,
@@ -123,15 +131,17 @@ def sensitivity(
         ),
     ] = False,
 ) -> None:
-    """Run the supporter ladder (M, scripted, generic:M, lecture:M, sides:M, silent) on cases x seeds x
-    perturbations, judge it, and print per headline metric the declared and observed order with 95% CIs over
+    """Run the supporter ladder (M, scripted, generic:M, lecture:M, sides:M, silent; by default M, sides:M and
+    silent, which fit the embedded model in under an hour) on cases x seeds x perturbations, judge it, and print per headline metric the declared and observed order with 95% CIs over
     case x seed units, Kendall tau, which adjacent rungs separate and the sessions needed for 80% power.
     Writes sensitivity.json into the run folder. Exit 1 when a headline metric does not separate its top and
     bottom rung (or sessions failed); 2 for bad input."""
     from simulator.runner.sensitivity import default_out_dir, load_ladder, sensitivity_config
     from simulator.runner.stress import build_matrix, estimate
 
-    ladder = load_ladder()
+    full = load_ladder()
+    wanted = None if rungs is None else _split(rungs)
+    ladder = full.subset([r.id for r in full.rungs] if wanted == ["all"] else wanted)
     config = sensitivity_config(
         model,
         ladder=ladder,

@@ -91,7 +91,7 @@ __all__ = [
 ]
 
 REPORT_NAME = "sensitivity.json"
-DEFAULT_CASES = ("dana-and-theo", "nguyen-family")
+DEFAULT_CASES = ("dana-and-theo",)
 DEFAULT_SEEDS = (0, 1)
 DEFAULT_PERTURBATIONS = ("crisis_disclosure",)
 DEFAULT_TURNS = 6
@@ -116,7 +116,7 @@ def sensitivity_config(
     judges: Sequence[str] = (),
     judge: bool = True,
     tracker_every: int = 3,
-    concurrency: int = 1,
+    concurrency: int = 6,
 ) -> StressConfig:
     """A stress experiment with one supporter per rung and one session per case, seed and listed perturbation
     (`none` in the list: the case unperturbed); `seeds` may be a list or a string (`0,1,2`, `0-4`). Bad values are

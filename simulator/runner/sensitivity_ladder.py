@@ -10,11 +10,13 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from personas.common.errors import UserError
+
 LADDER_PATH = Path(__file__).resolve().parent.parent / "data" / "ladder.yaml"
 
 
-class LadderError(ValueError):
-    pass
+class LadderError(UserError, ValueError):
+    """A ladder file or a rung selection that cannot be used; one line naming the fix."""
 
 
 class Rung(BaseModel):
@@ -44,6 +46,9 @@ class Ladder(BaseModel):
     version: int = 1
     rungs: list[Rung] = Field(min_length=2)
     metrics: list[LadderMetric] = Field(min_length=1)
+    default_rungs: list[str] = Field(
+        default_factory=list, description="Rungs `sensitivity` runs unless --rungs says otherwise (empty: all)."
+    )
 
     @model_validator(mode="after")
     def _known_rungs(self) -> Ladder:
@@ -56,7 +61,37 @@ class Ladder(BaseModel):
                 raise ValueError(f"metric {m.id}: unknown rung(s) {unknown}; rungs are {ids}")
             if len(set(m.order)) != len(m.order) or set(m.order) & set(m.unordered):
                 raise ValueError(f"metric {m.id}: a rung is listed twice in order/unordered")
+        unknown = [r for r in self.default_rungs if r not in ids]
+        if unknown:
+            raise ValueError(f"default_rungs: unknown rung(s) {unknown}; rungs are {ids}")
         return self
+
+    def subset(self, ids: list[str] | None = None) -> Ladder:
+        """The ladder restricted to `ids` (None: `default_rungs`, else all), in the ladder's order; each metric
+        keeps the rungs it orders among them, and a metric left with fewer than two is dropped. A rung that is
+        not on the ladder, or fewer than two rungs, is a LadderError."""
+        known = [r.id for r in self.rungs]
+        wanted = ids if ids is not None else (self.default_rungs or known)
+        unknown = [r for r in wanted if r not in known]
+        if unknown:
+            raise LadderError(f"rungs: unknown rung(s) {', '.join(unknown)}; the ladder has {', '.join(known)}")
+        keep = [r for r in known if r in wanted]
+        if len(keep) < 2:
+            raise LadderError(f"rungs: {', '.join(keep) or 'none'}; name at least two of {', '.join(known)}")
+        metrics = [
+            m.model_copy(
+                update={
+                    "order": [r for r in m.order if r in keep],
+                    "unordered": {r: why for r, why in m.unordered.items() if r in keep},
+                }
+            )
+            for m in self.metrics
+            if sum(r in keep for r in m.order) >= 2
+        ]
+        if not metrics:
+            raise LadderError(f"rungs: {', '.join(keep)} order no headline metric; add the top or bottom rung")
+        rungs = [r for r in self.rungs if r.id in keep]
+        return Ladder(version=self.version, rungs=rungs, metrics=metrics, default_rungs=[])
 
     def specs(self, model: str) -> dict[str, str]:
         """Rung id -> supporter spec for the model under test."""

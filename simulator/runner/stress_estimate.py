@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from judges import judging_mode
 from simulator.llm.types import is_local
 from simulator.runner.stress_config import BASELINE, MODEL_ROLES, Matrix, StressConfig, plays_at
+from simulator.supporters import supporter_model
 
 # Rough token sizes of each call kind at this project's prompt layout (measured on the embedded model's runs);
 # an estimate for planning, not a bound.
@@ -101,7 +102,7 @@ def estimate(config: StressConfig, matrix: Matrix) -> Estimate:
             prompt += panel * (full + _INSTR["judge"])
             completion += panel * (interventions * 5 + 6) * _OUT["judge_entry"]
     models = {config.model_for(r) for r in MODEL_ROLES} | set(config.judges)
-    models |= {s for s in config.supporters if "/" in s and not s.startswith("http")}
+    models |= {m for m in map(supporter_model, config.supporters) if m is not None}
     local = all(m is None or is_local(m) for m in models)
     by_sup: dict[str, int] = {}
     by_pert: dict[str, int] = {}
