@@ -88,7 +88,7 @@ def session_nodes(case: Case, client: ModelClient, supporter: Supporter, config:
     }
 
 
-def on_loop(router: Callable[[SessionState], str]) -> Callable[[SessionState], Awaitable[str]]:
+def _on_loop(router: Callable[[SessionState], str]) -> Callable[[SessionState], Awaitable[str]]:
     """A router as a coroutine function, with its name and `Literal` return type (what LangGraph draws).
 
     LangGraph runs a plain function given to an async graph in the default thread pool: a thread hop per routing
@@ -109,11 +109,11 @@ def _wire(g: Any, nodes: dict[str, Any]) -> Any:
         g.add_node(name, nodes[name])
     g.add_edge(START, "floor")
     g.add_edge("floor", "member")
-    g.add_conditional_edges("member", on_loop(after_member))
-    g.add_conditional_edges("track", on_loop(after_track))
-    g.add_conditional_edges("gate", on_loop(after_gate))
+    g.add_conditional_edges("member", _on_loop(after_member))
+    g.add_conditional_edges("track", _on_loop(after_track))
+    g.add_conditional_edges("gate", _on_loop(after_gate))
     g.add_edge("supporter", "track")
-    g.add_conditional_edges("end_check", on_loop(after_end_check))
+    g.add_conditional_edges("end_check", _on_loop(after_end_check))
     return g
 
 
