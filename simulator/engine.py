@@ -11,6 +11,7 @@ config, state and reducers in `simulator.session_state`; this module wires and r
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -87,6 +88,20 @@ def session_nodes(case: Case, client: ModelClient, supporter: Supporter, config:
     }
 
 
+def _on_loop(router: Callable[[SessionState], str]) -> Callable[[SessionState], Awaitable[str]]:
+    """A router as a coroutine function, with its name and `Literal` return type (what LangGraph draws).
+
+    LangGraph runs a plain function given to an async graph in the default thread pool: a thread hop per routing
+    decision, about one per model call, that costs CPU (thread wake-ups, a future, the loop's self-pipe) for a
+    dictionary lookup. A coroutine function runs in the event loop, as the nodes do (`_dispatch`)."""
+
+    @functools.wraps(router)
+    async def route(state: SessionState) -> str:
+        return router(state)
+
+    return route
+
+
 def _wire(g: Any, nodes: dict[str, Any]) -> Any:
     from langgraph.graph import START
 
@@ -94,11 +109,11 @@ def _wire(g: Any, nodes: dict[str, Any]) -> Any:
         g.add_node(name, nodes[name])
     g.add_edge(START, "floor")
     g.add_edge("floor", "member")
-    g.add_conditional_edges("member", after_member)
-    g.add_conditional_edges("track", after_track)
-    g.add_conditional_edges("gate", after_gate)
+    g.add_conditional_edges("member", _on_loop(after_member))
+    g.add_conditional_edges("track", _on_loop(after_track))
+    g.add_conditional_edges("gate", _on_loop(after_gate))
     g.add_edge("supporter", "track")
-    g.add_conditional_edges("end_check", after_end_check)
+    g.add_conditional_edges("end_check", _on_loop(after_end_check))
     return g
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import threading
 
 import pytest
 
@@ -62,6 +64,38 @@ def test_full_session_routes_through_every_node(couple):
     assert {(e.source, e.tension) for e in last.edges} >= {(members[-1].speaker, 7.0)}
     roles = {c.role for c in rec.calls}
     assert roles == {"member", "tracker", "supporter"}
+
+
+def test_routers_run_in_the_event_loop_not_a_thread_pool(couple, monkeypatch):
+    """LangGraph runs a plain router in the default thread pool; each routing decision (about one per model call)
+    would cost a thread hop. The engine hands it coroutine functions, so every decision is made on the loop's
+    thread, and the routes are still the ones the `Literal` return types draw."""
+    from simulator import engine
+
+    seen: list[tuple[str, bool]] = []
+
+    def on_thread(router):
+        @functools.wraps(router)  # keeps the name and the `Literal` return type LangGraph reads
+        def spy(state):
+            seen.append((router.__name__, threading.current_thread() is threading.main_thread()))
+            return router(state)
+
+        return spy
+
+    for name in ("after_member", "after_track", "after_gate", "after_end_check"):
+        monkeypatch.setattr(engine, name, on_thread(getattr(engine, name)))
+    monkeypatch.setattr(engine, "_shared_graph", None)  # wired afresh with the spies, then dropped again
+    client = FakeModelClient(default=RoomScript(couple))
+    rec = run(couple, model_supporter(client), client, max_turns=3, seed=1)
+    assert rec.status == SessionStatus.COMPLETED
+    assert {name for name, _ in seen} == {"after_member", "after_track", "after_gate", "after_end_check"}
+    assert all(on_loop for _, on_loop in seen), [name for name, on_loop in seen if not on_loop]
+    drawn = engine.shared_graph().get_graph()
+    assert {(e.source, e.target) for e in drawn.edges if e.source == "gate"} == {
+        ("gate", "supporter"),
+        ("gate", "end_check"),
+        ("gate", "__end__"),
+    }
 
 
 def test_silent_supporter_never_produces_supporter_turns(couple):

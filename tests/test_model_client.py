@@ -418,3 +418,27 @@ def test_litellm_openai_path_retries_only_in_the_client(tmp_path, monkeypatch):
         with pytest.raises(ModelError, match="failed after 2 attempts: RateLimitError"):
             asyncio.run(c.complete(PROMPT, role="member", schema=Feeling))
         assert srv.stats()["requests"] == 2  # one request per attempt of the client
+
+
+def test_litellm_path_looks_up_schema_support_once_per_model(tmp_path, monkeypatch):
+    """Whether to send response_format is litellm's answer for the model, asked once per model and reused: the
+    lookup walks litellm's model map on every call otherwise (more so for a name it does not know)."""
+    import litellm
+
+    asked: list[str] = []
+    real = litellm.supports_response_schema
+
+    def counting(model, *a, **kw):
+        asked.append(model)
+        return real(model, *a, **kw)
+
+    monkeypatch.setattr(litellm, "supports_response_schema", counting)
+    c = client(
+        tmp_path,
+        default="openai/gpt-4o-mini",
+        cache=False,
+        litellm_kwargs={"mock_response": '{"emotion": "hurt", "intensity": 7}'},
+    )
+    outs = [asyncio.run(c.complete(PROMPT, role="member", schema=Feeling, seed=s)) for s in range(3)]
+    assert all(o.parsed == Feeling(emotion="hurt", intensity=7) for o in outs)
+    assert asked == ["openai/gpt-4o-mini"]

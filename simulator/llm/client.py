@@ -119,7 +119,7 @@ class LiteLLMClient:
         self._checked_env: set[str] = set()
         self._litellm: Any = None
         self._http = DirectOpenAI()
-        self._lean_schema: dict[str, bool] = {}  # model -> send response_format on the lean path (looked up once)
+        self._schema_support: dict[str, bool] = {}  # model -> send response_format (looked up once per model)
 
     def model_for(self, role: Role) -> str:
         return self.settings.model_for(role)
@@ -289,7 +289,7 @@ class LiteLLMClient:
             kwargs["stop"] = params["stop"]
         if params.get("avoid") and is_local(model):  # a hosted API would reject the argument
             kwargs["avoid_texts"] = params["avoid"]
-        if schema is not None and (self._lean_wants_schema(model) if direct else _wants_response_format(lib, model)):
+        if schema is not None and self._wants_schema(model, lean=direct is not None):
             kwargs["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
         if model in self.settings.api_bases:
             kwargs["api_base"] = self.settings.api_bases[model]
@@ -375,14 +375,16 @@ class LiteLLMClient:
             return None
         return base, os.environ.get("OPENAI_API_KEY") or ""
 
-    def _lean_wants_schema(self, model: str) -> bool:
-        """Whether litellm would send response_format for this model; looked up once per model. `hosted_vllm/`
-        never (litellm leaves the schema in the prompt for it, and importing litellm would cost seconds)."""
-        if provider_of(model) != "openai":
+    def _wants_schema(self, model: str, *, lean: bool) -> bool:
+        """Whether litellm would send response_format for this model, looked up in litellm's model map once per
+        model on both paths (the lookup walks the map, more so for a name it does not know). On the lean path
+        `hosted_vllm/` never (litellm leaves the schema in the prompt for it, and importing litellm would cost
+        seconds)."""
+        if lean and provider_of(model) != "openai":
             return False
-        if model not in self._lean_schema:
-            self._lean_schema[model] = _wants_response_format(self._lib(), model)
-        return self._lean_schema[model]
+        if model not in self._schema_support:
+            self._schema_support[model] = _wants_response_format(self._lib(), model)
+        return self._schema_support[model]
 
     def embedded_stats(self) -> dict[str, Any] | None:
         """Prefix-cache and token totals of the embedded model, if it was loaded in this process."""
