@@ -110,8 +110,13 @@ def sensitivity(
     tracker_every: Annotated[int, typer.Option(min=0, help="Tracker every N member turns and at the end.")] = 3,
     out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/sensitivity-<model>-<hash>).")] = None,
     concurrency: Annotated[
-        int, typer.Option(min=1, max=1024, help="Sessions in flight (the embedded model decodes them in one batch).")
-    ] = 6,
+        int,
+        typer.Option(
+            min=1,
+            max=1024,
+            help="Sessions in flight (1 suits the embedded model: one session at a time re-reads only its new turns).",
+        ),
+    ] = 1,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the matrix and a call estimate; run nothing.")
     ] = False,

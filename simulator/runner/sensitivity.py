@@ -116,7 +116,7 @@ def sensitivity_config(
     judges: Sequence[str] = (),
     judge: bool = True,
     tracker_every: int = 3,
-    concurrency: int = 6,
+    concurrency: int = 1,
 ) -> StressConfig:
     """A stress experiment with one supporter per rung and one session per case, seed and listed perturbation
     (`none` in the list: the case unperturbed); `seeds` may be a list or a string (`0,1,2`, `0-4`). Bad values are
