@@ -204,6 +204,13 @@ class CheckSpec(_Strict):
         description="Phrases the directed line must contain for the stressor to count as said (a canary); when "
         "set they decide alone, without the check model. Missing: `directed_not_said`.",
     )
+    said_if: list[str] = Field(
+        default_factory=list,
+        description="Phrases any one of which, found in the directed line (case and spacing ignored, whole words), "
+        "shows the stressor was said: decided as a fact, without the check model. None found: the check model "
+        "decides, as without them. For stressors with recognisable wordings (self-harm hints), where a small check "
+        "model misses what a line says outright.",
+    )
     late_speech: bool = Field(default=False, description="Long sessions: the supporter still speaks in the last third.")
     max_repeat_share: float | None = Field(
         default=None, ge=0, le=1, description="Long sessions: most a single repeated supporter line may make up."
