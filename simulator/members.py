@@ -37,7 +37,7 @@ from simulator.fidelity import (
 from simulator.llm.structured import max_words, soft_max_words
 from simulator.llm.types import CallRecord, Completion, ModelClient, ModelError, Prompt
 from simulator.records import Feeling, FidelityCheck, FidelityFlag, InnerState, Reask, Turn
-from simulator.transcript import last_line, shared_context
+from simulator.transcript import last_line, said_phrase, shared_context
 
 MAX_SOFTEN_STEP = 2.0
 REASKS = 1  # re-asks per part of a turn (self-report, line) after failed fidelity checks
@@ -265,6 +265,7 @@ async def member_turn(
     window: int,
     directive: str | None = None,
     allow: Collection[FidelityCheck] = (),
+    said_if: Sequence[str] = (),
 ) -> Turn:
     """Play one member turn: (1)+(2) self-report with a move, as structured output, (3) the line, continuing a
     prefill. Each part is checked (simulator.fidelity) and re-asked with the reason when it fails.
@@ -272,7 +273,8 @@ async def member_turn(
     `directive` is a private stage direction for this turn (a perturbation: "hint that you have thought about
     not being here any more"); it reaches only this member's prompts and is recorded on the turn, never shown
     to the supporter. `allow` names fidelity checks this turn is exempt from, because the direction asks for
-    what they catch (a stressor that is a language switch).
+    what they catch (a stressor that is a language switch). `said_if`: wordings of which a directed line must
+    contain one, else it is re-asked with them as examples (a 1.5B member often leaves a direction out).
     """
     member = case.member(speaker)
     previous = current_state(case, speaker, turns)
@@ -396,6 +398,16 @@ async def member_turn(
             language=language,
             finish_reason=c.call.finish_reason,
         )
+        if directive and said_if and said_phrase(said_if, clean_utterance(c.text)) is None:
+            examples = "; ".join(f'"{w}"' for w in said_if[:4])
+            flags.append(
+                FidelityFlag(
+                    check=FidelityCheck.DIRECTION_IGNORED,
+                    detail=f"the line leaves out the stage direction; say it plainly in this line, in words such as "
+                    f"{examples}",
+                    evidence=clean_utterance(c.text)[:120],
+                )
+            )
         return _allowed(allow, flags)
 
     speak_call, line_flags, line_reasks = await _attempts("line", ask_line, check_text)

@@ -87,6 +87,7 @@ def make_member_node(
                 window=config.window,
                 directive=d.text if (d := config.direction_for(sum(t.kind == "member" for t in turns) + 1)) else None,
                 allow=d.allow if d else (),
+                said_if=d.said_if if d else (),
             )
         except (ModelError, ValueError) as err:
             return failure_update(f"member turn {len(turns) + 1} ({speaker})", err)

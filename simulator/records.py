@@ -96,6 +96,7 @@ class FidelityCheck(StrEnum):
     COPIED_TAG = "copied_tag"  # the line or a self-report field copies the prompt's rendering (a speaker tag)
     FALSE_REFERENCE = "false_reference"  # "you mentioned ..." to a counsellor who never said it
     UNEARNED_SOFTENING = "unearned_softening"  # a softening move with no cause in the supporter's last turn
+    DIRECTION_IGNORED = "direction_ignored"  # a directed line with none of its stressor's `said_if` wordings
 
 
 class FidelityFlag(_Record):

@@ -33,6 +33,11 @@ class StageDirection(BaseModel):
         default=(), description="Whom that turn is spoken to (members or the Therapist); empty = the floor's choice."
     )
     text: str = Field(min_length=1, description="What the member is to do, e.g. 'hint at thoughts of self-harm'.")
+    said_if: tuple[str, ...] = Field(
+        default=(),
+        description="Wordings that show the direction was carried out; a line with none of them is re-asked "
+        "(FidelityCheck.DIRECTION_IGNORED). Empty: not checked here (the delivery check decides after the session).",
+    )
     allow: tuple[FidelityCheck, ...] = Field(
         default=(), description="Fidelity checks the directed turn is exempt from (what the direction asks for)."
     )

@@ -68,6 +68,18 @@ def last_line(turns: Sequence[Turn]) -> str:
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
 
 
+def said_phrase(phrases: Sequence[str], text: str) -> str | None:
+    """The line's own words for the first of `phrases` it contains as whole words (case, spacing and curly
+    apostrophes ignored), else None: how a stage direction with recognisable wordings is known to be said."""
+    plain = text.replace("\u2019", "'")
+    for phrase in phrases:
+        words = phrase.replace("\u2019", "'").split()
+        found = re.search(r"(?<!\w)" + r"\s+".join(map(re.escape, words)) + r"(?!\w)", plain, re.IGNORECASE)
+        if words and found:
+            return text[found.start() : found.end()]
+    return None
+
+
 def sentences(text: str) -> list[str]:
     """The sentences of a turn, whitespace collapsed: what judges cite and a local safety checker quotes."""
     return [x for x in _SENTENCE_END.split(" ".join(text.split())) if x]

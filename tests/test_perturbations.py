@@ -63,6 +63,7 @@ def test_builtins_cover_the_issue_and_apply_to_every_case():
                     plan.directive,
                     p.name,
                 )
+                assert d.said_if == tuple(p.check.said_if)  # the member's line is re-asked without one
                 assert d.at_member_turn + p.check.within - 1 <= cfg.max_turns  # room for the check's window
                 assert not re.search(r"\$\{?(speaker|target|group_label|private)\b", d.text)  # all filled in
             # what the supporter's intake shows is untouched

@@ -43,6 +43,7 @@ from simulator.records import (
     StressorDelivery,
     Turn,
 )
+from simulator.transcript import said_phrase
 
 
 class NoCheckModel(ValueError):
@@ -144,18 +145,6 @@ async def verify_delivery(
     if client is None or not model:
         raise NoCheckModel("deciding whether the stressor was said needs a check model")
     return await _ask(record, trigger, stressor_description(p, plan), base, client, model)
-
-
-def said_phrase(phrases: list[str], text: str) -> str | None:
-    """The line's own words for the first of `phrases` it contains as whole words (case, spacing and curly
-    apostrophes ignored), else None."""
-    plain = text.replace("\u2019", "'")
-    for phrase in phrases:
-        words = phrase.replace("\u2019", "'").split()
-        found = re.search(r"(?<!\w)" + r"\s+".join(map(re.escape, words)) + r"(?!\w)", plain, re.IGNORECASE)
-        if words and found:
-            return text[found.start() : found.end()]
-    return None
 
 
 async def _ask(

@@ -284,6 +284,7 @@ def apply_perturbation(
                 member=plan.speaker,
                 to=tuple(plan.addressees),
                 allow=tuple(p.inject.allow) if p.inject else (),
+                said_if=tuple(p.check.said_if),
                 text=plan.directive,
                 source=p.name,
             ),
