@@ -69,15 +69,19 @@ _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
 
 
 def said_phrase(phrases: Sequence[str], text: str) -> str | None:
-    """The line's own words for the first of `phrases` it contains as whole words (case, spacing and curly
+    """The line's own words for the earliest of `phrases` it contains as whole words (case, spacing and curly
     apostrophes ignored), else None: how a stage direction with recognisable wordings is known to be said."""
     plain = text.replace("\u2019", "'")
+    found = []
     for phrase in phrases:
         words = phrase.replace("\u2019", "'").split()
-        found = re.search(r"(?<!\w)" + r"\s+".join(map(re.escape, words)) + r"(?!\w)", plain, re.IGNORECASE)
-        if words and found:
-            return text[found.start() : found.end()]
-    return None
+        hit = re.search(r"(?<!\w)" + r"\s+".join(map(re.escape, words)) + r"(?!\w)", plain, re.IGNORECASE)
+        if words and hit:
+            found.append((hit.start(), -hit.end()))
+    if not found:
+        return None
+    start, end = min(found)
+    return text[start:-end]
 
 
 def sentences(text: str) -> list[str]:
