@@ -127,6 +127,24 @@ class DirectOpenAI:
             self._pools[id(loop)] = pool
         return pool[0]
 
+    async def post(
+        self, url: str, body: str, headers: dict[str, str], timeout: float
+    ) -> tuple[int, bytes, dict[str, str]]:
+        """POST one JSON body over the pool: (status, body bytes, reply headers). A broken connection is
+        APIConnectionError; a timeout propagates (`_call` reports it as a timeout)."""
+        import aiohttp
+
+        session = await self._session()
+        try:
+            async with session.post(
+                url, data=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
+            ) as resp:
+                return resp.status, await resp.read(), dict(resp.headers)
+        except TimeoutError:
+            raise
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as err:
+            raise APIConnectionError(f"{url}: {type(err).__name__}: {err}") from None
+
     async def acompletion(
         self,
         *,
@@ -142,21 +160,10 @@ class DirectOpenAI:
         response_format: dict | None = None,
         **_: Any,
     ) -> _Response:
-        import aiohttp
-
         body = chat_body(model, messages, max_tokens, temperature, seed, stop, response_format)
         url = api_base.rstrip("/") + "/chat/completions"
         headers = {"Content-Type": "application/json", "Authorization": f"Bearer {api_key}"}
-        session = await self._session()
-        try:
-            async with session.post(
-                url, data=json.dumps(body), headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
-            ) as resp:
-                status, raw = resp.status, await resp.read()
-        except TimeoutError:
-            raise  # `_call` reports it as a timeout, as for litellm
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as err:
-            raise APIConnectionError(f"{url}: {type(err).__name__}: {err}") from None
+        status, raw, _ = await self.post(url, json.dumps(body), headers, timeout)
         if status >= 400:
             kind = _BY_STATUS.get(status) or (InternalServerError if status >= 500 else BadRequestError)
             raise kind(f"HTTP {status} from {url}: {_error_message(raw)}")
