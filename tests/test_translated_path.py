@@ -18,8 +18,8 @@ from simulator.llm.types import ModelError, Prompt
 PROMPT = Prompt(context='Dana: "You are never home."', instructions="How does Dana feel?")
 REPLY = '{"emotion": "hurt", "intensity": 7}'
 KEY = "sk-test-not-a-real-key-7f3a"
-# Set by the HTTP library, not by the provider translation (litellm's httpx transport vs aiohttp).
-TRANSPORT_HEADERS = {"host", "user-agent", "accept", "accept-encoding", "content-length", "connection"}
+# Set by the HTTP library, not by litellm (its httpx transport vs aiohttp): the connection, not the request.
+TRANSPORT_HEADERS = {"host", "accept", "accept-encoding", "content-length", "connection"}
 
 
 class Feeling(BaseModel):

@@ -99,9 +99,7 @@ class LitellmTranslation:
             config = lib.ProviderConfigManager.get_provider_chat_config(model=bare, provider=lib.LlmProviders(provider))
             key_used = api_key or dynamic_key
             if provider == "openai":  # as litellm's `_complete_custom_openai`
-                from litellm.responses.bridge_check import _resolve_openai_api_base
-
-                base = _resolve_openai_api_base(base)
+                base = lib.main._resolve_openai_api_base(base)
                 key_used = key_used or lib.api_key or lib.openai_key or lib.get_secret("OPENAI_API_KEY")
             else:  # hosted_vllm, as litellm's `_complete_hosted_vllm`
                 base = base or lib.api_base or lib.get_secret_str("HOSTED_VLLM_API_BASE")
@@ -121,20 +119,17 @@ class LitellmTranslation:
         """(route, url, headers, body, optional_params, litellm_params, json_mode) as litellm builds them."""
         lib = self._lib
         route = self._route(model, api_base, api_key)
-        from litellm.litellm_core_utils.get_litellm_params import get_litellm_params
-        from litellm.llms.base_llm.chat.transformation import with_attribution_headers
-
         optional = lib.utils.get_optional_params(
             model=route.model, custom_llm_provider=route.provider, messages=messages, stream=None, **params
         )
         json_mode = bool(optional.pop("json_mode", False))  # popped before translation, as litellm's handler does
         extra_body = optional.pop("extra_body", None)
-        litellm_params = get_litellm_params(
+        litellm_params = lib.main.get_litellm_params(
             api_key=route.api_key, custom_llm_provider=route.provider, api_base=route.api_base, acompletion=True
         )
         headers = lib.headers if route.provider == "openai" else None
         if route.provider == "openai":
-            headers = with_attribution_headers(route.config.get_attribution_headers(), headers)
+            headers = lib.main.with_attribution_headers(route.config.get_attribution_headers(), headers)
         headers = route.config.validate_environment(
             api_key=route.api_key,
             headers=headers or {},
@@ -184,7 +179,11 @@ class LitellmTranslation:
             model, messages, params, api_base=api_base, api_key=api_key
         )
         try:
-            status, raw, reply_headers = await self._http.post(url, json.dumps(body), headers, timeout)
+            sent = {
+                **lib.llms.custom_httpx.http_handler.get_default_headers(),
+                **headers,
+            }  # litellm's HTTP client adds its User-Agent the same way
+            status, raw, reply_headers = await self._http.post(url, json.dumps(body), sent, timeout)
         except APIConnectionError as err:  # litellm's handler: a failure without a status is a 500 of the provider
             status, raw, reply_headers = 500, str(err).encode(), {}
         if status >= 400:
