@@ -1,88 +1,29 @@
 """litellm's provider translation over rescue-sim's HTTP pool (simulator/llm/translated.py): the same request
 bytes, reply, accounting and failures as litellm's whole call, without litellm's per-call wrapper. A capture
-server in a thread records each request's URL, headers and body bytes and answers as the provider would."""
+server in a thread (tests/_capture_server.py) records each request's URL, headers and body bytes and answers as
+the provider would."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from simulator.llm.client import LiteLLMClient, ModelSettings
 from simulator.llm.types import ModelError, Prompt
+from tests._capture_server import CaptureServer
 
 PROMPT = Prompt(context='Dana: "You are never home."', instructions="How does Dana feel?")
-REPLY = '{"emotion": "hurt", "intensity": 7}'
 KEY = "sk-test-not-a-real-key-7f3a"
 # Set by the HTTP library, not by litellm (its httpx transport vs aiohttp): the connection, not the request.
-TRANSPORT_HEADERS = {"host", "accept", "accept-encoding", "content-length", "connection"}
+TRANSPORT_HEADERS = {"host", "accept-encoding", "content-length", "connection"}
 
 
 class Feeling(BaseModel):
     emotion: str
     intensity: int
-
-
-class CaptureServer:
-    """Records every request (method, path, headers, body bytes); answers with `status` and an OpenAI reply."""
-
-    def __init__(self, status: int = 200):
-        self.status, self.requests = status, []
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    async def _handle(self, request: Any) -> Any:
-        from aiohttp import web
-
-        raw = await request.read()
-        self.requests.append((request.method, request.path, dict(request.headers), raw))
-        if self.status == 0:  # a body that is not JSON: a proxy's error page, a truncated reply
-            return web.Response(text="<html>bad gateway</html>", content_type="text/html")
-        if self.status != 200:
-            body = {"error": {"message": "slow down", "type": "rate_limit", "code": self.status}}
-            return web.json_response(body, status=self.status)
-        model = json.loads(raw)["model"]
-        return web.json_response(
-            {
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "created": 1,
-                "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 120, "completion_tokens": 14, "total_tokens": 134},
-            }
-        )
-
-    def __enter__(self) -> CaptureServer:
-        from aiohttp import web
-
-        ready = threading.Event()
-
-        def main() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            app = web.Application()
-            app.router.add_post("/{tail:.*}", self._handle)
-            self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-            loop.run_until_complete(self._runner.setup())
-            site = web.TCPSite(self._runner, "127.0.0.1", 0)
-            loop.run_until_complete(site.start())
-            self.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/v1"
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(self._runner.cleanup())
-
-        self._thread = threading.Thread(target=main, daemon=True)
-        self._thread.start()
-        ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
 
 
 def client(tmp_path, **kw) -> LiteLLMClient:
@@ -140,6 +81,25 @@ def test_openai_at_an_env_base_sends_litellms_request_and_records_its_cost(tmp_p
             assert translated.call.cost_usd is None  # unknown to litellm's map: unknown, never 0.0
 
 
+def test_anthropic_sends_litellms_messages_request_and_records_its_cost(tmp_path, monkeypatch):
+    """`anthropic/` (litellm's own anthropic handler: x-api-key, anthropic-version, beta headers, compact JSON)
+    against an Anthropic-style server at ANTHROPIC_API_BASE: a priced name (structured output through a beta
+    header) and one the cost map does not know."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    for model, priced in (("anthropic/claude-haiku-4-5", True), ("anthropic/claude-3-5-haiku-20241022", False)):
+        with CaptureServer(wire="anthropic") as srv:
+            monkeypatch.setenv("ANTHROPIC_API_BASE", srv.url.removesuffix("/v1"))
+            full, translated, (full_req, ours_req) = both_paths(tmp_path, monkeypatch, srv, default=model)
+        assert_same_request(full_req, ours_req)
+        assert ours_req[1] == "/v1/messages" and ours_req[2]["x-api-key"] == KEY
+        assert_same_record(full, translated)
+        if priced:
+            assert translated.call.cost_usd is not None and translated.call.cost_usd > 0
+        else:
+            assert translated.call.cost_usd is None
+
+
 def test_hosted_vllm_with_a_settings_base_matches_litellm(tmp_path, monkeypatch):
     model = "hosted_vllm/fake"
     with CaptureServer() as srv:
@@ -178,13 +138,14 @@ def test_translation_path_skips_litellms_cost_calculation_and_logging(tmp_path, 
     assert calls == {"completion_cost": 0, "cost_per_token": 1}
 
 
-def test_http_errors_are_named_and_retried_as_on_litellms_path(tmp_path, monkeypatch):
+@pytest.mark.parametrize("model", ["openai/gpt-4o-mini", "anthropic/claude-haiku-4-5"])
+def test_http_errors_are_named_and_retried_as_on_litellms_path(tmp_path, monkeypatch, model):
     """A 429 is litellm's RateLimitError on both paths: retried by the client, then the same recorded failure."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setattr("simulator.llm.client.random.random", lambda: 0.0)
     reasons = []
     for translate in (False, True):
-        model = "openai/gpt-4o-mini"
         with CaptureServer(status=429) as srv:
             c = client(tmp_path, default=model, api_bases={model: srv.url}, max_retries=1, litellm_translate=translate)
             with pytest.raises(ModelError) as err:
@@ -197,13 +158,13 @@ def test_http_errors_are_named_and_retried_as_on_litellms_path(tmp_path, monkeyp
 
 
 @pytest.mark.parametrize("status", [0, 500])
-def test_malformed_replies_and_server_errors_fail_as_on_litellms_path(tmp_path, monkeypatch, status):
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+@pytest.mark.parametrize("model", ["hosted_vllm/fake", "anthropic/claude-haiku-4-5"])
+def test_malformed_replies_and_server_errors_fail_as_on_litellms_path(tmp_path, monkeypatch, status, model):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setattr("simulator.llm.client.random.random", lambda: 0.0)
     monkeypatch.setattr("simulator.llm.client.asyncio.sleep", _no_sleep)
     reasons = []
     for translate in (False, True):
-        model = "hosted_vllm/fake"
         with CaptureServer(status=status) as srv:
             c = client(tmp_path, default=model, api_bases={model: srv.url}, max_retries=1, litellm_translate=translate)
             with pytest.raises(ModelError) as err:
@@ -221,14 +182,14 @@ def test_a_refused_connection_is_retried_as_on_litellms_path(tmp_path, monkeypat
         s.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
     names = []
-    for translate in (False, True):
-        model = "hosted_vllm/fake"
+    for translate, model in [(t, m) for m in ("hosted_vllm/fake", "anthropic/claude-haiku-4-5") for t in (False, True)]:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
         c = client(tmp_path, default=model, api_bases={model: url}, max_retries=1, litellm_translate=translate)
         with pytest.raises(ModelError) as err:
             asyncio.run(c.complete(PROMPT, role="member"))
         assert err.value.attempts == 2
         names.append(err.value.reason.split(":")[1].strip())
-    assert names[1] == names[0] == "InternalServerError"  # litellm's name for it: a 500 without a status
+    assert names == ["InternalServerError"] * 4  # litellm's name for it on both paths: a 500 without a status
 
 
 async def _no_sleep(_s: float) -> None:

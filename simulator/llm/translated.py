@@ -12,7 +12,9 @@ This module never imports litellm: the client hands it the module (only `simulat
 
 from __future__ import annotations
 
+import copy
 import json
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +23,7 @@ from simulator.llm.direct import APIConnectionError, DirectOpenAI
 __all__ = ["TRANSLATED_PROVIDERS", "LitellmTranslation", "PriceMemo", "translates"]
 
 # Providers verified end to end against a fake server: the same URL, headers and body bytes as litellm's own call.
-TRANSLATED_PROVIDERS = ("openai", "hosted_vllm")
+TRANSLATED_PROVIDERS = ("openai", "hosted_vllm", "anthropic")
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,21 @@ class _Route:
     config: Any
     api_base: str | None
     api_key: str | None
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One request as litellm would send it, and what the reply's translation needs."""
+
+    route: _Route
+    url: str
+    headers: dict[str, Any]
+    data: dict[str, Any]
+    body: str
+    optional_params: dict[str, Any]
+    litellm_params: dict[str, Any]
+    json_mode: bool
+    make_error: Any  # (text, status, headers) -> the provider's exception, as litellm's handler raises it
 
 
 class _NoLogging:
@@ -101,13 +118,24 @@ class LitellmTranslation:
             if provider == "openai":  # as litellm's `_complete_custom_openai`
                 base = lib.main._resolve_openai_api_base(base)
                 key_used = key_used or lib.api_key or lib.openai_key or lib.get_secret("OPENAI_API_KEY")
+            elif provider == "anthropic":  # as litellm's `_complete_anthropic`
+                key_used = key_used or lib.anthropic_key or lib.api_key or os.environ.get("ANTHROPIC_API_KEY")
+                base = (
+                    base
+                    or lib.api_base
+                    or lib.get_secret("ANTHROPIC_API_BASE")
+                    or lib.get_secret("ANTHROPIC_BASE_URL")
+                    or "https://api.anthropic.com/v1/messages"
+                )
+                if not lib.get_secret_bool("LITELLM_ANTHROPIC_DISABLE_URL_SUFFIX"):
+                    base = lib.main.ensure_api_route(base, "v1/messages")
             else:  # hosted_vllm, as litellm's `_complete_hosted_vllm`
                 base = base or lib.api_base or lib.get_secret_str("HOSTED_VLLM_API_BASE")
             route = _Route(provider, bare, config, base, key_used)
             self._routes[key] = route
         return route
 
-    def request(
+    async def request(
         self,
         model: str,
         messages: list[dict[str, str]],
@@ -115,18 +143,20 @@ class LitellmTranslation:
         *,
         api_base: str | None = None,
         api_key: str | None = None,
-    ) -> tuple[_Route, str, dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], bool]:
-        """(route, url, headers, body, optional_params, litellm_params, json_mode) as litellm builds them."""
+    ) -> _Request:
+        """The request as litellm builds it for this call, and what its reply's translation needs."""
         lib = self._lib
         route = self._route(model, api_base, api_key)
         optional = lib.utils.get_optional_params(
             model=route.model, custom_llm_provider=route.provider, messages=messages, stream=None, **params
         )
-        json_mode = bool(optional.pop("json_mode", False))  # popped before translation, as litellm's handler does
-        extra_body = optional.pop("extra_body", None)
         litellm_params = lib.main.get_litellm_params(
             api_key=route.api_key, custom_llm_provider=route.provider, api_base=route.api_base, acompletion=True
         )
+        if route.provider == "anthropic":
+            return await self._anthropic_request(route, messages, optional, litellm_params)
+        json_mode = bool(optional.pop("json_mode", False))  # popped before translation, as litellm's handler does
+        extra_body = optional.pop("extra_body", None)
         headers = lib.headers if route.provider == "openai" else None
         if route.provider == "openai":
             headers = lib.main.with_attribution_headers(route.config.get_attribution_headers(), headers)
@@ -159,7 +189,55 @@ class LitellmTranslation:
                 extra_body=extra_body, request=body, model=route.model, litellm_params=litellm_params
             )
             body = {**body, **extra}
-        return route, url, headers, body, optional, litellm_params, json_mode
+
+        def make_error(text: str, status: int, reply_headers: dict[str, str]) -> Exception:
+            return route.config.get_error_class(error_message=text, status_code=status, headers=reply_headers)
+
+        return _Request(route, url, headers, body, json.dumps(body), optional, litellm_params, json_mode, make_error)
+
+    async def _anthropic_request(
+        self, route: _Route, messages: list[dict[str, str]], optional: dict[str, Any], litellm_params: dict[str, Any]
+    ) -> _Request:
+        """As litellm's own anthropic handler builds it (llms/anthropic/chat/handler.py, `completion`): beta
+        headers filtered, beta-gated fields stripped, the body serialised as httpx's `json=` does."""
+        handler = self._lib.llms.anthropic.chat.handler
+        optional = copy.deepcopy(optional)
+        optional.pop("stream", None)
+        json_mode = bool(optional.pop("json_mode", False))
+        is_vertex = bool(optional.pop("is_vertex_request", False))
+        optional.pop("vertex_count_tokens_location", None)
+        messages = copy.deepcopy(messages)
+        transform_params = {**optional, "is_vertex_request": is_vertex}
+        headers = handler.AnthropicConfig().validate_environment(
+            api_key=route.api_key,
+            headers=dict(self._lib.headers or {}),
+            model=route.model,
+            messages=messages,
+            optional_params=transform_params,
+            litellm_params=litellm_params,
+            api_base=route.api_base,
+        )
+        data = await route.config.async_transform_request(
+            model=route.model,
+            messages=messages,
+            optional_params=transform_params,
+            litellm_params=litellm_params,
+            headers=headers,
+        )
+        headers, data = handler.update_request_with_filtered_beta(
+            headers=headers, request_data=data, provider=route.provider, api_base=route.api_base
+        )
+        data = dict(
+            handler.strip_beta_gated_request_body(
+                data, headers, drop_params=litellm_params.get("drop_params"), model=route.model, provider=route.provider
+            )
+        )
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+        def make_error(text: str, status: int, reply_headers: dict[str, str]) -> Exception:
+            return handler.AnthropicError(message=text, status_code=status, headers=reply_headers)
+
+        return _Request(route, route.api_base, headers, data, text, optional, litellm_params, json_mode, make_error)
 
     async def acompletion(
         self,
@@ -175,24 +253,19 @@ class LitellmTranslation:
         import httpx
 
         lib = self._lib
-        route, url, headers, body, optional, litellm_params, json_mode = self.request(
-            model, messages, params, api_base=api_base, api_key=api_key
-        )
+        req = await self.request(model, messages, params, api_base=api_base, api_key=api_key)
+        route = req.route
+        sent = {**lib.llms.custom_httpx.http_handler.get_default_headers(), **req.headers}  # as litellm's client
         try:
-            sent = {
-                **lib.llms.custom_httpx.http_handler.get_default_headers(),
-                **headers,
-            }  # litellm's HTTP client adds its User-Agent the same way
-            status, raw, reply_headers = await self._http.post(url, json.dumps(body), sent, timeout)
-        except APIConnectionError as err:  # litellm's handler: a failure without a status is a 500 of the provider
+            status, raw, reply_headers = await self._http.post(req.url, req.body, sent, timeout)
+        except APIConnectionError as err:  # litellm's handlers: a failure without a status is a 500 of the provider
             status, raw, reply_headers = 500, str(err).encode(), {}
         if status >= 400:
-            text = raw.decode("utf-8", "replace")
-            error = route.config.get_error_class(error_message=text, status_code=status, headers=reply_headers)
+            error = req.make_error(raw.decode("utf-8", "replace"), status, reply_headers)
             raise lib.exception_type(
                 model=route.model, original_exception=error, custom_llm_provider=route.provider
             ) from None
-        reply = httpx.Response(status, content=raw, headers=reply_headers, request=httpx.Request("POST", url))
+        reply = httpx.Response(status, content=raw, headers=reply_headers, request=httpx.Request("POST", req.url))
         try:
             response = route.config.transform_response(
                 model=route.model,
@@ -200,12 +273,12 @@ class LitellmTranslation:
                 model_response=lib.ModelResponse(),
                 logging_obj=_NoLogging(),
                 api_key=route.api_key,
-                request_data=body,
+                request_data=req.data,
                 messages=messages,
-                optional_params=optional,
-                litellm_params=litellm_params,
-                encoding=None,
-                json_mode=json_mode,
+                optional_params=req.optional_params,
+                litellm_params=req.litellm_params,
+                encoding=lib.main._get_encoding(),
+                json_mode=req.json_mode,
             )
         except Exception as err:  # noqa: BLE001 - named as litellm names it (malformed reply: APIError)
             raise lib.exception_type(
