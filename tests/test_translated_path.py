@@ -16,6 +16,10 @@ from simulator.llm.types import ModelError, Prompt
 from tests._capture_server import CaptureServer
 
 PROMPT = Prompt(context='Dana: "You are never home."', instructions="How does Dana feel?")
+# Stop sequences and a non-ASCII character: mapped per provider and serialised, so both must come out the same.
+PROMPT_STOP = Prompt(
+    context='Dana: "You are never home — ever."', instructions="How does Dana feel?", stop=("</reply>",)
+)
 KEY = "sk-test-not-a-real-key-7f3a"
 # Set by the HTTP library, not by litellm (its httpx transport vs aiohttp): the connection, not the request.
 TRANSPORT_HEADERS = {"host", "accept-encoding", "content-length", "connection"}
@@ -37,7 +41,7 @@ def both_paths(tmp_path, monkeypatch, server, **kw):
     import litellm
 
     full = asyncio.run(
-        client(tmp_path, litellm_translate=False, **kw).complete(PROMPT, role="member", schema=Feeling, seed=3)
+        client(tmp_path, litellm_translate=False, **kw).complete(PROMPT_STOP, role="member", schema=Feeling, seed=3)
     )
 
     def no_litellm(*a, **k):
@@ -45,7 +49,7 @@ def both_paths(tmp_path, monkeypatch, server, **kw):
 
     with monkeypatch.context() as m:
         m.setattr(litellm, "acompletion", no_litellm)
-        translated = asyncio.run(client(tmp_path, **kw).complete(PROMPT, role="member", schema=Feeling, seed=3))
+        translated = asyncio.run(client(tmp_path, **kw).complete(PROMPT_STOP, role="member", schema=Feeling, seed=3))
     assert len(server.requests) == 2
     return full, translated, server.requests
 
@@ -73,6 +77,7 @@ def test_openai_at_an_env_base_sends_litellms_request_and_records_its_cost(tmp_p
             full, translated, (full_req, ours_req) = both_paths(tmp_path, monkeypatch, srv, default=model)
         assert_same_request(full_req, ours_req)
         assert ours_req[2]["Authorization"] == f"Bearer {KEY}" and ours_req[1] == "/v1/chat/completions"
+        assert json.loads(ours_req[3])["stop"] == ["</reply>"]
         assert_same_record(full, translated)
         if priced:
             assert translated.call.cost_usd is not None and translated.call.cost_usd > 0
@@ -93,6 +98,7 @@ def test_anthropic_sends_litellms_messages_request_and_records_its_cost(tmp_path
             full, translated, (full_req, ours_req) = both_paths(tmp_path, monkeypatch, srv, default=model)
         assert_same_request(full_req, ours_req)
         assert ours_req[1] == "/v1/messages" and ours_req[2]["x-api-key"] == KEY
+        assert json.loads(ours_req[3])["stop_sequences"] == ["</reply>"] and "—".encode() in ours_req[3]
         assert_same_record(full, translated)
         if priced:
             assert translated.call.cost_usd is not None and translated.call.cost_usd > 0
@@ -194,3 +200,18 @@ def test_a_refused_connection_is_retried_as_on_litellms_path(tmp_path, monkeypat
 
 async def _no_sleep(_s: float) -> None:
     return None
+
+
+def test_proxy_settings_are_honoured_as_litellm_honours_them(tmp_path, monkeypatch):
+    """Behind HTTP_PROXY both paths reach the provider through the proxy (here the capture server plays it)."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_BASE", "http://api.example.invalid/v1")
+    for var in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    with CaptureServer() as srv:
+        monkeypatch.setenv("HTTP_PROXY", srv.url.removesuffix("/v1"))
+        full, translated, (full_req, ours_req) = both_paths(tmp_path, monkeypatch, srv, default="openai/gpt-4o-mini")
+    assert full_req[2]["Host"] == ours_req[2]["Host"] == "api.example.invalid"
+    assert_same_request(full_req, ours_req)
+    assert_same_record(full, translated)

@@ -393,7 +393,8 @@ class LiteLLMClient:
         """litellm's translation over our HTTP pool where it applies (simulator.llm.translated), else None."""
         if not self.settings.litellm_translate or self.settings.litellm_kwargs or not translates(self._lib(), model):
             return None
-        self._translation = self._translation or LitellmTranslation(self._lib(), self._http, self._price_memo())
+        if self._translation is None:  # its own pool: it honours proxy settings, as litellm does
+            self._translation = LitellmTranslation(self._lib(), DirectOpenAI(trust_env=True), self._price_memo())
         return self._translation
 
     def _price_memo(self) -> PriceMemo:

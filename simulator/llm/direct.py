@@ -112,8 +112,11 @@ class _Response:
 class DirectOpenAI:
     """POST /chat/completions over one pooled aiohttp session per event loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, trust_env: bool = False) -> None:
+        """trust_env: route through HTTP(S)_PROXY / NO_PROXY from the environment, as litellm's httpx client does
+        (the translation path for hosted providers); the lean path's endpoints are the user's own, addressed as given."""
         self._pools: dict[int, tuple[Any, Any]] = {}
+        self._trust_env = trust_env
 
     async def _session(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -121,7 +124,7 @@ class DirectOpenAI:
         if pool is None or pool[0].closed:
             # The session lives in an async generator: the event loop finalises those when it shuts down
             # (asyncio.run does), which closes the session with its loop and no "unclosed session" warning.
-            holder = _session_holder()
+            holder = _session_holder(self._trust_env)
             pool = (await holder.__anext__(), holder)
             self._pools = {k: v for k, v in self._pools.items() if not v[0].closed}
             self._pools[id(loop)] = pool
@@ -207,10 +210,10 @@ def chat_body(
     return body
 
 
-async def _session_holder() -> Any:
+async def _session_holder(trust_env: bool) -> Any:
     import aiohttp
 
-    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30))
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30), trust_env=trust_env)
     try:
         while True:
             yield session

@@ -1,9 +1,10 @@
 """litellm's provider translation without litellm's per-call wrapper.
 
-For a provider whose call litellm makes with its generic HTTP handler (`TRANSLATED_PROVIDERS`), litellm's own
-provider config builds the request (`validate_environment`, `get_complete_url`, `transform_request`) and reads
-the reply (`transform_response`), and litellm's `exception_type` names the errors, as in a full
-`litellm.acompletion`; the request goes out over the lean path's pooled aiohttp session. Skipped per call: the
+For the providers in `TRANSLATED_PROVIDERS`, litellm's own provider config builds the request
+(`validate_environment`, `get_complete_url`, `transform_request`, in the order and with the arguments litellm's
+generic HTTP handler uses, or its anthropic handler for `anthropic/`) and reads the reply (`transform_response`),
+and litellm's `exception_type` names the errors, as in a full `litellm.acompletion`; the request goes out over
+the lean path's pooled aiohttp session. Skipped per call: the
 logging object and its success handlers, the response cost calculation (the cost comes from
 `litellm.cost_per_token`, with a model litellm cannot price remembered as unpriced: None, never 0.0) and the
 thread hop. Streaming, tools and signed or OAuth providers (bedrock, vertex, azure AD...) stay on the full call.
@@ -53,24 +54,16 @@ class _Request:
 
 
 class _NoLogging:
-    """Stands in for litellm's per-call Logging object: the provider configs report to it, and the logging it
-    would do (callbacks, standard payloads that price the reply again) is what this path leaves out."""
-
-    model_call_details: dict[str, Any]
-
-    def __init__(self) -> None:
-        self.model_call_details = {}
-
-    def pre_call(self, *args: Any, **kwargs: Any) -> None:
-        return None
+    """Stands in for litellm's per-call Logging object, which the provider configs report the raw reply to: the
+    logging it would do (callbacks, standard payloads that price the reply again) is what this path leaves out."""
 
     def post_call(self, *args: Any, **kwargs: Any) -> None:
         return None
 
 
 def translates(lib: Any, model: str) -> bool:
-    """Whether litellm would make this call with its generic HTTP handler for a provider verified here (`openai/`
-    only while litellm is set to use that handler, as the client sets it; else the openai SDK's route)."""
+    """Whether this call is one verified here (`openai/` only while litellm is set to use its own HTTP handler
+    for it, as the client sets it; else litellm takes the openai SDK's route, which is not mirrored)."""
     provider = model.split("/", 1)[0]
     if provider not in TRANSLATED_PROVIDERS:
         return False
@@ -232,12 +225,12 @@ class LitellmTranslation:
                 data, headers, drop_params=litellm_params.get("drop_params"), model=route.model, provider=route.provider
             )
         )
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        body = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
         def make_error(text: str, status: int, reply_headers: dict[str, str]) -> Exception:
             return handler.AnthropicError(message=text, status_code=status, headers=reply_headers)
 
-        return _Request(route, route.api_base, headers, data, text, optional, litellm_params, json_mode, make_error)
+        return _Request(route, route.api_base, headers, data, body, optional, litellm_params, json_mode, make_error)
 
     async def acompletion(
         self,
