@@ -9,10 +9,12 @@ import threading
 from typing import Any
 
 REPLY = '{"emotion": "hurt", "intensity": 7}'
+_SLEEP = asyncio.sleep  # the real one: tests patch asyncio.sleep to skip the client's backoff
 
 
 class CaptureServer:
-    """Records every request (method, path, headers, body bytes); answers with `status` and an OpenAI reply."""
+    """Records every request (method, path, headers, body bytes); answers with `status` (0: a non-JSON body,
+    -1: no answer for 2 s) or a reply in the `wire` format ("openai" or "anthropic")."""
 
     def __init__(self, status: int = 200, wire: str = "openai"):
         self.status, self.wire, self.requests = status, wire, []
@@ -23,6 +25,8 @@ class CaptureServer:
 
         raw = await request.read()
         self.requests.append((request.method, request.path, dict(request.headers), raw))
+        if self.status == -1:  # never answers in time: a stalled provider
+            await _SLEEP(2)
         if self.status == 0:  # a body that is not JSON: a proxy's error page, a truncated reply
             return web.Response(text="<html>bad gateway</html>", content_type="text/html")
         if self.status != 200:

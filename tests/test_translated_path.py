@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
 from pydantic import BaseModel
@@ -176,6 +177,25 @@ def test_malformed_replies_and_server_errors_fail_as_on_litellms_path(tmp_path, 
             with pytest.raises(ModelError) as err:
                 asyncio.run(c.complete(PROMPT, role="member"))
         reasons.append((err.value.attempts, len(srv.requests), err.value.reason))
+    assert reasons[1] == reasons[0]
+
+
+@pytest.mark.parametrize("model", ["hosted_vllm/fake", "anthropic/claude-haiku-4-5"])
+def test_a_stalled_provider_times_out_as_on_litellms_path(tmp_path, monkeypatch, model):
+    """litellm's Timeout, worded as litellm words it (only the measured seconds differ), retried, then recorded."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setattr("simulator.llm.client.random.random", lambda: 0.0)
+    monkeypatch.setattr("simulator.llm.client.asyncio.sleep", _no_sleep)
+    reasons = []
+    with CaptureServer(status=-1) as srv:
+        for translate in (False, True):
+            settings = {"api_bases": {model: srv.url}, "timeout_s": 0.3, "max_retries": 1}
+            c = client(tmp_path, default=model, litellm_translate=translate, **settings)
+            with pytest.raises(ModelError) as err:
+                asyncio.run(c.complete(PROMPT, role="member"))
+            assert err.value.attempts == 2
+            reasons.append(re.sub(r"time taken=[0-9.]+", "time taken=T", err.value.reason))
+    assert reasons[0].startswith("failed after 2 attempts: Timeout: litellm.Timeout:")
     assert reasons[1] == reasons[0]
 
 

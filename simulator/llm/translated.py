@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -249,8 +250,14 @@ class LitellmTranslation:
         req = await self.request(model, messages, params, api_base=api_base, api_key=api_key)
         route = req.route
         sent = {**lib.llms.custom_httpx.http_handler.get_default_headers(), **req.headers}  # as litellm's client
+        started = time.time()
         try:
             status, raw, reply_headers = await self._http.post(req.url, req.body, sent, timeout)
+        except TimeoutError:  # worded as litellm's HTTP client words it, then named as its handlers name a 408
+            taken = round(time.time() - started, 3)
+            message = f"Read timed out. Timeout passed={timeout}, time taken={taken} seconds"
+            error = lib.Timeout(message=message, model="default-model-name", llm_provider="litellm-httpx-handler")
+            status, raw, reply_headers = 408, str(error).encode(), {}
         except APIConnectionError as err:  # litellm's handlers: a failure without a status is a 500 of the provider
             status, raw, reply_headers = 500, str(err).encode(), {}
         if status >= 400:
