@@ -394,7 +394,7 @@ class LiteLLMClient:
         if not self.settings.litellm_translate or self.settings.litellm_kwargs or not translates(self._lib(), model):
             return None
         if self._translation is None:  # its own pool: it honours proxy settings, as litellm does
-            self._translation = LitellmTranslation(self._lib(), DirectOpenAI(trust_env=True), self._price_memo())
+            self._translation = LitellmTranslation(self._lib(), DirectOpenAI(env_proxies=True), self._price_memo())
         return self._translation
 
     def _price_memo(self) -> PriceMemo:

@@ -112,11 +112,25 @@ class _Response:
 class DirectOpenAI:
     """POST /chat/completions over one pooled aiohttp session per event loop."""
 
-    def __init__(self, *, trust_env: bool = False) -> None:
-        """trust_env: route through HTTP(S)_PROXY / NO_PROXY from the environment, as litellm's httpx client does
-        (the translation path for hosted providers); the lean path's endpoints are the user's own, addressed as given."""
+    def __init__(self, *, env_proxies: bool = False) -> None:
+        """env_proxies: route through HTTP(S)_PROXY / NO_PROXY from the environment, as litellm's httpx client does
+        (the translation path for hosted providers); the lean path's endpoints are the user's own, addressed as
+        given. Looked up once per origin here: aiohttp's own `trust_env` does it with two thread hops per request."""
         self._pools: dict[int, tuple[Any, Any]] = {}
-        self._trust_env = trust_env
+        self._env_proxies = env_proxies
+        self._proxies: dict[str, tuple[Any, Any]] = {}  # origin -> (proxy URL, proxy auth) or (None, None)
+
+    def _proxy_for(self, url: str) -> tuple[Any, Any]:
+        origin = "/".join(url.split("/", 3)[:3])
+        if origin not in self._proxies:
+            from aiohttp.helpers import get_env_proxy_for_url
+            from yarl import URL
+
+            try:
+                self._proxies[origin] = get_env_proxy_for_url(URL(origin))
+            except LookupError:  # none set, or NO_PROXY covers the host
+                self._proxies[origin] = (None, None)
+        return self._proxies[origin]
 
     async def _session(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -124,7 +138,7 @@ class DirectOpenAI:
         if pool is None or pool[0].closed:
             # The session lives in an async generator: the event loop finalises those when it shuts down
             # (asyncio.run does), which closes the session with its loop and no "unclosed session" warning.
-            holder = _session_holder(self._trust_env)
+            holder = _session_holder()
             pool = (await holder.__anext__(), holder)
             self._pools = {k: v for k, v in self._pools.items() if not v[0].closed}
             self._pools[id(loop)] = pool
@@ -138,9 +152,15 @@ class DirectOpenAI:
         import aiohttp
 
         session = await self._session()
+        proxy, proxy_auth = self._proxy_for(url) if self._env_proxies else (None, None)
         try:
             async with session.post(
-                url, data=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
+                url,
+                data=body,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+                proxy=proxy,
+                proxy_auth=proxy_auth,
             ) as resp:
                 return resp.status, await resp.read(), dict(resp.headers)
         except TimeoutError:
@@ -210,10 +230,10 @@ def chat_body(
     return body
 
 
-async def _session_holder(trust_env: bool) -> Any:
+async def _session_holder() -> Any:
     import aiohttp
 
-    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30), trust_env=trust_env)
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30))
     try:
         while True:
             yield session
