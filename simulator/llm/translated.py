@@ -30,7 +30,8 @@ TRANSLATED_PROVIDERS = ("openai", "hosted_vllm", "anthropic")
 
 @dataclass(frozen=True)
 class _Route:
-    """What litellm resolves once per model and endpoint: provider, model name sent, config, URL base and key."""
+    """Provider, model name sent, config, URL base and key: what litellm resolves on every call, resolved here
+    once per model and endpoint (so keys and bases set in the environment are read at a model's first call)."""
 
     provider: str
     model: str
