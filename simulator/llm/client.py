@@ -36,6 +36,7 @@ from simulator.llm.embedded import (
 )
 from simulator.llm.profiles import profile_for
 from simulator.llm.structured import ParseError, check_reply
+from simulator.llm.translated import LitellmTranslation, PriceMemo, translates
 from simulator.llm.types import (
     LOCAL_PROVIDER,
     CallRecord,
@@ -90,6 +91,11 @@ class ModelSettings(BaseModel):
         "pooled aiohttp session instead of through litellm (same request, retries, cache keys and accounting; "
         "far less CPU per call). False = always litellm.",
     )
+    litellm_translate: bool = Field(
+        default=True,
+        description="Calls the lean path does not take, for providers in simulator.llm.translated: litellm's "
+        "request/response translation over the pooled session, without its per-call wrapper. False = litellm's.",
+    )
 
     def model_for(self, role: str) -> str:
         return canonical_model_id(self.roles.get(role, self.default))
@@ -120,6 +126,8 @@ class LiteLLMClient:
         self._litellm: Any = None
         self._http = DirectOpenAI()
         self._schema_support: dict[str, bool] = {}  # model -> send response_format (looked up once per model)
+        self._translation: LitellmTranslation | None = None
+        self._prices: PriceMemo | None = None
 
     def model_for(self, role: Role) -> str:
         return self.settings.model_for(role)
@@ -275,6 +283,7 @@ class LiteLLMClient:
         endpoint = self._direct(model)
         direct = self._http if endpoint is not None else None
         lib = self._lib() if direct is None else None
+        sender = direct or self._translated(model) or lib
         kwargs: dict[str, Any] = {
             "model": model,
             "messages": messages,
@@ -307,7 +316,7 @@ class LiteLLMClient:
                         try:
                             with progress.in_flight(watch):
                                 response = await asyncio.wait_for(
-                                    (direct or lib).acompletion(**kwargs), timeout=self.settings.timeout_s * 1.05 + 0.5
+                                    sender.acompletion(**kwargs), timeout=self.settings.timeout_s * 1.05 + 0.5
                                 )
                         finally:
                             seconds += time.perf_counter() - began
@@ -344,7 +353,12 @@ class LiteLLMClient:
         if is_local(model):
             cost = 0.0
         elif direct is not None and provider_of(model) == "openai":
-            cost = _openai_cost(self._lib(), model, usage)  # what litellm's response_cost is for these models
+            cost = self._price_memo().cost(  # what litellm's response_cost is for these models
+                model,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                cache_read_input_tokens=usage.cached_prompt_tokens,
+            )
         else:
             cost = (response._hidden_params or {}).get("response_cost")
         if watch is not None:
@@ -375,6 +389,18 @@ class LiteLLMClient:
             return None
         return base, os.environ.get("OPENAI_API_KEY") or ""
 
+    def _translated(self, model: str) -> LitellmTranslation | None:
+        """litellm's translation over our HTTP pool where it applies (simulator.llm.translated), else None."""
+        if not self.settings.litellm_translate or self.settings.litellm_kwargs or not translates(self._lib(), model):
+            return None
+        if self._translation is None:  # its own pool: it honours proxy settings, as litellm does
+            self._translation = LitellmTranslation(self._lib(), DirectOpenAI(env_proxies=True), self._price_memo())
+        return self._translation
+
+    def _price_memo(self) -> PriceMemo:
+        self._prices = self._prices or PriceMemo(self._lib())
+        return self._prices
+
     def _wants_schema(self, model: str, *, lean: bool) -> bool:
         """Whether litellm would send response_format for this model, looked up in litellm's model map once per
         model on both paths (the lookup walks the map, more so for a name it does not know). On the lean path
@@ -400,21 +426,6 @@ class LiteLLMClient:
 def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
     """A schema class's JSON schema, built once per class (pydantic takes milliseconds to build one)."""
     return schema.model_json_schema()
-
-
-def _openai_cost(lib: Any, model: str, usage: Usage) -> float | None:
-    """litellm's cost for an `openai/` call from its local cost map (never the network); None when the model is
-    not in the map, as litellm reports it."""
-    try:
-        prompt, completion = lib.cost_per_token(
-            model=model,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            cache_read_input_tokens=usage.cached_prompt_tokens,
-        )
-    except Exception:  # noqa: BLE001 - ModelNotMappedError and kin: unknown cost
-        return None
-    return prompt + completion
 
 
 def _wants_response_format(lib: Any, model: str) -> bool:

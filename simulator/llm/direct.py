@@ -112,8 +112,25 @@ class _Response:
 class DirectOpenAI:
     """POST /chat/completions over one pooled aiohttp session per event loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, env_proxies: bool = False) -> None:
+        """env_proxies: route through HTTP(S)_PROXY / NO_PROXY from the environment, as litellm's httpx client does
+        (the translation path for hosted providers); the lean path's endpoints are the user's own, addressed as
+        given. Looked up once per origin here: aiohttp's own `trust_env` does it with two thread hops per request."""
         self._pools: dict[int, tuple[Any, Any]] = {}
+        self._env_proxies = env_proxies
+        self._proxies: dict[str, tuple[Any, Any]] = {}  # origin -> (proxy URL, proxy auth) or (None, None)
+
+    def _proxy_for(self, url: str) -> tuple[Any, Any]:
+        origin = "/".join(url.split("/", 3)[:3])
+        if origin not in self._proxies:
+            from aiohttp.helpers import get_env_proxy_for_url
+            from yarl import URL
+
+            try:
+                self._proxies[origin] = get_env_proxy_for_url(URL(origin))
+            except LookupError:  # none set, or NO_PROXY covers the host
+                self._proxies[origin] = (None, None)
+        return self._proxies[origin]
 
     async def _session(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -126,6 +143,30 @@ class DirectOpenAI:
             self._pools = {k: v for k, v in self._pools.items() if not v[0].closed}
             self._pools[id(loop)] = pool
         return pool[0]
+
+    async def post(
+        self, url: str, body: str, headers: dict[str, str], timeout: float
+    ) -> tuple[int, bytes, dict[str, str]]:
+        """POST one JSON body over the pool: (status, body bytes, reply headers). A broken connection is
+        APIConnectionError; a timeout propagates (`_call` reports it as a timeout)."""
+        import aiohttp
+
+        session = await self._session()
+        proxy, proxy_auth = self._proxy_for(url) if self._env_proxies else (None, None)
+        try:
+            async with session.post(
+                url,
+                data=body,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+                proxy=proxy,
+                proxy_auth=proxy_auth,
+            ) as resp:
+                return resp.status, await resp.read(), dict(resp.headers)
+        except TimeoutError:
+            raise
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as err:
+            raise APIConnectionError(f"{url}: {type(err).__name__}: {err}") from None
 
     async def acompletion(
         self,
@@ -142,21 +183,10 @@ class DirectOpenAI:
         response_format: dict | None = None,
         **_: Any,
     ) -> _Response:
-        import aiohttp
-
         body = chat_body(model, messages, max_tokens, temperature, seed, stop, response_format)
         url = api_base.rstrip("/") + "/chat/completions"
         headers = {"Content-Type": "application/json", "Authorization": f"Bearer {api_key}"}
-        session = await self._session()
-        try:
-            async with session.post(
-                url, data=json.dumps(body), headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
-            ) as resp:
-                status, raw = resp.status, await resp.read()
-        except TimeoutError:
-            raise  # `_call` reports it as a timeout, as for litellm
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as err:
-            raise APIConnectionError(f"{url}: {type(err).__name__}: {err}") from None
+        status, raw, _ = await self.post(url, json.dumps(body), headers, timeout)
         if status >= 400:
             kind = _BY_STATUS.get(status) or (InternalServerError if status >= 500 else BadRequestError)
             raise kind(f"HTTP {status} from {url}: {_error_message(raw)}")

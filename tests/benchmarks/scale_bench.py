@@ -13,8 +13,9 @@ b. CPU per model call, all-in, broken down by subtraction over the same calls: I
    request), validation (parsing and validating the replies), client (the model client's own work: prompt
    rendering, cache keys, retries, accounting) and graph (everything above the client: LangGraph, the engine,
    supporters, records, run-folder writes). Target: <= 8 ms all-in. `--litellm` adds, at concurrency 8 and 32,
-   a row for the litellm path (the providers that need litellm) right after the lean row and its bare client, on
-   the same requests, so both paths are compared with a bare client in one run. `--model openai/gpt-4o-mini`
+   a row for the litellm path (the providers that need litellm; for `hosted_vllm/` and `openai/` that is litellm's
+   translation over the pooled session, `simulator/llm/translated.py`) right after the lean row and its bare
+   client, on the same requests, so both paths are compared with a bare client in one run. `--model openai/gpt-4o-mini`
    runs every role on that model at the fake server: the litellm rows are then litellm's openai route, what
    a user of api.openai.com gets, with litellm's cost map (the default `hosted_vllm/fake` has no price).
 c. 20% injected faults (429, 500, hang, malformed body, bad content; 4% each) at concurrency 32, sessions
