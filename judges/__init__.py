@@ -91,7 +91,16 @@ from judges.scoring._trajectory import (
     trajectory_metrics,
 )
 from judges.stats._agreement import cohen_kappa, krippendorff_alpha, majority, median
-from judges.stats._intervals import MeanCI, bootstrap_ci, gini, mean_ci, paired_difference_ci, t_interval
+from judges.stats._intervals import (
+    MeanCI,
+    bootstrap_ci,
+    difference_separates,
+    gini,
+    mean_ci,
+    paired_difference_ci,
+    t_interval,
+    units_for_sign_test,
+)
 from judges.stress._board import PerturbationBoard, PerturbationRow
 from judges.stress._checks import (
     CHECK_SCHEMA_VERSION,
@@ -171,7 +180,9 @@ __all__ = [
     "MeanCI",
     "bootstrap_ci",
     "t_interval",
+    "difference_separates",
     "paired_difference_ci",
+    "units_for_sign_test",
     "mean_ci",
     "gini",
     # trajectory metrics

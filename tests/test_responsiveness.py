@@ -134,14 +134,17 @@ def test_a_room_that_ignores_the_supporter_is_about_zero_against_the_null_and_a_
 
 
 def test_trajectory_separation_finds_a_known_difference_in_final_state_and_none_between_equals():
-    good = [session_responsiveness(room(TALKING, after=GOOD, null=DRIFT, supporter="m", seed=s)) for s in range(4)]
+    good = [session_responsiveness(room(TALKING, after=GOOD, null=DRIFT, supporter="m", seed=s)) for s in range(6)]
     bad = [session_responsiveness(room(TALKING, after=HARSH, null=DRIFT, supporter="sides:m", seed=s))
-           for s in range(4)]  # fmt: skip
-    twin = [session_responsiveness(room(TALKING, after=GOOD, null=DRIFT, supporter="twin", seed=s)) for s in range(4)]
+           for s in range(6)]  # fmt: skip
+    twin = [session_responsiveness(room(TALKING, after=GOOD, null=DRIFT, supporter="twin", seed=s)) for s in range(6)]
     # each member made 3 steps: tension 5 - 3 = 2 (good) vs 5 + 3 = 8 (harsh)
     assert final_state(room(TALKING, after=GOOD, null=DRIFT)) == {"intensity": 2.0, "warmth": 8.0, "tension": 2.0}
     sep = trajectory_separation([*good, *bad], "m", "sides:m")
-    assert sep.pairs == 4 and sep.separates
+    assert sep.pairs == 6 and sep.separates
+    # the same difference on every pair leaves its spread unknown: below the sign test's 6 pairs, no separation
+    few = trajectory_separation([*good[:4], *bad[:4]], "m", "sides:m")
+    assert few.pairs == 4 and few.final["tension"].mean == pytest.approx(-6) and not few.separates
     assert sep.final["tension"].mean == pytest.approx(2 - 8) and sep.final["tension"].separates
     assert sep.final["warmth"].mean == pytest.approx((5 + 3) - (5 - 3))
     equal = trajectory_separation([*good, *twin], "m", "twin")
@@ -182,7 +185,7 @@ def test_fidelity_command_shows_responsiveness_per_supporter_and_the_sides_separ
 
     run = RunFolder(tmp_path / "run")
     run.open({"case": "ana-and-ben"})
-    for s in range(3):
+    for s in range(6):
         for rec in (
             room(TALKING, after=GOOD, null=DRIFT, supporter="m", seed=s),
             room(TALKING, after=HARSH, null=DRIFT, supporter="sides:m", seed=s, move_after="attack", reading="set_off"),

@@ -182,6 +182,25 @@ def test_few_scattered_units_do_not_separate():
     assert analyse_metric(_metric(["a", "b"]), tight).separates_top_bottom
 
 
+def test_the_same_difference_on_a_few_units_is_no_separation():
+    """Integer judge scores tie: two units on which the top rung beats the bottom by exactly 2 give a zero-width
+    interval [2, 2], which says the spread is unknown, not zero; a sign test needs 6 same-signed units at 95%."""
+    from judges import difference_separates
+    from simulator.runner.sensitivity import analyse_metric
+
+    def ladder_of(n):
+        return {"a": {f"u{i}": 4.0 for i in range(n)}, "b": {f"u{i}": 2.0 for i in range(n)}}
+
+    few = analyse_metric(_metric(["a", "b"]), ladder_of(2)).top_bottom
+    assert (few.low, few.high) == (2.0, 2.0) and not few.separates and few.sessions_for_power == 6
+    assert "no spread to estimate; a sign test needs 6" in few.note
+    assert not analyse_metric(_metric(["a", "b"]), ladder_of(5)).separates_top_bottom
+    assert analyse_metric(_metric(["a", "b"]), ladder_of(6)).separates_top_bottom
+    # the same rule for the trajectory separation of the room (judges.fidelity): one function decides both
+    assert not difference_separates([1.0, 1.0], (1.0, 1.0)) and difference_separates([1.0] * 6, (1.0, 1.0))
+    assert difference_separates([0.9, 1.1, 1.0], (0.8, 1.2)) and not difference_separates([0.9, 1.1], (-0.1, 2.1))
+
+
 # -- the command --------------------------------------------------------------------------------------------------
 
 

@@ -27,7 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from judges.fidelity._sim_vs_real import js_distance
-from judges.stats._intervals import MeanCI, mean_ci, paired_difference_ci
+from judges.stats._intervals import MeanCI, difference_separates, mean_ci, paired_difference_ci
 from simulator.members import current_state
 from simulator.records import InnerState, SessionRecord, Turn
 
@@ -331,7 +331,7 @@ def trajectory_separation(
             mean=sum(diffs) / len(diffs),
             low=ci[0],
             high=ci[1],
-            separates=len(diffs) >= MIN_PAIRS and (ci[0] > 0 or ci[1] < 0),
+            separates=len(diffs) >= MIN_PAIRS and difference_separates(diffs, ci),
         )
     return TrajectorySeparation(a=a, b=b, pairs=n, final=out, separates=any(d.separates for d in out.values()))
 

@@ -13,10 +13,12 @@ from judges.stats._intervals import (
     DEFAULT_SEED,
     MeanCI,
     bootstrap_ci,
+    difference_separates,
     gini,
     mean_ci,
     paired_difference_ci,
     t_interval,
+    units_for_sign_test,
 )
 
 __all__ = [
@@ -25,7 +27,9 @@ __all__ = [
     "MeanCI",
     "bootstrap_ci",
     "t_interval",
+    "difference_separates",
     "paired_difference_ci",
+    "units_for_sign_test",
     "cohen_kappa",
     "gini",
     "krippendorff_alpha",

@@ -86,6 +86,26 @@ def paired_difference_ci(differences: Sequence[float], *, confidence: float = 0.
     return min(boot[0], t[0]), max(boot[1], t[1])
 
 
+def sign_test_p(n: int) -> float:
+    """Two-sided exact sign test p-value when all `n` paired differences have the same sign."""
+    return min(1.0, 2 * 0.5**n)
+
+
+def units_for_sign_test(confidence: float = 0.95) -> int:
+    """The fewest same-signed differences a sign test needs to exclude 0 at `confidence` (6 at 95%)."""
+    return next(n for n in range(1, 64) if sign_test_p(n) < 1 - confidence)
+
+
+def difference_separates(differences: Sequence[float], ci: tuple[float, float], *, confidence: float = 0.95) -> bool:
+    """Does the paired difference exclude 0? Its CI must, and when every difference is the same non-zero value
+    (a zero-width CI: the spread is unknown, not zero; integer judge scores often tie) a sign test must too."""
+    if not (ci[0] > 0 or ci[1] < 0):
+        return False
+    if len(set(differences)) == 1:
+        return sign_test_p(len(differences)) < 1 - confidence
+    return True
+
+
 def mean_ci(values: Sequence[float], *, confidence: float = 0.95, seed: int = DEFAULT_SEED) -> MeanCI:
     """`MeanCI` of `values` (bootstrap over them)."""
     vals = [float(v) for v in values]

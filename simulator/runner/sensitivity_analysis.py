@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges import FaultTally, MeanCI, mean_ci, paired_difference_ci
+from judges import FaultTally, MeanCI, difference_separates, mean_ci, paired_difference_ci, units_for_sign_test
 from judges.fidelity import ResponsivenessReport
 from simulator.runner.sensitivity_ladder import Ladder, LadderMetric
 from simulator.runner.stress_config import StressConfig
@@ -126,6 +126,9 @@ def sessions_for_power(differences: Sequence[float], difference: float) -> int |
     return max(2, math.ceil((Z_ALPHA + Z_POWER) ** 2 * _var(differences) / difference**2))
 
 
+SIGN_TEST_UNITS = units_for_sign_test(CONFIDENCE)  # same-signed units a sign test needs (6 at 95%)
+
+
 def pair_stat(better: str, worse: str, values: dict[str, dict[str, float]], sign: float) -> PairStat:
     a, b = values.get(better, {}), values.get(worse, {})
     shared = sorted(set(a) & set(b))
@@ -144,7 +147,8 @@ def pair_stat(better: str, worse: str, values: dict[str, dict[str, float]], sign
     mean = sum(diffs) / len(diffs)
     ci = paired_difference_ci(diffs, confidence=CONFIDENCE)
     assert ci is not None
-    separates = ci[0] > 0 or ci[1] < 0
+    separates = difference_separates(diffs, ci, confidence=CONFIDENCE)
+    no_spread = len(set(diffs)) == 1 and diffs[0] != 0
     return PairStat(
         better=better,
         worse=worse,
@@ -154,8 +158,15 @@ def pair_stat(better: str, worse: str, values: dict[str, dict[str, float]], sign
         high=ci[1],
         separates=separates,
         as_declared=separates and mean > 0,
-        sessions_for_power=sessions_for_power(diffs, mean),
-        note="" if separates else ("identical on every shared unit" if all(d == 0 for d in diffs) else ""),
+        sessions_for_power=max(SIGN_TEST_UNITS, len(diffs)) if no_spread else sessions_for_power(diffs, mean),
+        note=""
+        if separates
+        else "identical on every shared unit"
+        if all(d == 0 for d in diffs)
+        else f"the same difference on all {len(diffs)} units: no spread to estimate; a sign test needs "
+        f"{SIGN_TEST_UNITS}"
+        if no_spread
+        else "",
     )
 
 
