@@ -9,7 +9,8 @@ the differences and their mean (None when the difference is 0), counted in case 
 sessions each). The difference CI is the hull of the percentile bootstrap and the paired Student-t interval: a
 run has a handful of units, and a bootstrap over four of them excludes 0 whenever all four differences are
 positive, however they scatter; the t interval does not. Nothing is claimed from fewer than two shared units,
-and identical values never separate (their difference CI is [0, 0]).
+identical values never separate (their difference CI is [0, 0]), and the same non-zero difference on every unit
+(a zero-width CI: integer judge scores tie often) separates only when a sign test can, from 6 units at 95%.
 """
 
 from __future__ import annotations
