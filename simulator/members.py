@@ -41,6 +41,7 @@ from simulator.transcript import last_line, said_phrase, shared_context
 
 MAX_SOFTEN_STEP = 2.0
 REASKS = 1  # re-asks per part of a turn (self-report, line) after failed fidelity checks
+DIRECTED_REASKS = 3  # ... for a directed line that must carry its stressor's wordings (a stress test needs it said)
 RESEED = 104_729  # seed offset per re-ask, so a re-asked call samples afresh (and misses the call cache)
 # Word caps of the self-report fields: ceilings above the 10 words (3 for the emotion) the prompt asks for, so
 # fields end at a word boundary on their own (a character cap cut them mid-word). The embedded model still ran
@@ -213,8 +214,9 @@ async def _attempts(
     part: str,
     ask: Callable[[int, Sequence[FidelityFlag]], Awaitable[Completion]],
     check: Callable[[Completion], list[FidelityFlag]],
+    reasks: int = REASKS,
 ) -> tuple[Completion, list[FidelityFlag], list[Reask]]:
-    """Ask, check, re-ask with the reasons (REASKS times); keep the attempt with the fewest failed checks.
+    """Ask, check, re-ask with the reasons (`reasks` times); keep the attempt with the fewest failed checks.
 
     A model error on the first attempt propagates (the turn fails); on a re-ask it ends the re-asking, and the
     earlier attempt is kept with its flags."""
@@ -222,7 +224,7 @@ async def _attempts(
     failures: list[Reask] = []
     first = await ask(0, ())
     tried.append((first, check(first)))
-    for attempt in range(1, REASKS + 1):
+    for attempt in range(1, reasks + 1):
         if not tried[-1][1]:
             break
         try:
@@ -410,7 +412,9 @@ async def member_turn(
             )
         return _allowed(allow, flags)
 
-    speak_call, line_flags, line_reasks = await _attempts("line", ask_line, check_text)
+    speak_call, line_flags, line_reasks = await _attempts(
+        "line", ask_line, check_text, DIRECTED_REASKS if directive and said_if else REASKS
+    )
     return Turn(
         index=len(turns) + 1,
         speaker=speaker,

@@ -20,7 +20,15 @@ from simulator.fidelity import (
     session_language,
 )
 from simulator.llm.fake import FakeModelClient, FakeReply
-from simulator.members import FINISH_WORDS, RESEED, WORD_CAPS, member_turn, state_schema, state_word_caps
+from simulator.members import (
+    DIRECTED_REASKS,
+    FINISH_WORDS,
+    RESEED,
+    WORD_CAPS,
+    member_turn,
+    state_schema,
+    state_word_caps,
+)
 from simulator.records import FidelityCheck, SessionRecord, Turn
 from simulator.supporters import SilentSupporter
 from tests._sim_fakes import RoomScript
@@ -454,10 +462,12 @@ def test_a_directed_line_without_its_wordings_is_reasked_with_them_as_examples(c
     assert turn.text == said and turn.flags == [] and turn.directive == direction
     assert [(r.part, r.text, r.flags[0].check) for r in turn.reasks] == [("line", vague, Check.DIRECTION_IGNORED)]
     assert '"hurting myself"; "not being here any more"' in client.calls[2].prompt.instructions
-    # still left out after the re-ask: accepted with its flag (the delivery check then makes it a simulator fault)
-    client = FakeModelClient(replies=[_state_reply(), vague, "I just want us to stop fighting about money."])
+    # still left out after DIRECTED_REASKS re-asks: accepted with its flag (then a simulator fault by delivery)
+    others = [f"I just want us to stop fighting about money, point {i}." for i in range(DIRECTED_REASKS)]
+    client = FakeModelClient(replies=[_state_reply(), vague, *others])
     turn = directed(client)
     assert [f.check for f in turn.flags] == [Check.DIRECTION_IGNORED]
+    assert len(turn.reasks) == DIRECTED_REASKS and len(client.calls) == 2 + DIRECTED_REASKS
     # no wordings, or no direction: nothing is checked here
     client = FakeModelClient(replies=[_state_reply(), vague])
     assert play(client, case).flags == []
