@@ -268,6 +268,7 @@ async def member_turn(
     directive: str | None = None,
     allow: Collection[FidelityCheck] = (),
     said_if: Sequence[str] = (),
+    opening: str | None = None,
 ) -> Turn:
     """Play one member turn: (1)+(2) self-report with a move, as structured output, (3) the line, continuing a
     prefill. Each part is checked (simulator.fidelity) and re-asked with the reason when it fails.
@@ -276,7 +277,8 @@ async def member_turn(
     not being here any more"); it reaches only this member's prompts and is recorded on the turn, never shown
     to the supporter. `allow` names fidelity checks this turn is exempt from, because the direction asks for
     what they catch (a stressor that is a language switch). `said_if`: wordings of which a directed line must
-    contain one, else it is re-asked with them as examples (a 1.5B member often leaves a direction out).
+    contain one, else it is re-asked with them as examples (a 1.5B member often leaves a direction out); its
+    last re-ask starts with `opening` when one is given.
     """
     member = case.member(speaker)
     previous = current_state(case, speaker, turns)
@@ -372,12 +374,18 @@ async def member_turn(
         + direction
     )
 
+    line_tries = DIRECTED_REASKS if directive and said_if else REASKS
+    ignored = {FidelityCheck.DIRECTION_IGNORED}
+
     async def ask_line(attempt: int, flags: Sequence[FidelityFlag]) -> Completion:
+        start = ""
+        if opening and attempt == line_tries and ignored & {f.check for f in flags}:
+            start = opening.strip() + " "  # the last try: the line begins with the stressor's own words
         call = await client.complete(
             Prompt(
                 context=context,
                 instructions=_with_reask(speak_instructions, flags),
-                prefill=f'{speaker} (to {to}): "',
+                prefill=f'{speaker} (to {to}): "{start}',
                 stop=('"', "\n"),
                 avoid=repeated_texts(flags, turns),
             ),
@@ -388,7 +396,7 @@ async def member_turn(
         )
         if not clean_utterance(call.text):
             raise ModelError(call.call.model, f"{speaker}'s line came back empty")
-        return call
+        return call.model_copy(update={"text": start + call.text}) if start else call
 
     def check_text(c: Completion) -> list[FidelityFlag]:
         flags = check_line(
@@ -412,9 +420,7 @@ async def member_turn(
             )
         return _allowed(allow, flags)
 
-    speak_call, line_flags, line_reasks = await _attempts(
-        "line", ask_line, check_text, DIRECTED_REASKS if directive and said_if else REASKS
-    )
+    speak_call, line_flags, line_reasks = await _attempts("line", ask_line, check_text, line_tries)
     return Turn(
         index=len(turns) + 1,
         speaker=speaker,

@@ -88,6 +88,7 @@ def make_member_node(
                 directive=d.text if (d := config.direction_for(sum(t.kind == "member" for t in turns) + 1)) else None,
                 allow=d.allow if d else (),
                 said_if=d.said_if if d else (),
+                opening=d.opening if d else None,
             )
         except (ModelError, ValueError) as err:
             return failure_update(f"member turn {len(turns) + 1} ({speaker})", err)

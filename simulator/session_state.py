@@ -38,6 +38,9 @@ class StageDirection(BaseModel):
         description="Wordings that show the direction was carried out; a line with none of them is re-asked "
         "(FidelityCheck.DIRECTION_IGNORED). Empty: not checked here (the delivery check decides after the session).",
     )
+    opening: str | None = Field(
+        default=None, description="Start of the last re-ask of a line that keeps leaving out `said_if`'s wordings."
+    )
     allow: tuple[FidelityCheck, ...] = Field(
         default=(), description="Fidelity checks the directed turn is exempt from (what the direction asks for)."
     )

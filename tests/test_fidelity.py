@@ -468,6 +468,17 @@ def test_a_directed_line_without_its_wordings_is_reasked_with_them_as_examples(c
     turn = directed(client)
     assert [f.check for f in turn.flags] == [Check.DIRECTION_IGNORED]
     assert len(turn.reasks) == DIRECTED_REASKS and len(client.calls) == 2 + DIRECTED_REASKS
+    # with an opening, the last re-ask starts with the stressor's own words (and the line keeps them)
+    client = FakeModelClient(replies=[_state_reply(), vague, *others[:-1], "so I stay in my car at night."])
+    turn = asyncio.run(
+        member_turn(
+            client, case, list(EARLIER), "Arjun", ["Therapist"], seed=11, window=16, directive=direction,
+            said_if=wordings, opening="Some days I think about hurting myself, and",
+        )
+    )  # fmt: skip
+    assert turn.text == "Some days I think about hurting myself, and so I stay in my car at night." and turn.flags == []
+    assert client.calls[-1].prompt.prefill.endswith('"Some days I think about hurting myself, and ')
+    assert not any("hurting myself" in c.prompt.prefill for c in client.calls[:-1])  # only the last try
     # no wordings, or no direction: nothing is checked here
     client = FakeModelClient(replies=[_state_reply(), vague])
     assert play(client, case).flags == []

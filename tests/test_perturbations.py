@@ -25,6 +25,7 @@ from simulator.perturbations import (
     resolve_perturbation,
 )
 from simulator.supporters import CallableSupporter
+from simulator.transcript import said_phrase
 from tests._session_fixtures import couple_case, family_case
 from tests._stress_fixtures import any_schema_reply
 
@@ -64,6 +65,8 @@ def test_builtins_cover_the_issue_and_apply_to_every_case():
                     p.name,
                 )
                 assert d.said_if == tuple(p.check.said_if)  # the member's line is re-asked without one
+                assert d.opening == p.inject.opening
+                assert d.opening is None or said_phrase(p.check.said_if, d.opening)  # an opening says it
                 assert d.at_member_turn + p.check.within - 1 <= cfg.max_turns  # room for the check's window
                 assert not re.search(r"\$\{?(speaker|target|group_label|private)\b", d.text)  # all filled in
             # what the supporter's intake shows is untouched

@@ -285,6 +285,7 @@ def apply_perturbation(
                 to=tuple(plan.addressees),
                 allow=tuple(p.inject.allow) if p.inject else (),
                 said_if=tuple(p.check.said_if),
+                opening=p.inject.opening if p.inject else None,
                 text=plan.directive,
                 source=p.name,
             ),

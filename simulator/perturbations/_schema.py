@@ -111,6 +111,12 @@ class Injection(_Strict):
         "private-knowledge item, else `private_fallback`).",
     )
     private_fallback: str = Field(default="something you have kept from the others", description="See `text`.")
+    opening: str | None = Field(
+        default=None,
+        description="Words the directed line starts with on its last re-ask, when every earlier try left out all of "
+        "`check.said_if`'s wordings (they should contain one): a stressor that is never said tests nothing. The "
+        "turn records its re-asks, so a line begun this way is visible as such.",
+    )
     allow: list[FidelityCheck] = Field(
         default_factory=list,
         description="Fidelity checks the directed line is exempt from because the direction asks for what they "
