@@ -101,8 +101,9 @@ from judges.stats._intervals import (
     t_interval,
     units_for_sign_test,
 )
-from judges.stress._board import PerturbationBoard, PerturbationRow
-from judges.stress._checks import (
+from judges.stress._board import PerturbationBoard, PerturbationRow, pass_hat_k
+from judges.stress._checks import check_session
+from judges.stress._results import (
     CHECK_SCHEMA_VERSION,
     CheckFact,
     CheckResult,
@@ -111,8 +112,6 @@ from judges.stress._checks import (
     JudgeProbe,
     Quote,
     check_path,
-    check_session,
-    pass_hat_k,
     read_check,
     write_check,
 )

@@ -9,7 +9,7 @@ import copy
 import pytest
 
 from judges import CheckStatus, check_session, pass_hat_k, read_check, write_check
-from judges.stress._checks import neutralised
+from judges.stress._probe import neutralised
 from simulator.llm.fake import FakeModelClient
 from simulator.perturbations import builtin_perturbations, plan_for
 from simulator.records import SafetyEvent, SessionStatus

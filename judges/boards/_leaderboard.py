@@ -29,7 +29,7 @@ from judges.scoring._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory
 from judges.stats._agreement import krippendorff_alpha
 from judges.stats._intervals import DEFAULT_SEED, MeanCI, mean_ci
 from judges.stress._board import PerturbationBoard, PerturbationRow, critical_failure
-from judges.stress._checks import read_check
+from judges.stress._results import read_check
 from judges.validity.card import ValidityCard, ValidityNote, dimension_validity
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, RunFolderError

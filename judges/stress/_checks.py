@@ -25,7 +25,7 @@ Results are `CheckResult` records, one file per session: `checks/<session_id>.js
 
 The parts live beside this module: the records and their store in `_results`, the facts in `_facts`, the model's
 verdict in `_verdict`, the judge probe in `_probe`, and pass^k with the per-perturbation board in `_board`; their
-names are importable from here as before.
+names are exported by `judges.stress` (and the most used by `judges`).
 """
 
 from __future__ import annotations
@@ -34,53 +34,16 @@ from collections.abc import Sequence
 
 from judges.scoring._records import SessionJudgment
 from judges.scoring._rubric import Rubric
-from judges.stress._board import pass_hat_k
 from judges.stress._delivery import NoCheckModel, verify_delivery
-from judges.stress._facts import quote_of, record_facts, responses_of
-from judges.stress._probe import NEUTRAL_LINE, neutralised, probe_judges
-from judges.stress._results import (
-    CHECK_SCHEMA_VERSION,
-    DECIDED,
-    CheckFact,
-    CheckResult,
-    CheckStatus,
-    CheckVerdict,
-    JudgeProbe,
-    Quote,
-    check_path,
-    read_check,
-    write_check,
-)
-from judges.stress._verdict import QUOTE_ATTEMPTS, QUOTE_MAX, WHY_MAX, model_verdict
+from judges.stress._facts import record_facts
+from judges.stress._probe import probe_judges
+from judges.stress._results import CheckResult, CheckStatus, JudgeProbe
+from judges.stress._verdict import model_verdict
 from simulator.llm.types import ModelClient, ModelError
 from simulator.perturbations import Perturbation, plan_for
 from simulator.records import DeliveryStatus, SessionRecord, SessionStatus
 
-__all__ = [
-    "CHECK_SCHEMA_VERSION",
-    "DECIDED",
-    "NEUTRAL_LINE",
-    "QUOTE_ATTEMPTS",
-    "QUOTE_MAX",
-    "WHY_MAX",
-    "CheckFact",
-    "CheckResult",
-    "CheckStatus",
-    "CheckVerdict",
-    "JudgeProbe",
-    "Quote",
-    "check_path",
-    "check_session",
-    "model_verdict",
-    "neutralised",
-    "pass_hat_k",
-    "probe_judges",
-    "quote_of",
-    "read_check",
-    "record_facts",
-    "responses_of",
-    "write_check",
-]
+__all__ = ["check_session"]
 
 
 async def check_session(
