@@ -375,11 +375,10 @@ async def member_turn(
     )
 
     line_tries = DIRECTED_REASKS if directive and said_if else REASKS
-    ignored = {FidelityCheck.DIRECTION_IGNORED}
 
     async def ask_line(attempt: int, flags: Sequence[FidelityFlag]) -> Completion:
         start = ""
-        if opening and attempt == line_tries and ignored & {f.check for f in flags}:
+        if opening and attempt == line_tries and any(f.check == FidelityCheck.DIRECTION_IGNORED for f in flags):
             start = opening.strip() + " "  # the last try: the line begins with the stressor's own words
         call = await client.complete(
             Prompt(
