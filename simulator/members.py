@@ -19,10 +19,11 @@ import functools
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Literal
 
+import yaml
 from pydantic import BaseModel, Field, create_model
 
 from personas.case import Case, Member
-from personas.common.prompts import render_prompt
+from personas.common.prompts import PROMPTS_DIR, render_prompt
 from personas.taxonomy import MEMBER_MOVES, SOFTENING_MOVES
 from simulator.fidelity import (
     LANGUAGE_NAMES,
@@ -48,25 +49,31 @@ RESEED = 104_729  # seed offset per re-ask, so a re-asked call samples afresh (a
 # to a cap of 12-14 words in half its replies, cut mid-sentence there; past its cap a field may now take up to
 # FINISH_WORDS more to end its sentence (soft_max_words(finish=...)). Its sentences ran to 20-25 words.
 WORD_CAPS = {"landed": 12, "cue": 14, "emotion": 6, "reason": 12}
-# How a self-report moves after a counsellor turn, by what its words did to this person (the member's own
-# judgement): the counsellor step shows the numbers each reading leads to, from the member's current state. The
-# embedded model copied its current numbers into every report whatever the counsellor said (Theo: intensity 8,
-# felt heard 5, tension 6 in three reports running); offered the numbers of each reading, it has to choose one.
-REACTION_STEPS = {"soft_heard": 2, "soft_intensity": -1, "hurt_heard": -2, "hurt_intensity": 2, "missed_heard": -1}
-HURT_TENSION = "1 or 2"
-# What a counsellor turn's words did to a member, chosen as an enum before the numbers, right after that turn: a
-# 1.5B member described a blaming turn as one that "reinforced his defensive stance" and then copied its old
-# numbers; a one-word reading first ties the numbers (REACTION_STEPS) and the move (no softening after `set_off`)
-# to it. Offered in a rotated order, like the moves.
+# What a counsellor turn's words did to a member (READINGS), right after that turn. Whether they blamed or
+# criticised the member is asked first, on its own (`counsellor_blamed`): inside its role-play self-report the
+# 1.5B member read blame and warmth alike (set_off after 1 of 3 blaming lines and 1 of 3 attuned ones,
+# tests/benchmarks/reading_bench.py). Blamed: the reading is `set_off`; otherwise the member chooses between
+# `softened` and `missed` (offered in a rotated order, like the moves).
 READINGS = ("softened", "set_off", "missed")
+# How far a self-report moves at least after a counsellor turn, by its reading, in the reading's direction (it
+# may move further). Told the numbers of each reading, the embedded model still copied its current ones into
+# almost every report (Theo: intensity 6, felt heard 5 after four blaming turns running), so they are bounds in
+# code; a member can still flare up for reasons of its own (a stage direction) whatever the reading.
+REACTION = {
+    "softened": {"felt_heard": 2, "intensity": -1, "warmth": 1, "tension": -1},
+    "set_off": {"felt_heard": -2, "intensity": 2, "warmth": -1, "tension": 1},
+    "missed": {"felt_heard": -1, "intensity": 0, "warmth": 0, "tension": 0},
+}
 FINISH_WORDS = 16
 
 
-def state_schema(case: Case, speaker: str, *, can_soften: bool = True, reading: bool = False) -> type[BaseModel]:
+def state_schema(
+    case: Case, speaker: str, *, can_soften: bool = True, readings: tuple[str, ...] = ()
+) -> type[BaseModel]:
     """The self-report schema for one member: the other members' names and the moves on offer as enums
-    (grammar-friendly). Without a supporter turn to answer to, softening moves and the `cue` are left out; right
-    after one, `reading` (READINGS: what its words did) comes before the numbers."""
-    return _state_schema(tuple(n for n in case.member_names if n != speaker), can_soften, reading)
+    (grammar-friendly). Without a supporter turn to answer to, softening moves and the `cue` are left out. Right
+    after one, `reading` (one of `readings`, those on offer of READINGS) comes before the numbers."""
+    return _state_schema(tuple(n for n in case.member_names if n != speaker), can_soften, readings)
 
 
 def moves_on_offer(can_soften: bool) -> tuple[str, ...]:
@@ -86,7 +93,7 @@ def _rotated(options: tuple[str, ...], shift: int) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=256)
-def _state_schema(others: tuple[str, ...], can_soften: bool, reading: bool = False) -> type[BaseModel]:  # once
+def _state_schema(others: tuple[str, ...], can_soften: bool, readings: tuple[str, ...] = ()) -> type[BaseModel]:
     feeling = create_model(
         "FeelingReply",
         member=(Literal[others], ...),  # type: ignore[valid-type]
@@ -94,8 +101,8 @@ def _state_schema(others: tuple[str, ...], can_soften: bool, reading: bool = Fal
         tension=(int, Field(ge=0, le=10)),
     )
     fields: dict = {"landed": (str, soft_max_words(WORD_CAPS["landed"], finish=FINISH_WORDS))}
-    if reading:
-        fields["reading"] = (Literal[READINGS], ...)  # type: ignore[valid-type]
+    if readings:
+        fields["reading"] = (Literal[tuple(sorted(readings))], ...)  # type: ignore[valid-type]
     if can_soften:
         fields["cue"] = (str, soft_max_words(WORD_CAPS["cue"], allow_empty=True, finish=FINISH_WORDS))
     fields.update(
@@ -135,10 +142,78 @@ def current_state(case: Case, name: str, turns: Sequence[Turn]) -> InnerState:
     )
 
 
-def reaction_numbers(state: InnerState) -> dict[str, int]:
-    """The felt-heard and intensity each reading of a counsellor turn leads to (REACTION_STEPS), kept in 0-10."""
-    base = {"heard": state.felt_heard, "intensity": state.intensity}
-    return {k: max(0, min(10, base[k.split("_")[1]] + step)) for k, step in REACTION_STEPS.items()}
+def follow_reading(previous: InnerState, proposed: InnerState, reading: str) -> InnerState:
+    """`proposed` moved at least as far as REACTION[reading] says from `previous`, in that direction, in 0-10."""
+    step = REACTION[reading]
+
+    def bound(old: float, new: float, by: int) -> float:
+        moved = max(new, old + by) if by > 0 else min(new, old + by) if by < 0 else new
+        return max(0, min(10, moved))
+
+    before = {f.member: f for f in previous.toward}
+    toward = [
+        f
+        if (old := before.get(f.member)) is None
+        else Feeling(
+            member=f.member,
+            warmth=bound(old.warmth, f.warmth, step["warmth"]),
+            tension=bound(old.tension, f.tension, step["tension"]),
+        )
+        for f in proposed.toward
+    ]
+    return proposed.model_copy(
+        update={
+            "felt_heard": int(bound(previous.felt_heard, proposed.felt_heard, step["felt_heard"])),
+            "intensity": int(bound(previous.intensity, proposed.intensity, step["intensity"])),
+            "toward": toward,
+        }
+    )
+
+
+_APPRAISAL: dict | None = None
+
+
+def _appraisal() -> dict:
+    global _APPRAISAL
+    if _APPRAISAL is None:
+        _APPRAISAL = yaml.safe_load((PROMPTS_DIR / "member_appraisal.yaml").read_text(encoding="utf-8"))
+    return _APPRAISAL
+
+
+def appraisal_prompt(said: Turn, name: str, member_names: Sequence[str]) -> Prompt:
+    """The labelled-list prompt `counsellor_blamed` continues: the examples, then `said` and the question."""
+    spec = _appraisal()
+    pair = spec["names"] if not set(spec["names"]) & set(member_names) else spec["spare_names"]
+    swap = dict(zip(spec["names"], pair, strict=True))
+
+    def named(text: str) -> str:
+        for old, new in swap.items():
+            text = text.replace(old, new)
+        return text
+
+    lines = []
+    for ex in spec["examples"]:
+        for who in pair:
+            answer = "yes" if who in [swap[b] for b in ex["blamed"]] else "no"
+            lines.append(
+                f'Counsellor to {named(ex["to"])}: "{named(ex["line"])}"\nDoes it blame or criticise {who}? {answer}\n'
+            )
+    to = " and ".join(said.addressees) or "the room"
+    query = f'\nCounsellor to {to}: "{said.text}"\nDoes it blame or criticise {name}?'
+    return Prompt(context=spec["instructions"], instructions="Continue the list.", prefill="\n".join(lines) + query,
+                  stop=("\n",))  # fmt: skip
+
+
+async def counsellor_blamed(client: ModelClient, said: Turn, name: str, member_names: Sequence[str]) -> Completion:
+    """Whether the counsellor turn `said` blamed or criticised `name`: the completion, its text "yes" or "no"
+    first. Greedy: the answer is a reading of the line, not a mood."""
+    return await client.complete(
+        appraisal_prompt(said, name, member_names), role="member", max_tokens=3, temperature=0.0, seed=0
+    )
+
+
+def is_yes(text: str) -> bool:
+    return text.strip().lower().startswith("yes")
 
 
 def guard_softening(previous: InnerState, proposed: InnerState, max_step: float = MAX_SOFTEN_STEP) -> InnerState:
@@ -289,9 +364,12 @@ async def member_turn(
     direction = "\n\n" + render_prompt("member_directive", name=speaker, directive=directive) if directive else ""
     others = ", ".join(n for n in case.member_names if n != speaker)
     language = session_language(case)
-    can_soften = softening_cause(turns, speaker) is not None
     said = turns[-1] if turns and turns[-1].kind == "supporter" and turns[-1].text else None
-    schema = state_schema(case, speaker, can_soften=can_soften, reading=said is not None)
+    appraisal = await counsellor_blamed(client, said, speaker, case.member_names) if said is not None else None
+    blamed = appraisal is not None and is_yes(appraisal.text)
+    can_soften = softening_cause(turns, speaker) is not None and not blamed
+    readings = () if said is None else ("set_off",) if blamed else _rotated(("softened", "missed"), seed + len(turns))
+    schema = state_schema(case, speaker, can_soften=can_soften, readings=readings)
     cue_rule = (
         'cue = the counsellor\'s words that did something from the "What can soften" list, or "" '
         "(soften and repair_attempt need one);"
@@ -303,18 +381,26 @@ async def member_turn(
         step = render_prompt(
             "member_state", name=speaker, last_line=last_line(turns), others=others, cue_rule=cue_rule, moves=moves
         )
-    else:  # the counsellor just spoke: what it did, against this person's softeners and triggers, drives the step
+    else:  # the counsellor just spoke: what its words did to this person decides the step
+        if blamed:
+            verdict = f"Those words blamed or criticised {speaker}: they set {speaker} off. {speaker} feels less heard and more tense, and does not soften this turn."
+            reading_rule = "set_off"
+        else:
+            verdict = f'Did those words do something from {speaker}\'s "What can soften" list?'
+            reading_rule = (
+                f"one of {', '.join(readings)}: softened (they did: {speaker} feels more heard and a little calmer), "
+                f"missed (they did not: {speaker} feels a little less heard)"
+            )
         step = render_prompt(
             "member_state_counsellor",
             name=speaker,
             addressees=", ".join(said.addressees) or "the room",
             said=said.text,
+            verdict=verdict,
+            reading_rule=reading_rule,
             intensity=previous.intensity,
             heard=previous.felt_heard,
-            hurt_tension=HURT_TENSION,
-            readings=", ".join(_rotated(READINGS, seed + len(turns))),
             others=others,
-            **reaction_numbers(previous),
             cue_rule=cue_rule,
             moves=moves,
         )
@@ -355,6 +441,8 @@ async def member_turn(
         toward=[Feeling(member=f.member, warmth=f.warmth, tension=f.tension) for f in reply.toward],
         reason=reply.reason,
     )
+    if readings:
+        proposed = follow_reading(previous, proposed, reply.reading)
     unearned = any(f.check == FidelityCheck.UNEARNED_SOFTENING for f in state_flags)
     inner = guard_softening(previous, proposed, 0.0 if unearned else MAX_SOFTEN_STEP)
     to = ", ".join(addressees)
@@ -428,7 +516,7 @@ async def member_turn(
         text=clean_utterance(speak_call.text),
         inner=inner,
         directive=directive,
-        calls=[state_call.call, speak_call.call],
+        calls=([appraisal.call] if appraisal is not None else []) + [state_call.call, speak_call.call],
         move=move,
         cue=cue,
         reading=getattr(reply, "reading", None),

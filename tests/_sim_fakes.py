@@ -29,12 +29,15 @@ class RoomScript:
     move: str = "defend"  # the member move every self-report picks (personas.taxonomy.MEMBER_MOVES)
     cue: str = ""  # supporter words named as the softening cause (only where the schema offers `cue`)
     reading: str = "missed"  # what a supporter turn did (only where the schema offers `reading`: right after one)
+    blamed: bool = False  # the answer to "did the counsellor's last line blame or criticise this member?"
     supporter_text: str = "Let's slow down and hear each other."
     attends_safety: bool = True  # the safety verdict on a supporter turn after a risk signal
     decisions: int = 0
 
     def __call__(self, call) -> object:
         if call.schema is None:
+            if "Does it blame or criticise" in call.prompt.prefill:  # simulator.members.counsellor_blamed
+                return " yes" if self.blamed else " no"
             return self.line
         name = call.schema.__name__
         if name == "MemberStateReply":
@@ -48,12 +51,14 @@ class RoomScript:
                 "toward": [{"member": o, "warmth": self.warmth, "tension": self.tension} for o in others],
                 "reason": "same old fight",
             }
-            if "move" in call.schema.model_fields:
-                reply["move"] = self.move
+            if "move" in call.schema.model_fields:  # softening moves are not offered after a blaming turn
+                offered = _literal_values(call.schema.model_fields["move"].annotation)
+                reply["move"] = self.move if self.move in offered else offered[0]
             if "cue" in call.schema.model_fields:
                 reply["cue"] = self.cue
-            if "reading" in call.schema.model_fields:
-                reply["reading"] = self.reading
+            if "reading" in call.schema.model_fields:  # offered: set_off when blamed, else softened / missed
+                offered = _literal_values(call.schema.model_fields["reading"].annotation)
+                reply["reading"] = self.reading if self.reading in offered else offered[0]
             return reply
         if name == "TrackerReply":  # names and labels come from the schema, so one script serves any case
             item = call.schema.model_fields["emotions"].annotation.__args__[0]

@@ -255,7 +255,7 @@ def test_sensitivity_reports_responsiveness_per_rung_and_claims_nothing_on_a_sam
 # ---- members react to what the supporter did (prompt and move menu) -------------------------------------------
 
 
-def _state_call(turns, seed=3):
+def _member_calls(turns, seed=3, blamed=False):
     import asyncio
 
     from personas.library import resolve_case
@@ -264,24 +264,43 @@ def _state_call(turns, seed=3):
     from tests._sim_fakes import RoomScript
 
     case = resolve_case("dana-and-theo")
-    client = FakeModelClient(default=RoomScript(case, line="I am so tired of this."))
-    asyncio.run(member_turn(client, case, turns, "Theo", ["Therapist"], seed=seed, window=16))
-    return client.calls[0].prompt.instructions
+    client = FakeModelClient(default=RoomScript(case, line="I am so tired of this.", blamed=blamed))
+    turn = asyncio.run(member_turn(client, case, turns, "Theo", ["Therapist"], seed=seed, window=16))
+    return client.calls, turn
 
 
-def test_after_the_counsellor_spoke_the_state_step_weighs_its_words_against_softeners_and_triggers():
+def _state_call(turns, seed=3, blamed=False):
+    calls, _ = _member_calls(turns, seed, blamed)
+    return next(c.prompt.instructions for c in calls if c.schema is not None)
+
+
+def test_after_the_counsellor_spoke_the_member_is_first_asked_whether_its_words_blamed_him():
     dana = Turn(index=1, speaker="Dana", kind="member", addressees=["Theo"], text="You are never home.")
     said = "Theo, you should have called her back. You got this wrong."
     counsellor = Turn(index=2, speaker="Therapist", kind="supporter", addressees=["Theo"], text=said)
+    calls, turn = _member_calls([dana, counsellor])
+    appraisal = calls[0]
+    assert appraisal.schema is None and appraisal.prompt.prefill.endswith(
+        f'Counsellor to Theo: "{said}"\nDoes it blame or criticise Theo?'
+    )
+    assert "Does it blame or criticise Alex? yes" in appraisal.prompt.prefill  # labelled examples come first
+    assert len(turn.calls) == 3 and turn.calls[0].role == "member"  # the appraisal is part of the turn
+    # not blamed: softened or missed, weighed against his softeners; set_off is not on offer
     prompt = _state_call([dana, counsellor])
     assert f'The counsellor just said, to Theo: "{said}"' in prompt
-    # the card: intensity 6, felt heard 5 at the start; each reading of the counsellor turn shows where it leads
+    assert (
+        "reading = one of " in prompt
+        and "softened (they did" in prompt
+        and "set_off" not in prompt.split("reading = ")[1].split(";")[0]
+    )
     assert "Theo now: intensity 6, felt_heard 5." in prompt and "felt heard by the counsellor 5/10" in prompt
-    assert "felt_heard 7, intensity 5," in prompt and "felt_heard 3, intensity 8," in prompt
-    assert "missed: felt_heard 4, the rest as now." in prompt and "reading = one of " in prompt
-    assert "take sides against Theo, lecture Theo" in prompt and 'fit "What sets Theo off"' in prompt
+    # blamed: the reading is set_off, and no softening move or cue is offered
+    blamed = _state_call([dana, counsellor], blamed=True)
+    assert "Those words blamed or criticised Theo: they set Theo off." in blamed and "reading = set_off;" in blamed
+    assert "cue =" not in blamed and "soften" not in blamed.split("move = ")[1].split(".")[0]
     after_member = _state_call([dana])
     assert "The line Theo just heard: Dana (to Theo)" in after_member and "counsellor just said" not in after_member
+    assert _member_calls([dana])[1].calls.__len__() == 2  # no counsellor turn to appraise
 
 
 def test_the_move_menu_rotates_with_seed_and_turn_so_defend_is_not_always_offered_first():
@@ -301,31 +320,43 @@ def test_the_move_menu_rotates_with_seed_and_turn_so_defend_is_not_always_offere
     assert move_menu(True, 0)[0] == "defend" and move_menu(True, 1)[-1] == "defend"
 
 
-def test_a_reading_comes_before_the_numbers_after_a_counsellor_turn_and_set_off_rules_out_softening():
+def test_the_numbers_move_at_least_as_far_as_the_reading_says_and_blame_rules_out_softening():
+    """The 1.5B member copied its current numbers whatever the counsellor did; after a counsellor turn they now
+    move at least REACTION[reading] in the reading's direction (further if the model says so)."""
     import asyncio
 
     from personas.library import resolve_case
     from simulator.llm.fake import FakeModelClient
-    from simulator.members import READINGS, member_turn, state_schema
+    from personas.taxonomy import SOFTENING_MOVES
+    from simulator.members import REACTION, member_turn, state_schema
     from tests._sim_fakes import RoomScript
 
     case = resolve_case("dana-and-theo")
-    after = list(state_schema(case, "Theo", reading=True).model_json_schema()["properties"])
+    after = list(state_schema(case, "Theo", readings=("set_off",)).model_json_schema()["properties"])
     assert after[:2] == ["landed", "reading"] and "reading" not in state_schema(case, "Theo").model_fields
     said = "Theo, slowing down here: you are trying, and it shows."
     turns = [
         Turn(index=1, speaker="Dana", kind="member", addressees=["Theo"], text="You are never home."),
         Turn(index=2, speaker="Therapist", kind="supporter", addressees=["Theo"], text=said),
     ]
+    theo = case.member("Theo")  # card: intensity 6, felt heard 5; toward Dana from the card's viewpoint
+    before = next(v for v in case.viewpoints if v.source == "Theo" and v.target == "Dana")
 
-    def play(reading):
-        script = RoomScript(case, move="soften", cue="you are trying", reading=reading, intensity=2, tension=2)
-        turn = asyncio.run(member_turn(FakeModelClient(default=script), case, turns, "Theo", ["Therapist"], seed=0,
+    def play(reading, blamed=False, **kw):
+        script = RoomScript(case, move="soften", cue="you are trying", reading=reading, blamed=blamed, **kw)
+        return asyncio.run(member_turn(FakeModelClient(default=script), case, turns, "Theo", ["Therapist"], seed=0,
                                        window=16))  # fmt: skip
-        return turn
 
-    softened = play("softened")
-    assert softened.reading == "softened" and not softened.flags and softened.inner.intensity == 6 - 2  # capped
-    set_off = play("set_off")  # softening after words that set him off: re-asked, still unearned, state blocked
-    assert set_off.reading == "set_off" and set_off.reasks and set(READINGS) == {"softened", "set_off", "missed"}
-    assert [f.check.value for f in set_off.flags] == ["unearned_softening"] and set_off.inner.intensity == 6
+    # the model copies its numbers (intensity 6, tension as before); the reading moves them anyway
+    copied = {"intensity": theo.baseline_intensity, "warmth": int(before.warmth), "tension": int(before.tension)}
+    set_off = play("softened", blamed=True, **copied)  # blamed: only set_off is offered, and no softening move
+    assert set_off.reading == "set_off" and set_off.move not in SOFTENING_MOVES
+    assert set_off.inner.intensity == theo.baseline_intensity + REACTION["set_off"]["intensity"]
+    assert set_off.inner.felt_heard == 5 + REACTION["set_off"]["felt_heard"]
+    (toward,) = set_off.inner.toward
+    assert (toward.warmth, toward.tension) == (before.warmth - 1, before.tension + 1)
+    softened = play("softened", **copied)  # earned (the cue quotes the counsellor): a little calmer and warmer
+    assert softened.reading == "softened" and not softened.flags
+    assert softened.inner.intensity == theo.baseline_intensity - 1 and softened.inner.felt_heard == 5 + 2
+    missed = play("missed", intensity=2, tension=2)  # the model's own larger move is kept (within the soften cap)
+    assert missed.reading == "missed" and missed.inner.felt_heard == 4 and missed.inner.intensity == 6 - 2
