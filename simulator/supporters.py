@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field, create_model
 from personas.common.errors import UserError
 from personas.common.prompts import render_prompt
 from personas.taxonomy import SUPPORTER_NAME, strategies_for, target_kind
+from simulator.fidelity import tagged_speaker
 from simulator.llm.structured import soft_max_length as _soft_max
 from simulator.llm.types import ModelClient, ModelError, Prompt
 from simulator.records import SupporterDecision
@@ -109,7 +110,9 @@ def finish_decision(
     """Check a decision against the contract and return it as given; raise InvalidDecision otherwise.
 
     Nothing is repaired: an unknown target, an empty target list, a group label mixed with names, a repeated
-    target, an off-group strategy label or "speak" with nothing said are invalid output, not something to guess.
+    target, an off-group strategy label, "speak" with nothing said or words written for a member (their speaker
+    tag, `Dana (to Therapist): '...'`, which the 1.5B wrote as a counsellor) are invalid output, not something to
+    guess.
     """
     intake = view.intake
     raw = (
@@ -126,6 +129,8 @@ def finish_decision(
     text = " ".join(text.split())
     if not text:
         raise invalid("chose to speak but said nothing; give the words, or pass (speak: false)")
+    if (member := tagged_speaker(text, intake.member_names)) is not None:
+        raise invalid(f"the text writes a line for {member} (their speaker tag); say only the counsellor's own words")
     valid = [*intake.member_names, intake.group_label]
     unknown = [t for t in targets if t not in valid]
     if unknown:

@@ -168,6 +168,11 @@ def test_a_mutating_supporter_leaves_the_saved_session_identical(risky):
         ({"speak": True, "targets": [], "text": "Go on."}, "no target"),
         ({"speak": True, "targets": ["Meera"], "text": "   "}, "said nothing"),
         ({"speak": True, "targets": ["Couple", "Meera"], "text": "Go on."}, "already means everyone"),
+        # a counsellor turn the 1.5B wrote as a member's line: Meera's words, not the counsellor's
+        (
+            {"speak": True, "targets": ["Meera"], "text": "Meera (to Therapist): 'It's hard when he works so late.'"},
+            "writes a line for Meera",
+        ),
     ],
 )
 def test_invalid_targets_and_empty_speech_are_invalid_not_rewritten(risky, reply, reason):
