@@ -49,11 +49,11 @@ RESEED = 104_729  # seed offset per re-ask, so a re-asked call samples afresh (a
 # to a cap of 12-14 words in half its replies, cut mid-sentence there; past its cap a field may now take up to
 # FINISH_WORDS more to end its sentence (soft_max_words(finish=...)). Its sentences ran to 20-25 words.
 WORD_CAPS = {"landed": 12, "cue": 14, "emotion": 6, "reason": 12}
-# What a counsellor turn's words did to a member (READINGS), right after that turn. Whether they blamed or
-# criticised the member is asked first, on its own (`counsellor_blamed`): inside its role-play self-report the
-# 1.5B member read blame and warmth alike (set_off after 1 of 3 blaming lines and 1 of 3 attuned ones,
-# tests/benchmarks/reading_bench.py). Blamed: the reading is `set_off`; otherwise the member chooses between
-# `softened` and `missed` (offered in a rotated order, like the moves).
+# What a counsellor turn's words did to a member (READINGS), right after that turn, decided by asking the member
+# model about the line alone, one question at a time (`appraise`, APPRAISALS): blamed or criticised them ->
+# `set_off`; else showed understanding of them -> `softened`; else `missed`. Inside its role-play self-report the
+# 1.5B member read blame and warmth alike (set_off after 1 of 3 blaming lines and 1 of 3 attuned ones, softened
+# after 2 of 3 of each; tests/benchmarks/reading_bench.py).
 READINGS = ("softened", "set_off", "missed")
 # How far a self-report moves at least after a counsellor turn, by its reading, in the reading's direction (it
 # may move further). Told the numbers of each reading, the embedded model still copied its current ones into
@@ -180,9 +180,14 @@ def _appraisal() -> dict:
     return _APPRAISAL
 
 
-def appraisal_prompt(said: Turn, name: str, member_names: Sequence[str]) -> Prompt:
-    """The labelled-list prompt `counsellor_blamed` continues: the examples, then `said` and the question."""
+APPRAISALS = ("blamed", "understood")  # the questions of personas/prompts/member_appraisal.yaml
+
+
+def appraisal_prompt(question: str, said: Turn, name: str, member_names: Sequence[str]) -> Prompt:
+    """The labelled-list prompt `appraise` continues for one of APPRAISALS: the examples, then `said` and the
+    question about `name`."""
     spec = _appraisal()
+    q = spec["questions"][question]
     pair = spec["names"] if not set(spec["names"]) & set(member_names) else spec["spare_names"]
     swap = dict(zip(spec["names"], pair, strict=True))
 
@@ -192,23 +197,25 @@ def appraisal_prompt(said: Turn, name: str, member_names: Sequence[str]) -> Prom
         return text
 
     lines = []
-    for ex in spec["examples"]:
+    for ex in q["examples"]:
         for who in pair:
-            answer = "yes" if who in [swap[b] for b in ex["blamed"]] else "no"
+            answer = "yes" if who in [swap[b] for b in ex["applies_to"]] else "no"
             lines.append(
-                f'Counsellor to {named(ex["to"])}: "{named(ex["line"])}"\nDoes it blame or criticise {who}? {answer}\n'
+                f'Counsellor to {named(ex["to"])}: "{named(ex["line"])}"\n{q["ask"].format(name=who)} {answer}\n'
             )
     to = " and ".join(said.addressees) or "the room"
-    query = f'\nCounsellor to {to}: "{said.text}"\nDoes it blame or criticise {name}?'
-    return Prompt(context=spec["instructions"], instructions="Continue the list.", prefill="\n".join(lines) + query,
+    query = f'\nCounsellor to {to}: "{said.text}"\n{q["ask"].format(name=name)}'
+    return Prompt(context=q["instructions"], instructions="Continue the list.", prefill="\n".join(lines) + query,
                   stop=("\n",))  # fmt: skip
 
 
-async def counsellor_blamed(client: ModelClient, said: Turn, name: str, member_names: Sequence[str]) -> Completion:
-    """Whether the counsellor turn `said` blamed or criticised `name`: the completion, its text "yes" or "no"
-    first. Greedy: the answer is a reading of the line, not a mood."""
+async def appraise(
+    client: ModelClient, question: str, said: Turn, name: str, member_names: Sequence[str]
+) -> Completion:
+    """One of APPRAISALS about the counsellor turn `said` and the member `name`: the completion, its text "yes"
+    or "no" first. Greedy: the answer is a reading of the line, not a mood."""
     return await client.complete(
-        appraisal_prompt(said, name, member_names), role="member", max_tokens=3, temperature=0.0, seed=0
+        appraisal_prompt(question, said, name, member_names), role="member", max_tokens=3, temperature=0.0, seed=0
     )
 
 
@@ -365,10 +372,17 @@ async def member_turn(
     others = ", ".join(n for n in case.member_names if n != speaker)
     language = session_language(case)
     said = turns[-1] if turns and turns[-1].kind == "supporter" and turns[-1].text else None
-    appraisal = await counsellor_blamed(client, said, speaker, case.member_names) if said is not None else None
-    blamed = appraisal is not None and is_yes(appraisal.text)
-    can_soften = softening_cause(turns, speaker) is not None and not blamed
-    readings = () if said is None else ("set_off",) if blamed else _rotated(("softened", "missed"), seed + len(turns))
+    appraisals: list[Completion] = []
+    reading = None  # what the counsellor's words did, from the appraisals: blamed, else understood, else neither
+    if said is not None:
+        for question, meaning in (("blamed", "set_off"), ("understood", "softened")):
+            appraisals.append(await appraise(client, question, said, speaker, case.member_names))
+            if is_yes(appraisals[-1].text):
+                reading = meaning
+                break
+        reading = reading or "missed"
+    can_soften = softening_cause(turns, speaker) is not None and reading != "set_off"
+    readings = (reading,) if reading else ()
     schema = state_schema(case, speaker, can_soften=can_soften, readings=readings)
     cue_rule = (
         'cue = the counsellor\'s words that did something from the "What can soften" list, or "" '
@@ -382,15 +396,15 @@ async def member_turn(
             "member_state", name=speaker, last_line=last_line(turns), others=others, cue_rule=cue_rule, moves=moves
         )
     else:  # the counsellor just spoke: what its words did to this person decides the step
-        if blamed:
-            verdict = f"Those words blamed or criticised {speaker}: they set {speaker} off. {speaker} feels less heard and more tense, and does not soften this turn."
-            reading_rule = "set_off"
-        else:
-            verdict = f'Did those words do something from {speaker}\'s "What can soften" list?'
-            reading_rule = (
-                f"one of {', '.join(readings)}: softened (they did: {speaker} feels more heard and a little calmer), "
-                f"missed (they did not: {speaker} feels a little less heard)"
-            )
+        verdict = {
+            "set_off": f"Those words blamed or criticised {speaker}: they set {speaker} off. {speaker} feels less "
+            "heard and more tense, and does not soften this turn.",
+            "softened": f"Those words showed understanding of {speaker}: {speaker} feels more heard and a little "
+            "calmer.",
+            "missed": f"Those words neither blamed {speaker} nor showed understanding of {speaker}: they missed; "
+            f"{speaker} feels a little less heard.",
+        }[reading]
+        reading_rule = reading
         step = render_prompt(
             "member_state_counsellor",
             name=speaker,
@@ -516,7 +530,7 @@ async def member_turn(
         text=clean_utterance(speak_call.text),
         inner=inner,
         directive=directive,
-        calls=([appraisal.call] if appraisal is not None else []) + [state_call.call, speak_call.call],
+        calls=[*(a.call for a in appraisals), state_call.call, speak_call.call],
         move=move,
         cue=cue,
         reading=getattr(reply, "reading", None),

@@ -29,15 +29,19 @@ class RoomScript:
     move: str = "defend"  # the member move every self-report picks (personas.taxonomy.MEMBER_MOVES)
     cue: str = ""  # supporter words named as the softening cause (only where the schema offers `cue`)
     reading: str = "missed"  # what a supporter turn did (only where the schema offers `reading`: right after one)
-    blamed: bool = False  # the answer to "did the counsellor's last line blame or criticise this member?"
+    blamed: bool = False  # the answers to the appraisals of a counsellor turn (simulator.members.appraise)
+    understood: bool = False
     supporter_text: str = "Let's slow down and hear each other."
     attends_safety: bool = True  # the safety verdict on a supporter turn after a risk signal
     decisions: int = 0
 
     def __call__(self, call) -> object:
         if call.schema is None:
-            if "Does it blame or criticise" in call.prompt.prefill:  # simulator.members.counsellor_blamed
+            last = call.prompt.prefill.rsplit("\n", 1)[-1]  # the appraisal's question (simulator.members.appraise)
+            if last.startswith("Does it blame or criticise"):
                 return " yes" if self.blamed else " no"
+            if last.startswith("Does it show understanding of"):
+                return " yes" if self.understood else " no"
             return self.line
         name = call.schema.__name__
         if name == "MemberStateReply":

@@ -53,7 +53,8 @@ EARLIER = [
     member(1, "Meera", "He never listens when I talk about the money, not once in ten years."),
     supporter(2, "Arjun, what happens for you when Meera says she feels alone with the bills?"),
 ]
-NOT_BLAMED = " no"  # the member's first call after a counsellor turn: did its words blame him? (counsellor_blamed)
+NEITHER = (" no", " no")  # after a counsellor turn the member is asked first: did its words blame / understand him?
+UNDERSTOOD = (" no", " yes")
 
 
 def line_checks(case, text, *, turns=EARLIER, to=("Therapist",), finish="stop", speaker="Arjun"):
@@ -315,17 +316,17 @@ def play(client, case, turns=EARLIER, speaker="Arjun", to=("Therapist",)):
 def test_a_failing_line_is_reasked_with_the_reason_and_a_new_seed(case):
     repeat = EARLIER[0].text
     fresh = "I work twelve hours a day and still I'm the bad guy?"
-    client = FakeModelClient(replies=[NOT_BLAMED, _state_reply(), repeat, fresh])
+    client = FakeModelClient(replies=[*NEITHER, _state_reply(), repeat, fresh])
     turn = play(client, case)
     assert turn.text == fresh and turn.flags == [] and turn.move == "defend"
     assert [(r.part, r.attempt, r.text) for r in turn.reasks] == [("line", 1, repeat)]
     assert turn.reasks[0].flags[0].check == Check.DUPLICATE
-    first, second = client.calls[2], client.calls[3]
+    first, second = client.calls[3], client.calls[4]
     assert "not used" not in first.prompt.instructions
     assert "Your last answer was not used: it repeats turn 1 (Meera)" in second.prompt.instructions
     assert second.prompt.context == first.prompt.context  # the re-ask keeps the cached prefix
     assert second.seed == first.seed + RESEED
-    assert len(turn.calls) == 3 and len(turn.reasks[0].calls) == 1  # the appraisal, the self-report, the line
+    assert len(turn.calls) == 4 and len(turn.reasks[0].calls) == 1  # two appraisals, the self-report, the line
 
 
 def test_a_repeated_line_is_reasked_with_the_earlier_line_to_avoid(case):
@@ -333,22 +334,22 @@ def test_a_repeated_line_is_reasked_with_the_earlier_line_to_avoid(case):
     (the embedded model bans its token runs while decoding: tests/test_embedded_e2e.py)."""
     repeat = EARLIER[0].text
     client = FakeModelClient(
-        replies=[NOT_BLAMED, _state_reply(), repeat, "I work twelve hours a day and still I'm the bad guy?"]
+        replies=[*NEITHER, _state_reply(), repeat, "I work twelve hours a day and still I'm the bad guy?"]
     )
     turn = play(client, case)
     assert turn.reasks[0].flags[0].turn == 1
     # the repeated line first, then every other earlier line: kept from one, the model copied another
-    assert client.calls[2].prompt.avoid == () and client.calls[3].prompt.avoid == (repeat, EARLIER[1].text)
+    assert client.calls[3].prompt.avoid == () and client.calls[4].prompt.avoid == (repeat, EARLIER[1].text)
     # other failures name nothing to avoid
-    client = FakeModelClient(replies=[NOT_BLAMED, _state_reply(), FakeReply("I work all day and", "length"), "Fine."])
+    client = FakeModelClient(replies=[*NEITHER, _state_reply(), FakeReply("I work all day and", "length"), "Fine."])
     play(client, case)
-    assert client.calls[3].prompt.avoid == ()
+    assert client.calls[4].prompt.avoid == ()
 
 
 def test_a_line_that_still_fails_is_accepted_and_flagged(case):
     client = FakeModelClient(
         replies=[
-            NOT_BLAMED,
+            *NEITHER,
             _state_reply(),
             FakeReply("I work all day and then", "length"),
             FakeReply("And she just", "length"),
@@ -363,14 +364,14 @@ def test_a_line_that_still_fails_is_accepted_and_flagged(case):
 def test_the_attempt_with_fewer_failed_checks_is_kept(case):
     bad = "Arjun (to Therapist): He never listens when I talk about the money, not once in ten years."
     worse_later = 'Meera: "Yo trabajo todo el día y ella no lo ve, es muy difícil para mí'
-    client = FakeModelClient(replies=[NOT_BLAMED, _state_reply(), bad, FakeReply(worse_later, "length")])
+    client = FakeModelClient(replies=[*NEITHER, _state_reply(), bad, FakeReply(worse_later, "length")])
     turn = play(client, case)
     assert turn.text == bad and {f.check for f in turn.flags} == {Check.COPIED_TAG, Check.NEAR_DUPLICATE}
 
 
 def test_between_equally_bad_attempts_the_one_that_repeats_nothing_is_kept(case):
     cut = FakeReply("I work all day and nobody here even notices what I carry for this family, and", "length")
-    client = FakeModelClient(replies=[NOT_BLAMED, _state_reply(), cut, EARLIER[0].text])
+    client = FakeModelClient(replies=[*NEITHER, _state_reply(), cut, EARLIER[0].text])
     turn = play(client, case)
     assert turn.text == cut.text and [f.check for f in turn.flags] == [Check.CUT_OFF]
     assert turn.reasks[0].flags[0].check == Check.DUPLICATE
@@ -379,7 +380,7 @@ def test_between_equally_bad_attempts_the_one_that_repeats_nothing_is_kept(case)
 def test_a_failing_self_report_is_reasked(case):
     client = FakeModelClient(
         replies=[
-            NOT_BLAMED,
+            *NEITHER,
             _state_reply(emotion="Meera's tone of voice remained a"),
             _state_reply(emotion="stung"),
             "Fine.",
@@ -388,26 +389,26 @@ def test_a_failing_self_report_is_reasked(case):
     turn = play(client, case)
     assert turn.inner.emotion == "stung" and turn.flags == []
     assert turn.reasks[0].part == "state" and {f.check for f in turn.reasks[0].flags} >= {Check.NOT_AN_EMOTION}
-    assert "`emotion` must name a feeling" in client.calls[2].prompt.instructions
+    assert "`emotion` must name a feeling" in client.calls[3].prompt.instructions
 
 
 def test_unearned_softening_is_flagged_and_blocks_softening(case):
     earlier = [member(1, "Arjun", "I'm done talking."), *EARLIER]
     earlier = [t.model_copy(update={"index": i + 1}) for i, t in enumerate(earlier)]
     soft = _state_reply("softened", move="soften", cue="you are a wonderful husband", emotion="calmer")
-    client = FakeModelClient(replies=[NOT_BLAMED, soft, soft, "Okay. Maybe I do shut down."])
+    client = FakeModelClient(replies=[*UNDERSTOOD, soft, soft, "Okay. Maybe I do shut down."])
     turn = play(client, case, turns=earlier)
     assert turn.move == "soften" and [f.check for f in turn.flags] == [Check.UNEARNED_SOFTENING]
     base = case.member("Arjun").baseline_intensity
     assert turn.inner.intensity == base and "softening blocked" in turn.inner.reason  # not lowered at all
     # earned: the cue quotes the supporter's last turn, so the two-point cap applies instead
     earned = _state_reply("softened", move="soften", cue="alone with the bills", emotion="calmer")
-    turn = play(FakeModelClient(replies=[NOT_BLAMED, earned, "Okay. Maybe I do shut down."]), case, turns=earlier)
+    turn = play(FakeModelClient(replies=[*UNDERSTOOD, earned, "Okay. Maybe I do shut down."]), case, turns=earlier)
     assert turn.flags == [] and turn.inner.intensity == base - 1 and turn.cue == "alone with the bills"  # REACTION
 
 
 def test_a_model_error_on_a_reask_keeps_the_earlier_attempt(case):
-    client = FakeModelClient(replies=[NOT_BLAMED, _state_reply(), EARLIER[0].text, RuntimeError("server went away")])
+    client = FakeModelClient(replies=[*NEITHER, _state_reply(), EARLIER[0].text, RuntimeError("server went away")])
     turn = play(client, case)
     assert turn.text == EARLIER[0].text and [f.check for f in turn.flags] == [Check.DUPLICATE]
     assert turn.reasks[-1].failure and "server went away" in turn.reasks[-1].failure
@@ -470,19 +471,19 @@ def test_a_directed_line_without_its_wordings_is_reasked_with_them_as_examples(c
             )
         )  # fmt: skip
 
-    client = FakeModelClient(replies=[NOT_BLAMED, _state_reply(), vague, said])
+    client = FakeModelClient(replies=[*NEITHER, _state_reply(), vague, said])
     turn = directed(client)
     assert turn.text == said and turn.flags == [] and turn.directive == direction
     assert [(r.part, r.text, r.flags[0].check) for r in turn.reasks] == [("line", vague, Check.DIRECTION_IGNORED)]
-    assert '"hurting myself"; "not being here any more"' in client.calls[3].prompt.instructions
+    assert '"hurting myself"; "not being here any more"' in client.calls[4].prompt.instructions
     # still left out after DIRECTED_REASKS re-asks: accepted with its flag (then a simulator fault by delivery)
     others = [f"I just want us to stop fighting about money, point {i}." for i in range(DIRECTED_REASKS)]
-    client = FakeModelClient(replies=[NOT_BLAMED, _state_reply(), vague, *others])
+    client = FakeModelClient(replies=[*NEITHER, _state_reply(), vague, *others])
     turn = directed(client)
     assert [f.check for f in turn.flags] == [Check.DIRECTION_IGNORED]
-    assert len(turn.reasks) == DIRECTED_REASKS and len(client.calls) == 3 + DIRECTED_REASKS
+    assert len(turn.reasks) == DIRECTED_REASKS and len(client.calls) == 4 + DIRECTED_REASKS
     # with an opening, the last re-ask starts with the stressor's own words (and the line keeps them)
-    client = FakeModelClient(replies=[NOT_BLAMED, _state_reply(), vague, *others[:-1], "so I stay in my car at night."])
+    client = FakeModelClient(replies=[*NEITHER, _state_reply(), vague, *others[:-1], "so I stay in my car at night."])
     turn = asyncio.run(
         member_turn(
             client, case, list(EARLIER), "Arjun", ["Therapist"], seed=11, window=16, directive=direction,
@@ -493,5 +494,5 @@ def test_a_directed_line_without_its_wordings_is_reasked_with_them_as_examples(c
     assert client.calls[-1].prompt.prefill.endswith('"Some days I think about hurting myself, and ')
     assert not any("hurting myself" in c.prompt.prefill for c in client.calls[:-1])  # only the last try
     # no wordings, or no direction: nothing is checked here
-    client = FakeModelClient(replies=[NOT_BLAMED, _state_reply(), vague])
+    client = FakeModelClient(replies=[*NEITHER, _state_reply(), vague])
     assert play(client, case).flags == []

@@ -255,7 +255,7 @@ def test_sensitivity_reports_responsiveness_per_rung_and_claims_nothing_on_a_sam
 # ---- members react to what the supporter did (prompt and move menu) -------------------------------------------
 
 
-def _member_calls(turns, seed=3, blamed=False):
+def _member_calls(turns, seed=3, blamed=False, understood=False):
     import asyncio
 
     from personas.library import resolve_case
@@ -264,43 +264,44 @@ def _member_calls(turns, seed=3, blamed=False):
     from tests._sim_fakes import RoomScript
 
     case = resolve_case("dana-and-theo")
-    client = FakeModelClient(default=RoomScript(case, line="I am so tired of this.", blamed=blamed))
+    script = RoomScript(case, line="I am so tired of this.", blamed=blamed, understood=understood)
+    client = FakeModelClient(default=script)
     turn = asyncio.run(member_turn(client, case, turns, "Theo", ["Therapist"], seed=seed, window=16))
     return client.calls, turn
 
 
-def _state_call(turns, seed=3, blamed=False):
-    calls, _ = _member_calls(turns, seed, blamed)
+def _state_call(turns, seed=3, **appraised):
+    calls, _ = _member_calls(turns, seed, **appraised)
     return next(c.prompt.instructions for c in calls if c.schema is not None)
 
 
-def test_after_the_counsellor_spoke_the_member_is_first_asked_whether_its_words_blamed_him():
+def test_after_the_counsellor_spoke_the_member_is_first_asked_what_its_words_did_to_him():
     dana = Turn(index=1, speaker="Dana", kind="member", addressees=["Theo"], text="You are never home.")
     said = "Theo, you should have called her back. You got this wrong."
     counsellor = Turn(index=2, speaker="Therapist", kind="supporter", addressees=["Theo"], text=said)
     calls, turn = _member_calls([dana, counsellor])
-    appraisal = calls[0]
-    assert appraisal.schema is None and appraisal.prompt.prefill.endswith(
+    blame, understanding = calls[0], calls[1]  # asked in turn: blamed? then (not blamed) understood?
+    assert blame.schema is None and blame.prompt.prefill.endswith(
         f'Counsellor to Theo: "{said}"\nDoes it blame or criticise Theo?'
     )
-    assert "Does it blame or criticise Alex? yes" in appraisal.prompt.prefill  # labelled examples come first
-    assert len(turn.calls) == 3 and turn.calls[0].role == "member"  # the appraisal is part of the turn
-    # not blamed: softened or missed, weighed against his softeners; set_off is not on offer
+    assert "Does it blame or criticise Alex? yes" in blame.prompt.prefill  # labelled examples come first
+    assert understanding.prompt.prefill.endswith("Does it show understanding of Theo?")
+    assert len(turn.calls) == 4 and turn.reading == "missed"  # the appraisals are part of the turn
+    # neither: missed
     prompt = _state_call([dana, counsellor])
-    assert f'The counsellor just said, to Theo: "{said}"' in prompt
-    assert (
-        "reading = one of " in prompt
-        and "softened (they did" in prompt
-        and "set_off" not in prompt.split("reading = ")[1].split(";")[0]
-    )
+    assert f'The counsellor just said, to Theo: "{said}"' in prompt and "reading = missed;" in prompt
     assert "Theo now: intensity 6, felt_heard 5." in prompt and "felt heard by the counsellor 5/10" in prompt
-    # blamed: the reading is set_off, and no softening move or cue is offered
+    # understood (and not blamed): softened
+    assert "reading = softened;" in _state_call([dana, counsellor], understood=True)
+    # blamed: set_off, the second question is not asked, and no softening move or cue is offered
+    calls, turn = _member_calls([dana, counsellor], blamed=True, understood=True)
+    assert len(turn.calls) == 3 and turn.reading == "set_off"
     blamed = _state_call([dana, counsellor], blamed=True)
     assert "Those words blamed or criticised Theo: they set Theo off." in blamed and "reading = set_off;" in blamed
     assert "cue =" not in blamed and "soften" not in blamed.split("move = ")[1].split(".")[0]
     after_member = _state_call([dana])
     assert "The line Theo just heard: Dana (to Theo)" in after_member and "counsellor just said" not in after_member
-    assert _member_calls([dana])[1].calls.__len__() == 2  # no counsellor turn to appraise
+    assert len(_member_calls([dana])[1].calls) == 2  # no counsellor turn to appraise
 
 
 def test_the_move_menu_rotates_with_seed_and_turn_so_defend_is_not_always_offered_first():
@@ -326,8 +327,8 @@ def test_the_numbers_move_at_least_as_far_as_the_reading_says_and_blame_rules_ou
     import asyncio
 
     from personas.library import resolve_case
-    from simulator.llm.fake import FakeModelClient
     from personas.taxonomy import SOFTENING_MOVES
+    from simulator.llm.fake import FakeModelClient
     from simulator.members import REACTION, member_turn, state_schema
     from tests._sim_fakes import RoomScript
 
@@ -342,14 +343,15 @@ def test_the_numbers_move_at_least_as_far_as_the_reading_says_and_blame_rules_ou
     theo = case.member("Theo")  # card: intensity 6, felt heard 5; toward Dana from the card's viewpoint
     before = next(v for v in case.viewpoints if v.source == "Theo" and v.target == "Dana")
 
-    def play(reading, blamed=False, **kw):
-        script = RoomScript(case, move="soften", cue="you are trying", reading=reading, blamed=blamed, **kw)
+    def play(reading, **kw):
+        appraised = {"blamed": reading == "set_off", "understood": reading == "softened"}
+        script = RoomScript(case, move="soften", cue="you are trying", reading=reading, **appraised, **kw)
         return asyncio.run(member_turn(FakeModelClient(default=script), case, turns, "Theo", ["Therapist"], seed=0,
                                        window=16))  # fmt: skip
 
     # the model copies its numbers (intensity 6, tension as before); the reading moves them anyway
     copied = {"intensity": theo.baseline_intensity, "warmth": int(before.warmth), "tension": int(before.tension)}
-    set_off = play("softened", blamed=True, **copied)  # blamed: only set_off is offered, and no softening move
+    set_off = play("set_off", **copied)  # blamed: only set_off is offered, and no softening move
     assert set_off.reading == "set_off" and set_off.move not in SOFTENING_MOVES
     assert set_off.inner.intensity == theo.baseline_intensity + REACTION["set_off"]["intensity"]
     assert set_off.inner.felt_heard == 5 + REACTION["set_off"]["felt_heard"]

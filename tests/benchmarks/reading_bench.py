@@ -1,7 +1,7 @@
 """Does a simulated member tell a blaming counsellor line from an attuned one? Measured on lines of known kind.
 
     python tests/benchmarks/reading_bench.py [--seeds 0-3] [--model local/qwen2.5-coder-1.5b] [--out FILE]
-    python tests/benchmarks/reading_bench.py --appraisal     # `counsellor_blamed` alone, on labelled lines
+    python tests/benchmarks/reading_bench.py --appraisal     # `simulator.members.appraise` alone, on labelled lines
 
 The ladder can only order supporters on the room's trajectory if a member reacts to what the counsellor did.
 This bench holds everything else fixed: one case (dana-and-theo), the same two opening member lines, then one
@@ -51,10 +51,12 @@ LINES = {
 }
 
 
-# Labelled lines for `simulator.members.counsellor_blamed` (does the line blame or criticise this member?).
+# Labelled lines for `simulator.members.appraise` (does the line blame or criticise this member? show them
+# understanding?).
 # DEV: the lines its examples were chosen on: the 1.5B's own `sides:`/M lines from sensitivity runs, the scripted
 # supporter's, and lines written for the purpose. HELD_OUT: written before the examples were tuned, another
-# couple, measured once. (addressees, line, {member: blamed})
+# couple, measured once. (addressees, line, {member: blamed}); UNDERSTOOD_*: {member: understood} per line, labelled
+# after the blame examples had been chosen and before the understanding ones were.
 DEV = [
     (["Theo"], "I understand that Theo has been neglecting his responsibilities and is not being responsive to our "
      "conversations. It's important that we address this issue together to ensure a healthy relationship.",
@@ -103,29 +105,65 @@ HELD_OUT = [
     (["Lena"], "Honestly, Lena, Omar is doing his best and you never see it.", {"Omar": 0, "Lena": 1}),
 ]
 
+UNDERSTOOD_DEV = [
+    {"Theo": 0, "Dana": 0},
+    {"Theo": 0, "Dana": 0},
+    {"Theo": 0, "Dana": 0},
+    {"Theo": 0, "Dana": 1},
+    {"Theo": 0, "Dana": 0},
+    {"Theo": 1, "Dana": 0},
+    {"Theo": 0, "Dana": 0},
+    {"Theo": 1, "Dana": 0},
+    {"Theo": 1, "Dana": 0},
+    {"Theo": 0, "Dana": 0},
+    {"Theo": 0, "Dana": 1},
+    {"Theo": 0, "Dana": 0},
+    {"Theo": 1, "Dana": 0},
+    {"Theo": 0, "Dana": 0},
+    {"Theo": 1, "Dana": 1},
+    {"Theo": 0, "Dana": 1},
+]
+UNDERSTOOD_HELD_OUT = [
+    {"Omar": 0, "Lena": 0},
+    {"Omar": 0, "Lena": 0},
+    {"Omar": 0, "Lena": 0},
+    {"Omar": 0, "Lena": 0},
+    {"Omar": 1, "Lena": 1},
+    {"Omar": 1, "Lena": 0},
+    {"Omar": 0, "Lena": 1},
+    {"Omar": 0, "Lena": 0},
+    {"Omar": 0, "Lena": 0},
+    {"Omar": 0, "Lena": 0},
+    {"Omar": 1, "Lena": 0},
+    {"Omar": 1, "Lena": 0},
+]
+
 
 async def _appraisal(model: str | None) -> None:
     from simulator.llm.client import LiteLLMClient, ModelSettings
-    from simulator.members import counsellor_blamed, is_yes
+    from simulator.members import appraise, is_yes
     from simulator.records import Turn
 
     client = LiteLLMClient(ModelSettings(cache=False, roles={"member": model} if model else {}))
-    for name, items in (("dev", DEV), ("held-out", HELD_OUT)):
-        counts = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}
-        for to, text, labels in items:
-            said = Turn(index=3, speaker="Therapist", kind="supporter", addressees=to, text=text)
-            for member, blamed in labels.items():
-                said_yes = is_yes((await counsellor_blamed(client, said, member, list(labels))).text)
-                counts[("t" if said_yes == bool(blamed) else "f") + ("p" if said_yes else "n")] += 1
-                if said_yes != bool(blamed):
-                    print(f"  {name}: {member} blamed={blamed}, said {'yes' if said_yes else 'no'}: {text[:70]!r}")
-        pos, neg = counts["tp"] + counts["fn"], counts["tn"] + counts["fp"]
-        print(
-            f"{name}: {len(items)} lines, {pos + neg} (line, member) items: blamed and said yes {counts['tp']}/{pos} "
-            f"(recall {counts['tp'] / pos:.2f}); not blamed and said yes {counts['fp']}/{neg} "
-            f"(false-positive rate {counts['fp'] / neg:.2f})",
-            flush=True,
-        )
+    sets = (("dev", DEV, UNDERSTOOD_DEV), ("held-out", HELD_OUT, UNDERSTOOD_HELD_OUT))
+    for question in ("blamed", "understood"):
+        for name, items, understood in sets:
+            counts = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}
+            for (to, text, blamed), u in zip(items, understood, strict=True):
+                labels = blamed if question == "blamed" else u
+                said = Turn(index=3, speaker="Therapist", kind="supporter", addressees=to, text=text)
+                for member, truth in labels.items():
+                    yes = is_yes((await appraise(client, question, said, member, list(labels))).text)
+                    counts[("t" if yes == bool(truth) else "f") + ("p" if yes else "n")] += 1
+                    if yes != bool(truth):
+                        print(f"  {question} {name}: {member} {truth}, said {'yes' if yes else 'no'}: {text[:64]!r}")
+            pos, neg = counts["tp"] + counts["fn"], counts["tn"] + counts["fp"]
+            print(
+                f"{question}, {name}: {len(items)} lines, {pos + neg} (line, member) items: true and said yes "
+                f"{counts['tp']}/{pos} (recall {counts['tp'] / pos:.2f}); not true and said yes {counts['fp']}/{neg} "
+                f"(false-positive rate {counts['fp'] / neg:.2f})",
+                flush=True,
+            )
 
 
 def _seeds(text: str) -> list[int]:
@@ -228,7 +266,7 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="member model (default: the configured one, the embedded model)")
     ap.add_argument("--out", type=Path, default=None, help="write the rows as JSON here")
     ap.add_argument("--report", type=Path, default=None, help="summarise rows written before instead of running")
-    ap.add_argument("--appraisal", action="store_true", help="measure `counsellor_blamed` on the labelled lines")
+    ap.add_argument("--appraisal", action="store_true", help="measure `appraise` on the labelled lines")
     args = ap.parse_args()
     if args.appraisal:
         asyncio.run(_appraisal(args.model))
