@@ -180,7 +180,8 @@ def _appraisal() -> dict:
     return _APPRAISAL
 
 
-APPRAISALS = ("blamed", "understood")  # the questions of personas/prompts/member_appraisal.yaml
+# The questions of personas/prompts/member_appraisal.yaml, asked in this order, and the reading a yes decides.
+APPRAISALS = {"blamed": "set_off", "understood": "softened"}
 
 
 def appraisal_prompt(question: str, said: Turn, name: str, member_names: Sequence[str]) -> Prompt:
@@ -375,7 +376,7 @@ async def member_turn(
     appraisals: list[Completion] = []
     reading = None  # what the counsellor's words did, from the appraisals: blamed, else understood, else neither
     if said is not None:
-        for question, meaning in (("blamed", "set_off"), ("understood", "softened")):
+        for question, meaning in APPRAISALS.items():
             appraisals.append(await appraise(client, question, said, speaker, case.member_names))
             if is_yes(appraisals[-1].text):
                 reading = meaning

@@ -140,7 +140,8 @@ class Turn(_Record):
     reading: str | None = Field(
         default=None,
         description="Right after a supporter turn: what its words did to this member (`softened`, `set_off`, "
-        "`missed`; simulator.members.READINGS), chosen before the numbers; None after a member's line.",
+        "`missed`; simulator.members.READINGS), decided by the member's appraisals of that turn (simulator.members."
+        "appraise) before its numbers; None after a member's line.",
     )
     flags: list[FidelityFlag] = Field(
         default_factory=list, description="Fidelity checks the accepted turn still failed after its re-asks."
