@@ -67,13 +67,11 @@ REACTION = {
 FINISH_WORDS = 16
 
 
-def state_schema(
-    case: Case, speaker: str, *, can_soften: bool = True, readings: tuple[str, ...] = ()
-) -> type[BaseModel]:
+def state_schema(case: Case, speaker: str, *, can_soften: bool = True, reading: str | None = None) -> type[BaseModel]:
     """The self-report schema for one member: the other members' names and the moves on offer as enums
     (grammar-friendly). Without a supporter turn to answer to, softening moves and the `cue` are left out. Right
-    after one, `reading` (one of `readings`, those on offer of READINGS) comes before the numbers."""
-    return _state_schema(tuple(n for n in case.member_names if n != speaker), can_soften, readings)
+    after one, its `reading` (one of READINGS, decided by the appraisals) is written first, before the numbers."""
+    return _state_schema(tuple(n for n in case.member_names if n != speaker), can_soften, reading)
 
 
 def moves_on_offer(can_soften: bool) -> tuple[str, ...]:
@@ -93,7 +91,7 @@ def _rotated(options: tuple[str, ...], shift: int) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=256)
-def _state_schema(others: tuple[str, ...], can_soften: bool, readings: tuple[str, ...] = ()) -> type[BaseModel]:
+def _state_schema(others: tuple[str, ...], can_soften: bool, reading: str | None = None) -> type[BaseModel]:
     feeling = create_model(
         "FeelingReply",
         member=(Literal[others], ...),  # type: ignore[valid-type]
@@ -101,8 +99,8 @@ def _state_schema(others: tuple[str, ...], can_soften: bool, readings: tuple[str
         tension=(int, Field(ge=0, le=10)),
     )
     fields: dict = {"landed": (str, soft_max_words(WORD_CAPS["landed"], finish=FINISH_WORDS))}
-    if readings:
-        fields["reading"] = (Literal[tuple(sorted(readings))], ...)  # type: ignore[valid-type]
+    if reading:
+        fields["reading"] = (Literal[reading], ...)  # type: ignore[valid-type]
     if can_soften:
         fields["cue"] = (str, soft_max_words(WORD_CAPS["cue"], allow_empty=True, finish=FINISH_WORDS))
     fields.update(
@@ -170,14 +168,9 @@ def follow_reading(previous: InnerState, proposed: InnerState, reading: str) -> 
     )
 
 
-_APPRAISAL: dict | None = None
-
-
+@functools.cache
 def _appraisal() -> dict:
-    global _APPRAISAL
-    if _APPRAISAL is None:
-        _APPRAISAL = yaml.safe_load((PROMPTS_DIR / "member_appraisal.yaml").read_text(encoding="utf-8"))
-    return _APPRAISAL
+    return yaml.safe_load((PROMPTS_DIR / "member_appraisal.yaml").read_text(encoding="utf-8"))
 
 
 # The questions of personas/prompts/member_appraisal.yaml, asked in this order, and the reading a yes decides.
@@ -383,8 +376,7 @@ async def member_turn(
                 break
         reading = reading or "missed"
     can_soften = softening_cause(turns, speaker) is not None and reading != "set_off"
-    readings = (reading,) if reading else ()
-    schema = state_schema(case, speaker, can_soften=can_soften, readings=readings)
+    schema = state_schema(case, speaker, can_soften=can_soften, reading=reading)
     cue_rule = (
         'cue = the counsellor\'s words that did something from the "What can soften" list, or "" '
         "(soften and repair_attempt need one);"
@@ -397,22 +389,13 @@ async def member_turn(
             "member_state", name=speaker, last_line=last_line(turns), others=others, cue_rule=cue_rule, moves=moves
         )
     else:  # the counsellor just spoke: what its words did to this person decides the step
-        verdict = {
-            "set_off": f"Those words blamed or criticised {speaker}: they set {speaker} off. {speaker} feels less "
-            "heard and more tense, and does not soften this turn.",
-            "softened": f"Those words showed understanding of {speaker}: {speaker} feels more heard and a little "
-            "calmer.",
-            "missed": f"Those words neither blamed {speaker} nor showed understanding of {speaker}: they missed; "
-            f"{speaker} feels a little less heard.",
-        }[reading]
-        reading_rule = reading
         step = render_prompt(
             "member_state_counsellor",
             name=speaker,
             addressees=", ".join(said.addressees) or "the room",
             said=said.text,
-            verdict=verdict,
-            reading_rule=reading_rule,
+            verdict=_appraisal()["verdicts"][reading].format(name=speaker),
+            reading=reading,
             intensity=previous.intensity,
             heard=previous.felt_heard,
             others=others,
@@ -456,8 +439,8 @@ async def member_turn(
         toward=[Feeling(member=f.member, warmth=f.warmth, tension=f.tension) for f in reply.toward],
         reason=reply.reason,
     )
-    if readings:
-        proposed = follow_reading(previous, proposed, reply.reading)
+    if reading:
+        proposed = follow_reading(previous, proposed, reading)
     unearned = any(f.check == FidelityCheck.UNEARNED_SOFTENING for f in state_flags)
     inner = guard_softening(previous, proposed, 0.0 if unearned else MAX_SOFTEN_STEP)
     to = ", ".join(addressees)

@@ -333,7 +333,7 @@ def test_the_numbers_move_at_least_as_far_as_the_reading_says_and_blame_rules_ou
     from tests._sim_fakes import RoomScript
 
     case = resolve_case("dana-and-theo")
-    after = list(state_schema(case, "Theo", readings=("set_off",)).model_json_schema()["properties"])
+    after = list(state_schema(case, "Theo", reading="set_off").model_json_schema()["properties"])
     assert after[:2] == ["landed", "reading"] and "reading" not in state_schema(case, "Theo").model_fields
     said = "Theo, slowing down here: you are trying, and it shows."
     turns = [

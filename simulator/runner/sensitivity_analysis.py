@@ -160,15 +160,19 @@ def pair_stat(better: str, worse: str, values: dict[str, dict[str, float]], sign
         separates=separates,
         as_declared=separates and mean > 0,
         sessions_for_power=max(SIGN_TEST_UNITS, len(diffs)) if no_spread else sessions_for_power(diffs, mean),
-        note=""
-        if separates
-        else "identical on every shared unit"
-        if all(d == 0 for d in diffs)
-        else f"the same difference on all {len(diffs)} units: no spread to estimate; a sign test needs "
-        f"{SIGN_TEST_UNITS}"
-        if no_spread
-        else "",
+        note="" if separates else _unseparated_note(diffs, no_spread),
     )
+
+
+def _unseparated_note(diffs: Sequence[float], no_spread: bool) -> str:
+    """Why a pair that does not separate could not, where that is more than a wide interval."""
+    if all(d == 0 for d in diffs):
+        return "identical on every shared unit"
+    if no_spread:
+        return (
+            f"the same difference on all {len(diffs)} units: no spread to estimate; a sign test needs {SIGN_TEST_UNITS}"
+        )
+    return ""
 
 
 def kendall_tau(declared: Sequence[str], means: dict[str, float]) -> float | None:
