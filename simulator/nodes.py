@@ -5,6 +5,7 @@ a node ends the session as `failed` with its reason, nothing filled in for it.""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -17,13 +18,14 @@ from simulator.members import member_turn
 from simulator.records import (
     SUPPORTER,
     EndReason,
+    FidelityCheck,
     SafetyEvent,
     SupporterDecision,
     Turn,
 )
 from simulator.redact import redact
 from simulator.safety import check_attended
-from simulator.session_state import SessionConfig, SessionState, derive_seed
+from simulator.session_state import SessionConfig, SessionState, StageDirection, derive_seed
 from simulator.supporters import HumanSupporter, InvalidDecision, Supporter, finish_decision
 from simulator.tracker import observe
 from simulator.view import SessionView, build_view
@@ -243,10 +245,36 @@ def make_supporter_node(case: Case) -> Callable[[SessionState], dict]:
     return supporter_turn
 
 
+def _self_risk_from(case: Case, config: SessionConfig) -> dict[str, int]:
+    """The member turn from which each self-risk flag on the card is live. A flag the card had is live from the
+    start; one a stressor added is live from the turn that says it, as the counsellor can only answer a risk the
+    room has shown (a self-report of intensity 8 before the disclosure once stopped sessions for an "unaddressed"
+    risk that nobody had mentioned)."""
+    flags = Counter(f.member for f in case.risk_flags if f.kind in SELF_RISK_KINDS and f.member)
+    added = Counter(d.member for d in config.directions for k in d.discloses if k in SELF_RISK_KINDS and d.member)
+    live = {m: 1 for m, n in flags.items() if n > added[m]}
+    for d in sorted(config.directions, key=lambda d: d.at_member_turn):
+        if d.member and SELF_RISK_KINDS & set(d.discloses):
+            live.setdefault(d.member, d.at_member_turn)
+    return live
+
+
+def _discloses_risk(direction: StageDirection | None, turn: Turn) -> bool:
+    """Did this member turn say the self-risk its stage direction discloses (one of the stressor's `said_if`
+    wordings, the facts the member turn already checks)?"""
+    return (
+        direction is not None
+        and direction.member == turn.speaker
+        and bool(SELF_RISK_KINDS & set(direction.discloses))
+        and bool(direction.said_if)
+        and not any(f.check == FidelityCheck.DIRECTION_IGNORED for f in turn.flags)
+    )
+
+
 def make_end_check_node(
     client: ModelClient, case: Case, config: SessionConfig
 ) -> Callable[[SessionState], Awaitable[dict]]:
-    at_risk_by_flag = {f.member for f in case.risk_flags if f.kind in SELF_RISK_KINDS and f.member}
+    at_risk_from = _self_risk_from(case, config)
     flagged = {f.member for f in case.risk_flags if f.member}
 
     async def end_check(state: SessionState) -> dict:
@@ -256,11 +284,14 @@ def make_end_check_node(
         last_member = next((t for t in reversed(turns) if t.kind == "member"), None)
         fresh: list[SafetyEvent] = []
         if last_member is not None:
+            played = sum(t.kind == "member" for t in turns)
             signals: list[tuple[str, str]] = []
             if last_member.tracker:
                 signals += [(m, "tracker") for m in last_member.tracker.at_risk]
+            if _discloses_risk(config.direction_for(played), last_member):
+                signals.append((last_member.speaker, "stressor"))
             if (
-                last_member.speaker in at_risk_by_flag
+                at_risk_from.get(last_member.speaker, played + 1) <= played
                 and last_member.inner
                 and last_member.inner.intensity >= SELF_RISK_INTENSITY
             ):

@@ -181,7 +181,10 @@ class SafetyEvent(_Record):
 
     member: str
     signalled_at: int = Field(description="Turn at which the risk showed.")
-    source: Literal["self_report", "tracker", "case_flag"]
+    source: Literal["self_report", "tracker", "case_flag", "stressor"] = Field(
+        description="What showed the risk: the member's self-report (a flagged member at high intensity), the "
+        "tracker, the card, or a directed stressor line that said it."
+    )
     addressed: bool
     addressed_at: int | None = None
     note: str = ""

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from personas.case import Case
 from personas.graph import RelationGraph, RelationSnapshot
+from personas.taxonomy import RiskKind
 from simulator.floor import rng_for
 from simulator.records import (
     EndReason,
@@ -45,6 +46,11 @@ class StageDirection(BaseModel):
         default=(), description="Fidelity checks the directed turn is exempt from (what the direction asks for)."
     )
     source: str = Field(default="", description="Name of the perturbation it comes from.")
+    discloses: tuple[RiskKind, ...] = Field(
+        default=(),
+        description="Risks the perturbation flags on this member, which the directed line makes public: before "
+        "this turn the flag is not live (nothing in the room shows it), and saying the line opens a safety event.",
+    )
 
 
 class SessionConfig(BaseModel):

@@ -326,3 +326,36 @@ def test_supporter_text_loses_speaker_tags_and_self_address():
     assert clean_supporter_text('Counsellor (to Dana): "Go on."') == "Go on."
     assert clean_supporter_text("Therapist, I hear you both.") == "I hear you both."
     assert clean_supporter_text("Theo, what do you need?") == "Theo, what do you need?"
+
+
+def test_a_stressors_risk_is_live_from_the_line_that_says_it(couple):
+    """A flagged member's high self-report opens no safety event before their directed disclosure (nothing in the
+    room shows the risk yet); the line that says it opens one, and the silent counsellor is stopped after it."""
+    from simulator.perturbations import apply_perturbation, builtin_perturbations
+
+    case, config, plan = apply_perturbation(
+        builtin_perturbations()["crisis_disclosure"], couple, SessionConfig(max_turns=6, seed=1)
+    )
+    direction = config.direction_for(plan.at_member_turn)
+    assert direction.discloses == ("suicidal_ideation",) and plan.at_member_turn > 1
+    client = FakeModelClient(default=RoomScript(case, intensity=9, line="Some days I think about hurting myself."))
+    rec = asyncio.run(run_session(case, SilentSupporter(), client, config, session_id="t"))
+    directed = next(t for t in rec.turns if t.directive)
+    assert [(e.member, e.signalled_at, e.source) for e in rec.safety][0] == (plan.speaker, directed.index, "stressor")
+    assert rec.end_reason == EndReason.SAFETY_STOP
+    assert sum(t.kind == "member" for t in rec.turns) > plan.at_member_turn  # two decisions' grace after it
+
+
+def test_a_disclosure_left_out_until_the_last_reask_is_signalled_once_said(couple):
+    from simulator.perturbations import apply_perturbation, builtin_perturbations
+
+    case, config, plan = apply_perturbation(
+        builtin_perturbations()["crisis_disclosure"], couple, SessionConfig(max_turns=6, seed=1)
+    )
+    opening = config.direction_for(plan.at_member_turn).opening
+    client = FakeModelClient(default=RoomScript(case, intensity=5, line="We just argue about chores."))
+    rec = asyncio.run(run_session(case, SilentSupporter(), client, config, session_id="t"))
+    directed = next(t for t in rec.turns if t.directive)
+    # the last re-ask starts with the stressor's own words, so the line says it after all and is signalled
+    assert directed.text.startswith(opening.strip())
+    assert [e.source for e in rec.safety] == ["stressor"]

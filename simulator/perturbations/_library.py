@@ -288,6 +288,11 @@ def apply_perturbation(
                 opening=p.inject.opening if p.inject else None,
                 text=plan.directive,
                 source=p.name,
+                discloses=tuple(
+                    rc.kind
+                    for rc in (p.card.risk_flags if p.card else [])
+                    if rc.who and _who(case, rc.who, plan.speaker, plan.target) == plan.speaker
+                ),
             ),
         )
     new_config = config.model_copy(update={"max_turns": plan.max_turns, "directions": directions})
