@@ -362,3 +362,20 @@ def test_the_numbers_move_at_least_as_far_as_the_reading_says_and_blame_rules_ou
     assert softened.inner.intensity == theo.baseline_intensity - 1 and softened.inner.felt_heard == 5 + 2
     missed = play("missed", intensity=2, tension=2)  # the model's own larger move is kept (within the soften cap)
     assert missed.reading == "missed" and missed.inner.felt_heard == 4 and missed.inner.intensity == 6 - 2
+
+
+def test_the_live_view_says_what_the_counsellors_words_did_to_the_member():
+    from rich.console import Console
+
+    from simulator.cli._render import render_turn
+
+    inner = InnerState(
+        landed="", emotion="hurt", intensity=8, felt_heard=2, toward=[Feeling(member="Dana", warmth=3, tension=8)]
+    )
+    console = Console(width=200, record=True)
+    for reading in ("set_off", None):
+        turn = Turn(index=3, speaker="Theo", kind="member", text="Here we go.", inner=inner, reading=reading)
+        console.print(render_turn(turn, couple_case()))
+    shown = console.export_text()
+    assert "inner: the counsellor's words set them off · hurt 8/10" in shown
+    assert "inner: hurt 8/10" in shown  # a turn after a member's line has no reading to show

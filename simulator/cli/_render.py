@@ -27,6 +27,13 @@ def member_colors(case: Case) -> dict[str, str]:
     return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(case.member_names)}
 
 
+READING_WORDS = {  # simulator.members.READINGS, as the live view says them
+    "softened": "the counsellor's words reached them",
+    "set_off": "the counsellor's words set them off",
+    "missed": "the counsellor's words missed them",
+}
+
+
 def render_turn(turn: Turn, case: Case, *, show_inner: bool = True) -> Text:
     """One transcript line; members with their private state dimmed below, the supporter with its decision."""
     colors = member_colors(case)
@@ -44,7 +51,10 @@ def render_turn(turn: Turn, case: Case, *, show_inner: bool = True) -> Text:
     if show_inner and turn.inner is not None:
         i = turn.inner
         toward = ", ".join(f"{f.member} w{f.warmth:g}/t{f.tension:g}" for f in i.toward)
-        line.append(f"\n     inner: {i.emotion} {i.intensity}/10 · heard {i.felt_heard}/10 · {toward}", style="dim")
+        read = f"{READING_WORDS[turn.reading]} · " if turn.reading in READING_WORDS else ""
+        line.append(
+            f"\n     inner: {read}{i.emotion} {i.intensity}/10 · heard {i.felt_heard}/10 · {toward}", style="dim"
+        )
         if i.landed:
             line.append(f" · landed: {i.landed}", style="dim italic")
     return line
