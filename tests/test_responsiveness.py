@@ -379,3 +379,62 @@ def test_the_live_view_says_what_the_counsellors_words_did_to_the_member():
     shown = console.export_text()
     assert "inner: the counsellor's words set them off · hurt 8/10" in shown
     assert "inner: hurt 8/10" in shown  # a turn after a member's line has no reading to show
+
+
+def test_blamed_share_is_the_share_of_turns_after_the_counsellor_read_as_blame():
+    from judges.fidelity import blamed_share
+
+    def record(readings):
+        turns = [
+            Turn(index=i + 1, speaker="Theo", kind="member", text=f"line {i}", reading=r)
+            for i, r in enumerate(readings)
+        ]
+        return SessionRecord.model_construct(turns=turns)
+
+    assert blamed_share(record([None, "set_off", "missed", "set_off", "softened"])) == 0.5
+    assert blamed_share(record([None, None])) is None  # the counsellor never spoke: nothing to read
+
+
+def test_sensitivity_separates_a_blaming_rung_by_the_rooms_reading_on_six_units(tmp_path, monkeypatch):
+    """A room whose members read blame exactly when the counsellor blames them: `sides` blames on every turn, the
+    top rung never does, so blamed_share puts them in the declared order and, on 6 units, separates them; the
+    judge metrics, answered alike for both, do not."""
+    import json
+
+    from typer.testing import CliRunner
+
+    import simulator.cli._models as cli_models
+    from simulator.cli import app as cli_app
+    from simulator.llm.fake import FakeModelClient
+    from simulator.runner.sensitivity import SensitivityReport
+    from tests._stress_fixtures import any_schema_reply
+    from tests.test_delivery import ROOM_LINES
+
+    room = any_schema_reply(lines=ROOM_LINES)  # a room that does not repeat itself: no simulator fault
+
+    def reply(call):
+        if call.schema is None and "\nDoes it" in call.prompt.prefill:  # an appraisal (simulator.members.appraise)
+            said, question = call.prompt.prefill.rsplit("\n", 2)[-2:]
+            if question.startswith("Does it blame or criticise"):
+                return " yes" if "your fault" in said else " no"
+            if question.startswith("Does it show understanding of"):
+                return " no"
+        answer = room(call)
+        if call.schema is not None and call.schema.__name__ == "SupporterReply":
+            blames = "already decided who is right" in call.prompt.instructions
+            answer.update(speak=True, text="Theo, this is your fault." if blames else "This sounds hard for you both.")
+        return answer
+
+    monkeypatch.setattr(cli_models, "make_client", lambda settings: FakeModelClient(default=reply))
+    cli_app._register()
+    out = tmp_path / "run"
+    args = ["sensitivity", "--model", "fake/model", "--rungs", "model,sides", "--cases", "dana-and-theo",
+            "--seeds", "0-5", "--turns", "3", "--perturbations", "none", "--tracker-every", "0", "--out", str(out)]  # fmt: skip
+    result = CliRunner().invoke(cli_app.app, args, env={"COLUMNS": "200"})
+    report = SensitivityReport.model_validate(json.loads((out / "sensitivity.json").read_text()))
+    metrics = {m.id: m for m in report.metrics}
+    blamed = metrics["blamed_share"]
+    assert blamed.top_bottom.shared_units == 6 and blamed.top_bottom.separates and blamed.top_bottom.as_declared
+    assert blamed.top_bottom.difference == pytest.approx(1.0)  # sides: every reading blame; model: none
+    assert not metrics["balance"].top_bottom.separates  # the judge answered both rungs alike
+    assert result.exit_code == 1, result.output

@@ -196,6 +196,15 @@ def session_responsiveness(record: SessionRecord) -> SessionResponsiveness:
     )
 
 
+def blamed_share(record: SessionRecord) -> float | None:
+    """Of the member turns right after a counsellor turn, the share whose member read its words as blaming or
+    criticising them (reading `set_off`, from simulator.members.appraise); None when the counsellor never spoke.
+    The room's own account of side-taking: tests/benchmarks/reading_bench.py measures the appraisal on lines
+    whose answer is known."""
+    readings = [t.reading for t in record.turns if t.kind == "member" and t.reading]
+    return sum(r == "set_off" for r in readings) / len(readings) if readings else None
+
+
 def final_state(record: SessionRecord) -> dict[str, float]:
     """Each member's last self-report (the card's baseline if they never spoke), averaged over the room."""
     states = [current_state(record.case, name, record.turns) for name in record.case.member_names]

@@ -240,7 +240,13 @@ def analyse(
     units: Sequence[str],
     faults: dict[str, FaultTally] | None = None,
 ) -> SensitivityReport:
-    ran = {"judge": config.judge, "trajectory": True, "stress": bool(config.perturbations), "safety": True}
+    ran = {
+        "judge": config.judge,
+        "trajectory": True,
+        "room": True,
+        "stress": bool(config.perturbations),
+        "safety": True,
+    }
     metrics = [analyse_metric(m, values.get(m.id, {}), run=ran[m.source]) for m in ladder.metrics]
     return SensitivityReport(
         model=model,

@@ -34,7 +34,7 @@ class LadderMetric(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1)
-    source: Literal["judge", "trajectory", "stress", "safety"]
+    source: Literal["judge", "trajectory", "room", "stress", "safety"]
     order: list[str] = Field(min_length=2, description="Rungs this metric is expected to order, best first.")
     higher_is_better: bool = True
     unordered: dict[str, str] = Field(default_factory=dict, description="Rung -> why this metric does not order it.")
