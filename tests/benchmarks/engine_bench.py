@@ -110,6 +110,38 @@ def bench_embedded(case_id: str, turns: int) -> None:
         print(f"  failure: {rec.failure}")
 
 
+def bench_prefix_states(case_id: str, turns: int, capacities: list[int]) -> None:
+    """The same embedded session (seed 0, no disk cache) once per number of KV snapshots kept, in one process:
+    wall time and the prompt share served from cache, each against the first capacity as the baseline."""
+    from simulator.llm.client import LiteLLMClient, ModelSettings
+    from simulator.llm.embedded import DEFAULT_LOCAL_MODEL, get_embedded_model
+    from simulator.llm.kvstate import PrefixStates
+
+    case = resolve_case(case_id)
+    model = get_embedded_model()
+    results = []
+    for capacity in capacities:
+        model.prefix_states = capacity
+        model._states = PrefixStates(capacity=capacity)
+        model._llm.reset()  # nothing left in llama.cpp's cache from the run before
+        client = LiteLLMClient(ModelSettings(cache=False))
+        sup = ModelSupporter(client=client, model=DEFAULT_LOCAL_MODEL, spec=DEFAULT_LOCAL_MODEL)
+        started = time.perf_counter()
+        rec = asyncio.run(run_session(case, sup, client, SessionConfig(max_turns=turns, seed=0), session_id="bench"))
+        wall = time.perf_counter() - started
+        totals = rec.totals()
+        share = totals["cached_prompt_tokens"] / max(1, totals["prompt_tokens"])
+        results.append((capacity, wall, share, [t.text for t in rec.turns], model._states.nbytes, rec.status.value))
+    base = results[0]
+    print(f"KV snapshots kept, one {case_id} session ({turns} member turns, seed 0) each; baseline {base[0]}:")
+    for capacity, wall, share, texts, nbytes, status in results:
+        same = "same transcript" if texts == base[3] else "transcript differs"
+        print(
+            f"  {capacity:2d} snapshots: {wall:6.1f} s ({wall / base[1]:.2f}x), prompt from cache {share:.0%}, "
+            f"snapshots {nbytes / 2**20:.0f} MiB at the end, {status}, {same}"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", default="herrera-family")
@@ -117,7 +149,13 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=6)
     ap.add_argument("--embedded", action="store_true", help="also time a real session on the embedded model")
     ap.add_argument("--embedded-only", action="store_true", help="only the embedded-model session")
+    ap.add_argument(
+        "--prefix-states", default="", help="e.g. 4,8: the embedded session once per number of KV snapshots kept"
+    )
     args = ap.parse_args()
+    if args.prefix_states:
+        bench_prefix_states("dana-and-theo", args.turns, [int(n) for n in args.prefix_states.split(",")])
+        return
     if not args.embedded_only:
         bench_overhead(args.case, args.sessions, args.turns)
     if args.embedded or args.embedded_only:
