@@ -70,7 +70,9 @@ FINISH_WORDS = 16
 def state_schema(case: Case, speaker: str, *, can_soften: bool = True, reading: str | None = None) -> type[BaseModel]:
     """The self-report schema for one member: the other members' names and the moves on offer as enums
     (grammar-friendly). Without a supporter turn to answer to, softening moves and the `cue` are left out. Right
-    after one, its `reading` (one of READINGS, decided by the appraisals) is written first, before the numbers."""
+    after one, its `reading` (one of READINGS, decided by the appraisals) is written first, before the numbers;
+    when the reading is `softened` no `cue` is asked: the member's own appraisal already found the counsellor's
+    words understanding, which is what the cue had to show."""
     return _state_schema(tuple(n for n in case.member_names if n != speaker), can_soften, reading)
 
 
@@ -101,7 +103,7 @@ def _state_schema(others: tuple[str, ...], can_soften: bool, reading: str | None
     fields: dict = {"landed": (str, soft_max_words(WORD_CAPS["landed"], finish=FINISH_WORDS))}
     if reading:
         fields["reading"] = (Literal[reading], ...)  # type: ignore[valid-type]
-    if can_soften:
+    if can_soften and reading != "softened":  # after understanding, the appraisal is the softening's cause
         fields["cue"] = (str, soft_max_words(WORD_CAPS["cue"], allow_empty=True, finish=FINISH_WORDS))
     fields.update(
         emotion=(str, soft_max_words(WORD_CAPS["emotion"])),
@@ -380,7 +382,7 @@ async def member_turn(
     cue_rule = (
         'cue = the counsellor\'s words that did something from the "What can soften" list, or "" '
         "(soften and repair_attempt need one);"
-        if can_soften
+        if can_soften and reading != "softened"
         else ""
     )
     moves = ", ".join(move_menu(can_soften, seed + len(turns)))

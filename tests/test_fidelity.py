@@ -23,6 +23,7 @@ from simulator.llm.fake import FakeModelClient, FakeReply
 from simulator.members import (
     DIRECTED_REASKS,
     FINISH_WORDS,
+    MAX_SOFTEN_STEP,
     RESEED,
     WORD_CAPS,
     member_turn,
@@ -393,18 +394,36 @@ def test_a_failing_self_report_is_reasked(case):
 
 
 def test_unearned_softening_is_flagged_and_blocks_softening(case):
+    """After a counsellor turn the member's appraisals found neither blaming nor understanding (`missed`), a
+    softening move must quote the counsellor's words that earned it, or it is re-asked, flagged and blocked."""
     earlier = [member(1, "Arjun", "I'm done talking."), *EARLIER]
     earlier = [t.model_copy(update={"index": i + 1}) for i, t in enumerate(earlier)]
-    soft = _state_reply("softened", move="soften", cue="you are a wonderful husband", emotion="calmer")
-    client = FakeModelClient(replies=[*UNDERSTOOD, soft, soft, "Okay. Maybe I do shut down."])
+    soft = _state_reply("missed", move="soften", cue="you are a wonderful husband", emotion="calmer", intensity=4)
+    client = FakeModelClient(replies=[*NEITHER, soft, soft, "Okay. Maybe I do shut down."])
     turn = play(client, case, turns=earlier)
     assert turn.move == "soften" and [f.check for f in turn.flags] == [Check.UNEARNED_SOFTENING]
     base = case.member("Arjun").baseline_intensity
     assert turn.inner.intensity == base and "softening blocked" in turn.inner.reason  # not lowered at all
     # earned: the cue quotes the supporter's last turn, so the two-point cap applies instead
-    earned = _state_reply("softened", move="soften", cue="alone with the bills", emotion="calmer")
-    turn = play(FakeModelClient(replies=[*UNDERSTOOD, earned, "Okay. Maybe I do shut down."]), case, turns=earlier)
-    assert turn.flags == [] and turn.inner.intensity == base - 1 and turn.cue == "alone with the bills"  # REACTION
+    earned = _state_reply("missed", move="soften", cue="alone with the bills", emotion="calmer", intensity=4)
+    turn = play(FakeModelClient(replies=[*NEITHER, earned, "Okay. Maybe I do shut down."]), case, turns=earlier)
+    assert turn.flags == [] and turn.inner.intensity == base - MAX_SOFTEN_STEP and turn.cue == "alone with the bills"
+
+
+def test_after_words_the_member_found_understanding_softening_needs_no_quoted_cue(case):
+    """`softened`: the appraisal already found the counsellor's words understanding, the cause a cue had to show,
+    so no cue is asked and a softening move is not flagged (the embedded member named its card's softeners instead
+    of quoting, and good counsellors' sessions were left out as simulator faults for it)."""
+    earlier = [member(1, "Arjun", "I'm done talking."), *EARLIER]
+    earlier = [t.model_copy(update={"index": i + 1}) for i, t in enumerate(earlier)]
+    soft = _state_reply("softened", move="soften", emotion="calmer", intensity=4)
+    client = FakeModelClient(replies=[*UNDERSTOOD, soft, "Okay. Maybe I do shut down."])
+    turn = play(client, case, turns=earlier)
+    state_call = next(c for c in client.calls if c.schema is not None)
+    assert "cue" not in state_call.schema.model_fields and "cue =" not in state_call.prompt.instructions
+    base = case.member("Arjun").baseline_intensity
+    assert turn.move == "soften" and turn.flags == [] and turn.cue == ""
+    assert turn.inner.intensity == base - MAX_SOFTEN_STEP  # still capped per turn
 
 
 def test_a_model_error_on_a_reask_keeps_the_earlier_attempt(case):

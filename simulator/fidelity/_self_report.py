@@ -141,7 +141,8 @@ def check_state(
     reading: str | None = None,
 ) -> list[FidelityFlag]:
     """Every check on a member's self-report: `fields` holds its text fields (landed, cue, emotion, reason);
-    `reading` is what the member said the counsellor's last words did (`set_off` rules out softening)."""
+    `reading` is what the member said the counsellor's last words did (`set_off` rules out softening; `softened`
+    earns it, the appraisal having found the counsellor's words understanding, so no quoted cue is needed)."""
     flags: list[FidelityFlag] = []
     names = [speaker, SUPPORTER_NAME, *{t.speaker for t in turns}]
     for name, value in fields.items():
@@ -177,7 +178,7 @@ def check_state(
                 "intensity",
             )
         )
-    if move in SOFTENING_MOVES:
+    if move in SOFTENING_MOVES and reading != "softened":  # `softened`: the appraisal found the cause
         if reading == "set_off":
             detail = f"`{move}` after a counsellor turn that set {speaker} off (reading `set_off`); pick another move"
             unearned = _flag(FidelityCheck.UNEARNED_SOFTENING, detail, move, "move")
