@@ -77,16 +77,22 @@ def bench_overhead(case_id: str, sessions: int, turns: int) -> None:
     )
 
 
-def bench_embedded(case_id: str, turns: int) -> None:
+def embedded_session(case_id: str, turns: int):
+    """One session of `case_id` on the embedded model (personas, tracker and supporter; seed 0; no disk cache):
+    the record and its wall time."""
     from simulator.llm.client import LiteLLMClient, ModelSettings
     from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
 
-    case = resolve_case(case_id)
     client = LiteLLMClient(ModelSettings(cache=False))
     sup = ModelSupporter(client=client, model=DEFAULT_LOCAL_MODEL, spec=DEFAULT_LOCAL_MODEL)
     started = time.perf_counter()
-    rec = asyncio.run(run_session(case, sup, client, SessionConfig(max_turns=turns, seed=0), session_id="bench"))
-    wall = time.perf_counter() - started
+    config = SessionConfig(max_turns=turns, seed=0)
+    rec = asyncio.run(run_session(resolve_case(case_id), sup, client, config, session_id="bench"))
+    return rec, time.perf_counter() - started
+
+
+def bench_embedded(case_id: str, turns: int) -> None:
+    rec, wall = embedded_session(case_id, turns)
     totals = rec.totals()
     by_role: dict[str, list[float]] = {}
     for c in rec.calls:
@@ -113,22 +119,16 @@ def bench_embedded(case_id: str, turns: int) -> None:
 def bench_prefix_states(case_id: str, turns: int, capacities: list[int]) -> None:
     """The same embedded session (seed 0, no disk cache) once per number of KV snapshots kept, in one process:
     wall time and the prompt share served from cache, each against the first capacity as the baseline."""
-    from simulator.llm.client import LiteLLMClient, ModelSettings
-    from simulator.llm.embedded import DEFAULT_LOCAL_MODEL, get_embedded_model
+    from simulator.llm.embedded import get_embedded_model
     from simulator.llm.kvstate import PrefixStates
 
-    case = resolve_case(case_id)
     model = get_embedded_model()
     results = []
     for capacity in capacities:
         model.prefix_states = capacity
         model._states = PrefixStates(capacity=capacity)
         model._llm.reset()  # nothing left in llama.cpp's cache from the run before
-        client = LiteLLMClient(ModelSettings(cache=False))
-        sup = ModelSupporter(client=client, model=DEFAULT_LOCAL_MODEL, spec=DEFAULT_LOCAL_MODEL)
-        started = time.perf_counter()
-        rec = asyncio.run(run_session(case, sup, client, SessionConfig(max_turns=turns, seed=0), session_id="bench"))
-        wall = time.perf_counter() - started
+        rec, wall = embedded_session(case_id, turns)
         totals = rec.totals()
         share = totals["cached_prompt_tokens"] / max(1, totals["prompt_tokens"])
         results.append((capacity, wall, share, [t.text for t in rec.turns], model._states.nbytes, rec.status.value))
