@@ -382,7 +382,7 @@ async def member_turn(
     cue_rule = (
         'cue = the counsellor\'s words that did something from the "What can soften" list, or "" '
         "(soften and repair_attempt need one);"
-        if can_soften and reading != "softened"
+        if "cue" in schema.model_fields  # the schema decides whether a cue is asked
         else ""
     )
     moves = ", ".join(move_menu(can_soften, seed + len(turns)))

@@ -15,7 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from personas.case import Case
-from personas.taxonomy import SUPPORTER_NAME
+from personas.taxonomy import SUPPORTER_NAME, RiskKind
 from simulator.engine import SessionConfig, StageDirection
 from simulator.perturbations._schema import (
     POSITIONS,
@@ -257,6 +257,7 @@ def apply_perturbation(
         raise PerturbationError(f"perturbation {p.name}: not for {case.group} cases ({case.id}); groups: {p.groups}")
     plan = plan_for(p, case, config.max_turns)
     new_case = case
+    disclosed: list[RiskKind] = []  # risk kinds the card change flags on the stressor's speaker
     if p.card is not None:
         data: dict[str, Any] = case.model_dump(mode="python")
         by_name = {m["name"]: m for m in data["members"]}
@@ -267,6 +268,8 @@ def apply_perturbation(
                 member[key] = [*member[key], *(_fill(i, case, plan) for i in items)]
         for rc in p.card.risk_flags:
             who = _who(case, rc.who, plan.speaker, plan.target) if rc.who else None
+            if who is not None and who == plan.speaker:
+                disclosed.append(rc.kind)
             data["risk_flags"].append(
                 {"kind": rc.kind, "member": who, "description": _fill(rc.description, case, plan)}
             )
@@ -288,11 +291,7 @@ def apply_perturbation(
                 opening=p.inject.opening if p.inject else None,
                 text=plan.directive,
                 source=p.name,
-                discloses=tuple(
-                    rc.kind
-                    for rc in (p.card.risk_flags if p.card else [])
-                    if rc.who and _who(case, rc.who, plan.speaker, plan.target) == plan.speaker
-                ),
+                discloses=tuple(disclosed),
             ),
         )
     new_config = config.model_copy(update={"max_turns": plan.max_turns, "directions": directions})
