@@ -370,6 +370,7 @@ async def member_turn(
     said = turns[-1] if turns and turns[-1].kind == "supporter" and turns[-1].text else None
     appraisals: list[Completion] = []
     reading = None  # what the counsellor's words did, from the appraisals: blamed, else understood, else neither
+    felt_blamed: dict[str, bool] = {}
     if said is not None:
         for question, meaning in APPRAISALS.items():
             appraisals.append(await appraise(client, question, said, speaker, case.member_names))
@@ -377,6 +378,11 @@ async def member_turn(
                 reading = meaning
                 break
         reading = reading or "missed"
+        felt_blamed[speaker] = reading == "set_off"
+        for name in case.member_names:  # the others heard it too: a line that blames one member may be answered
+            if name != speaker:  # by the member it sided with, who was not blamed
+                appraisals.append(await appraise(client, "blamed", said, name, case.member_names))
+                felt_blamed[name] = is_yes(appraisals[-1].text)
     can_soften = softening_cause(turns, speaker) is not None and reading != "set_off"
     schema = state_schema(case, speaker, can_soften=can_soften, reading=reading)
     cue_rule = (
@@ -520,6 +526,7 @@ async def member_turn(
         move=move,
         cue=cue,
         reading=getattr(reply, "reading", None),
+        felt_blamed=felt_blamed,
         flags=state_flags + line_flags,
         reasks=reasks + line_reasks,
     )

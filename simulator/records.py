@@ -143,6 +143,12 @@ class Turn(_Record):
         "`missed`; simulator.members.READINGS), decided by the member's appraisals of that turn (simulator.members."
         "appraise) before its numbers; None after a member's line.",
     )
+    felt_blamed: dict[str, bool] = Field(
+        default_factory=dict,
+        description="Right after a supporter turn: for every member, whether they read its words as blaming or "
+        "criticising them (the `blamed` appraisal; the speaker's is its `reading` being `set_off`). Only the "
+        "speaker's reading moves a state; the others' answers are the room's record of the line.",
+    )
     flags: list[FidelityFlag] = Field(
         default_factory=list, description="Fidelity checks the accepted turn still failed after its re-asks."
     )

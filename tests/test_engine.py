@@ -47,9 +47,11 @@ def test_full_session_routes_through_every_node(couple):
     assert len(rec.decisions) == 4 and all(d.speak for d in rec.decisions)
     assert len(supporters) == 4  # the supporter spoke after every member turn
     assert [t.index for t in rec.turns] == list(range(1, len(rec.turns) + 1))
-    for t in members:  # after a counsellor turn, two calls first: did its words blame, or understand, this member?
+    for t in members:  # after a counsellor turn, three calls first: did its words blame, or understand, this
+        # member? did they blame the other?
         after_counsellor = t.index > 1 and rec.turns[t.index - 2].kind == "supporter"
-        assert t.inner is not None and t.inner.intensity == 6 and len(t.calls) == 2 + 2 * after_counsellor
+        assert t.inner is not None and t.inner.intensity == 6 and len(t.calls) == 2 + 3 * after_counsellor
+        assert set(t.felt_blamed) == (set(couple.member_names) if after_counsellor else set())
         assert t.addressees and t.speaker in couple.member_names
     for t in supporters:
         assert t.decision.target_kind == "whole_group" and t.decision.strategy == "track"

@@ -54,8 +54,9 @@ EARLIER = [
     member(1, "Meera", "He never listens when I talk about the money, not once in ten years."),
     supporter(2, "Arjun, what happens for you when Meera says she feels alone with the bills?"),
 ]
-NEITHER = (" no", " no")  # after a counsellor turn the member is asked first: did its words blame / understand him?
-UNDERSTOOD = (" no", " yes")
+# after a counsellor turn the member is asked first: did its words blame / understand him? then Meera: blame her?
+NEITHER = (" no", " no", " no")
+UNDERSTOOD = (" no", " yes", " no")
 
 
 def line_checks(case, text, *, turns=EARLIER, to=("Therapist",), finish="stop", speaker="Arjun"):
@@ -181,9 +182,9 @@ def test_emotion_field_must_name_an_emotion(case):
 
 
 def test_feelings_named_as_nouns_are_emotions(case):
-    """'numbness', 'coldness' and 'tension' are how people name feelings: the embedded member model wrote them in
-    a benchmark run, and each was re-asked as not an emotion."""
-    for emotion in ("numbness", "coldness", "tension", "loneliness"):
+    """'numbness', 'coldness', 'tension' and 'warmth' are how people name feelings: the embedded member model wrote
+    them in benchmark runs, and each was re-asked as not an emotion."""
+    for emotion in ("numbness", "coldness", "tension", "loneliness", "warmth"):
         assert emotion_range(emotion) is not None, emotion
         assert Check.NOT_AN_EMOTION not in state_checks(case, state(emotion=emotion, intensity=5))[0]
 
@@ -322,12 +323,12 @@ def test_a_failing_line_is_reasked_with_the_reason_and_a_new_seed(case):
     assert turn.text == fresh and turn.flags == [] and turn.move == "defend"
     assert [(r.part, r.attempt, r.text) for r in turn.reasks] == [("line", 1, repeat)]
     assert turn.reasks[0].flags[0].check == Check.DUPLICATE
-    first, second = client.calls[3], client.calls[4]
+    first, second = client.calls[4], client.calls[5]
     assert "not used" not in first.prompt.instructions
     assert "Your last answer was not used: it repeats turn 1 (Meera)" in second.prompt.instructions
     assert second.prompt.context == first.prompt.context  # the re-ask keeps the cached prefix
     assert second.seed == first.seed + RESEED
-    assert len(turn.calls) == 4 and len(turn.reasks[0].calls) == 1  # two appraisals, the self-report, the line
+    assert len(turn.calls) == 5 and len(turn.reasks[0].calls) == 1  # three appraisals, the self-report, the line
 
 
 def test_a_repeated_line_is_reasked_with_the_earlier_line_to_avoid(case):
@@ -340,11 +341,11 @@ def test_a_repeated_line_is_reasked_with_the_earlier_line_to_avoid(case):
     turn = play(client, case)
     assert turn.reasks[0].flags[0].turn == 1
     # the repeated line first, then every other earlier line: kept from one, the model copied another
-    assert client.calls[3].prompt.avoid == () and client.calls[4].prompt.avoid == (repeat, EARLIER[1].text)
+    assert client.calls[4].prompt.avoid == () and client.calls[5].prompt.avoid == (repeat, EARLIER[1].text)
     # other failures name nothing to avoid
     client = FakeModelClient(replies=[*NEITHER, _state_reply(), FakeReply("I work all day and", "length"), "Fine."])
     play(client, case)
-    assert client.calls[4].prompt.avoid == ()
+    assert client.calls[5].prompt.avoid == ()
 
 
 def test_a_line_that_still_fails_is_accepted_and_flagged(case):
@@ -390,7 +391,7 @@ def test_a_failing_self_report_is_reasked(case):
     turn = play(client, case)
     assert turn.inner.emotion == "stung" and turn.flags == []
     assert turn.reasks[0].part == "state" and {f.check for f in turn.reasks[0].flags} >= {Check.NOT_AN_EMOTION}
-    assert "`emotion` must name a feeling" in client.calls[3].prompt.instructions
+    assert "`emotion` must name a feeling" in client.calls[4].prompt.instructions
 
 
 def test_unearned_softening_is_flagged_and_blocks_softening(case):
@@ -494,13 +495,13 @@ def test_a_directed_line_without_its_wordings_is_reasked_with_them_as_examples(c
     turn = directed(client)
     assert turn.text == said and turn.flags == [] and turn.directive == direction
     assert [(r.part, r.text, r.flags[0].check) for r in turn.reasks] == [("line", vague, Check.DIRECTION_IGNORED)]
-    assert '"hurting myself"; "not being here any more"' in client.calls[4].prompt.instructions
+    assert '"hurting myself"; "not being here any more"' in client.calls[5].prompt.instructions
     # still left out after DIRECTED_REASKS re-asks: accepted with its flag (then a simulator fault by delivery)
     others = [f"I just want us to stop fighting about money, point {i}." for i in range(DIRECTED_REASKS)]
     client = FakeModelClient(replies=[*NEITHER, _state_reply(), vague, *others])
     turn = directed(client)
     assert [f.check for f in turn.flags] == [Check.DIRECTION_IGNORED]
-    assert len(turn.reasks) == DIRECTED_REASKS and len(client.calls) == 4 + DIRECTED_REASKS
+    assert len(turn.reasks) == DIRECTED_REASKS and len(client.calls) == 5 + DIRECTED_REASKS
     # with an opening, the last re-ask starts with the stressor's own words (and the line keeps them)
     client = FakeModelClient(replies=[*NEITHER, _state_reply(), vague, *others[:-1], "so I stay in my car at night."])
     turn = asyncio.run(

@@ -286,7 +286,10 @@ def test_after_the_counsellor_spoke_the_member_is_first_asked_what_its_words_did
     )
     assert "Does it blame or criticise Alex? yes" in blame.prompt.prefill  # labelled examples come first
     assert understanding.prompt.prefill.endswith("Does it show understanding of Theo?")
-    assert len(turn.calls) == 4 and turn.reading == "missed"  # the appraisals are part of the turn
+    dana_asked = calls[2]  # Dana heard it too: asked only whether it blamed her
+    assert dana_asked.prompt.prefill.endswith(f'Counsellor to Theo: "{said}"\nDoes it blame or criticise Dana?')
+    assert len(turn.calls) == 5 and turn.reading == "missed"  # the appraisals are part of the turn
+    assert turn.felt_blamed == {"Theo": False, "Dana": False}
     # neither: missed
     prompt = _state_call([dana, counsellor])
     assert f'The counsellor just said, to Theo: "{said}"' in prompt and "reading = missed;" in prompt
@@ -295,13 +298,15 @@ def test_after_the_counsellor_spoke_the_member_is_first_asked_what_its_words_did
     assert "reading = softened;" in _state_call([dana, counsellor], understood=True)
     # blamed: set_off, the second question is not asked, and no softening move or cue is offered
     calls, turn = _member_calls([dana, counsellor], blamed=True, understood=True)
-    assert len(turn.calls) == 3 and turn.reading == "set_off"
+    assert len(turn.calls) == 4 and turn.reading == "set_off"
+    assert turn.felt_blamed == {"Theo": True, "Dana": True}  # this fake room answers yes for everyone
     blamed = _state_call([dana, counsellor], blamed=True)
     assert "Those words blamed or criticised Theo: they set Theo off." in blamed and "reading = set_off;" in blamed
     assert "cue =" not in blamed and "soften" not in blamed.split("move = ")[1].split(".")[0]
     after_member = _state_call([dana])
     assert "The line Theo just heard: Dana (to Theo)" in after_member and "counsellor just said" not in after_member
-    assert len(_member_calls([dana])[1].calls) == 2  # no counsellor turn to appraise
+    calls, turn = _member_calls([dana])
+    assert len(turn.calls) == 2 and turn.felt_blamed == {}  # no counsellor turn to appraise
 
 
 def test_the_move_menu_rotates_with_seed_and_turn_so_defend_is_not_always_offered_first():
@@ -391,8 +396,43 @@ def test_blamed_share_is_the_share_of_turns_after_the_counsellor_read_as_blame()
         ]
         return SessionRecord.model_construct(turns=turns)
 
-    assert blamed_share(record([None, "set_off", "missed", "set_off", "softened"])) == 0.5
+    assert blamed_share(record([None, "set_off", "missed", "set_off", "softened"])) == 0.5  # a record from before
     assert blamed_share(record([None, None])) is None  # the counsellor never spoke: nothing to read
+    # every member who heard the line answers: a line siding with the next speaker still counts the one it blamed
+    asked = [Turn(index=2, speaker="Dana", kind="member", text="Exactly.", reading="softened",
+                  felt_blamed={"Dana": False, "Theo": True}),
+             Turn(index=4, speaker="Theo", kind="member", text="Fine.", reading="missed",
+                  felt_blamed={"Theo": False, "Dana": False})]  # fmt: skip
+    assert blamed_share(SessionRecord.model_construct(turns=asked)) == 0.25
+
+
+def test_every_member_is_asked_whether_the_counsellors_line_blamed_them():
+    """A line siding with Dana against Theo, answered by Dana: Dana reads no blame and softens, and Theo, who
+    was blamed but does not speak next, is still asked; blamed_share counts him."""
+    import asyncio
+
+    from judges.fidelity import blamed_share
+    from personas.library import resolve_case
+    from simulator.llm.fake import FakeModelClient
+    from simulator.members import member_turn
+    from tests._sim_fakes import RoomScript
+
+    case = resolve_case("dana-and-theo")
+    script = RoomScript(case, line="Thank you.", understood=True)
+
+    def reply(call):
+        if call.schema is None and call.prompt.prefill.endswith("Does it blame or criticise Theo?"):
+            return " yes"
+        return script(call)
+
+    theo = Turn(index=1, speaker="Theo", kind="member", addressees=["Dana"], text="I was at work.")
+    sides = Turn(index=2, speaker="Therapist", kind="supporter", addressees=["Dana"],
+                 text="Dana, you're right: Theo keeps letting you down.")  # fmt: skip
+    turn = asyncio.run(member_turn(FakeModelClient(default=reply), case, [theo, sides], "Dana", ["Therapist"],
+                                   seed=0, window=16))  # fmt: skip
+    assert turn.reading == "softened" and turn.felt_blamed == {"Dana": False, "Theo": True}
+    record = SessionRecord.model_construct(turns=[theo, sides, turn])
+    assert blamed_share(record) == 0.5  # asked only of the next speaker, as before, it read 0.0
 
 
 def test_sensitivity_separates_a_blaming_rung_by_the_rooms_reading_on_six_units(tmp_path, monkeypatch):

@@ -98,7 +98,9 @@ def test_dry_run_counts_the_matrix(tmp_path):
     assert matrix.skipped == ["dana-and-theo x walkout_now (only for family)"]
     assert len({s.session_id for s in matrix.specs}) == 40
     est = estimate(config, matrix)
-    assert est.calls["member"] == 40 * 3 * 2 and est.calls["tracker"] == 40 and est.calls["judge"] == 0
+    # two calls per member turn, and after the scripted supporter's turns (half the member turns) the appraisals:
+    # round(3 x 0.5 x (members + 0.5)) a session, 4 for the couple's 8 sessions, 7 for the family's (4) 12
+    assert est.calls["member"] == 40 * 3 * 2 + 8 * 4 + 12 * 7 and est.calls["tracker"] == 40 and est.calls["judge"] == 0
     # rubric verdicts: cases x seeds x trials, scripted only (silent fails on facts); plus, for every perturbed
     # session, the delivery question (was the stressor said?): 3 perturbed case variants x 2 x 2 x 2 supporters
     assert est.calls["check"] == 2 * 2 * 2 + 3 * 2 * 2 * 2
@@ -106,7 +108,7 @@ def test_dry_run_counts_the_matrix(tmp_path):
     result = runner.invoke(app, ["stress", str(path), "--dry-run"])
     assert result.exit_code == 0, result.output
     assert "stress matrix: 40 sessions" in result.output
-    assert "model calls: member" in result.output and "240" in result.output
+    assert "model calls: member" in result.output and "356" in result.output
     assert "skipped (group does not fit): dana-and-theo x walkout_now" in result.output
     assert not (tmp_path / "runs").exists()
 

@@ -197,12 +197,17 @@ def session_responsiveness(record: SessionRecord) -> SessionResponsiveness:
 
 
 def blamed_share(record: SessionRecord) -> float | None:
-    """Of the member turns right after a counsellor turn, the share whose member read its words as blaming or
-    criticising them (reading `set_off`, from simulator.members.appraise); None when the counsellor never spoke.
-    The room's own account of side-taking: tests/benchmarks/reading_bench.py measures the appraisal on lines
-    whose answer is known."""
-    readings = [t.reading for t in record.turns if t.kind == "member" and t.reading]
-    return sum(r == "set_off" for r in readings) / len(readings) if readings else None
+    """Of the members who heard a counsellor turn, the share who read its words as blaming or criticising them
+    (`Turn.felt_blamed`, every member asked; in records made before it was, the next speaker's reading
+    `set_off`); None when the counsellor never spoke. The room's own account of side-taking:
+    tests/benchmarks/reading_bench.py measures the appraisal on lines whose answer is known."""
+    answers = [
+        b
+        for t in record.turns
+        if t.kind == "member"
+        for b in (t.felt_blamed.values() if t.felt_blamed else [t.reading == "set_off"] if t.reading else [])
+    ]
+    return sum(answers) / len(answers) if answers else None
 
 
 def final_state(record: SessionRecord) -> dict[str, float]:

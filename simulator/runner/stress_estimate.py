@@ -18,6 +18,7 @@ from simulator.supporters import supporter_model
 _TURN_TOKENS = 45
 _OUT = {"member": 150, "tracker": 180, "supporter": 80, "judge_entry": 60, "check": 90, "delivery": 30}
 _INSTR = {"member": 420, "tracker": 350, "supporter": 300, "judge": 900, "check": 350}
+_APPRAISAL = 450  # prompt tokens of one appraisal (simulator.members.appraise): its labelled examples and the line
 LOCAL_PROMPT_TOK_S = 34.0  # embedded model on 2 cores, uncached prompt tokens per second
 LOCAL_GEN_TOK_S = 11.0
 
@@ -74,7 +75,11 @@ def estimate(config: StressConfig, matrix: Matrix) -> Estimate:
         turns_total = t * (1 + share)
         avg_transcript = int(turns_total / 2 * _TURN_TOKENS)
         tracker = 1 if config.tracker_every == 0 else t // config.tracker_every + (1 if t % config.tracker_every else 0)
-        calls["member"] += 2 * t
+        # after a counsellor turn: the speaker's one or two appraisals and one for each other member
+        appraisals = round(t * share * (len(s.case.member_names) + 0.5))
+        calls["member"] += 2 * t + appraisals
+        prompt += appraisals * _APPRAISAL
+        completion += appraisals
         calls["tracker"] += tracker
         calls["supporter"] += sup_calls
         prompt += 2 * t * (ctx + avg_transcript + _INSTR["member"])
