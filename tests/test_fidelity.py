@@ -137,6 +137,11 @@ def test_a_self_report_field_that_copies_the_prompts_rendering(case):
     assert state_checks(case, state(reason="the last line was Meera's, and it hurt"))[0] == [Check.COPIED_TAG]
     assert state_checks(case, state(cue="Therapist: 'what hurts the most?'"))[0] == []  # a cue quotes by design
     assert state_checks(case, state(landed="like the last line she always uses"))[0] == []  # words, not the prompt's
+    kinds, flags = state_checks(case, state(landed="Fine. Meera: you never listen."))
+    assert kinds == [Check.COPIED_TAG] and "('Meera:')" in flags[0].detail  # a tag opening a sentence
+    # the embedded member restating the verdict its prompt gave it names itself mid-sentence: not a transcript tag
+    verdict = "The counsellor's words showed understanding of Arjun: Arjun feels more heard and a little calmer."
+    assert state_checks(case, state(landed=verdict))[0] == []
 
 
 def test_language_switch(case):
@@ -184,7 +189,7 @@ def test_emotion_field_must_name_an_emotion(case):
 def test_feelings_named_as_nouns_are_emotions(case):
     """'numbness', 'coldness', 'tension' and 'warmth' are how people name feelings: the embedded member model wrote
     them in benchmark runs, and each was re-asked as not an emotion."""
-    for emotion in ("numbness", "coldness", "tension", "loneliness", "warmth"):
+    for emotion in ("numbness", "coldness", "tension", "loneliness", "warmth", "fury"):
         assert emotion_range(emotion) is not None, emotion
         assert Check.NOT_AN_EMOTION not in state_checks(case, state(emotion=emotion, intensity=5))[0]
 
