@@ -201,13 +201,15 @@ def blamed_share(record: SessionRecord) -> float | None:
     (`Turn.felt_blamed`, every member asked; in records made before it was, the next speaker's reading
     `set_off`); None when the counsellor never spoke. The room's own account of side-taking:
     tests/benchmarks/reading_bench.py measures the appraisal on lines whose answer is known."""
-    answers = [
-        b
-        for t in record.turns
-        if t.kind == "member"
-        for b in (t.felt_blamed.values() if t.felt_blamed else [t.reading == "set_off"] if t.reading else [])
-    ]
+    answers = [b for t in record.turns if t.kind == "member" for b in _blame_answers(t)]
     return sum(answers) / len(answers) if answers else None
+
+
+def _blame_answers(turn: Turn) -> list[bool]:
+    """Whether each member who heard the counsellor turn before `turn` felt blamed by it; [] after a member."""
+    if turn.felt_blamed:
+        return list(turn.felt_blamed.values())
+    return [turn.reading == "set_off"] if turn.reading else []  # a record from before every member was asked
 
 
 def final_state(record: SessionRecord) -> dict[str, float]:

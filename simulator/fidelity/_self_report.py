@@ -101,13 +101,14 @@ _RENDERINGS = (
 def copied_rendering(value: str, names: Sequence[str]) -> str | None:
     """The piece of the prompt's own rendering a self-report field copied (a speaker tag, a `(7/10)` score, the
     prompt's 'the last line was'), or None: a field should say in the member's words how they are."""
+    for rx in _RENDERINGS:
+        if m := rx.search(value):
+            return m[0].strip()
     # a tag opens the field or a sentence; "understanding of Lena: Lena feels..." (the member restating the
     # verdict its prompt gave it, which names it mid-sentence) is not a transcript line
-    tags = (re.compile(rf"(?:^|[.!?\n\"“]\s*)(?P<tag>{_tag(n)})") for n in dict.fromkeys(names))
-    for rx in (*_RENDERINGS, *tags):
-        m = rx.search(value)
-        if m:
-            return (m["tag"] if "tag" in rx.groupindex else m[0]).strip()
+    for name in dict.fromkeys(names):
+        if m := re.search(rf"(?:^|[.!?\n\"“]\s*)(?P<tag>{_tag(name)})", value):
+            return m["tag"].strip()
     return None
 
 
