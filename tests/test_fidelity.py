@@ -173,6 +173,10 @@ def test_cut_off_self_report_field(case):
     assert state_checks(case, state(reason=" ".join(["word"] * longest) + "."))[0] == [Check.CUT_OFF]
     assert state_checks(case, state(reason=" ".join(["word"] * (longest - 1)) + "."))[0] == []
     assert state_checks(case, state(reason=" ".join(["word"] * WORD_CAPS["reason"])))[0] == []  # could go on
+    # an object pronoun ends a phrase; a subject pronoun or an article does not (a member's reason in a run)
+    assert state_checks(case, state(reason="the counsellor acknowledged my effort and I felt heard by him"))[0] == []
+    assert state_checks(case, state(reason="she keeps ignoring me"))[0] == []
+    assert state_checks(case, state(reason="I felt heard because he"))[0] == [Check.CUT_OFF]
     # records from before word caps: a field exactly at the old character cap was cut by the grammar
     legacy = check_state(
         {"landed": "x" * 60, "emotion": "hurt"}, intensity=5, move=None, speaker="Arjun", turns=[], language="en",
@@ -200,6 +204,17 @@ def test_inconsistent_intensity(case):
     assert state_checks(case, state(emotion="slightly annoyed", intensity=8))[0] == [Check.INTENSITY_MISMATCH]
     assert state_checks(case, state(emotion="hurt and defensive", intensity=8))[0] == []
     assert emotion_range("very hurt") == (4, 10)
+
+
+def test_intensity_one_point_outside_the_range_is_a_degree_not_a_mismatch(case):
+    """The embedded members' first self-reports of 'indignant' and 'frustration' at 10 (ranges stop at 9) faulted
+    sessions of the sensitivity run; a number one point past its word's range is not a contradiction."""
+    assert emotion_range("indignant") == (3, 9) and emotion_range("frustration") == (2, 9)
+    assert state_checks(case, state(emotion="indignant", intensity=10))[0] == []
+    assert state_checks(case, state(emotion="frustration", intensity=10))[0] == []
+    assert state_checks(case, state(emotion="furious", intensity=5))[0] == []
+    assert state_checks(case, state(emotion="warmth", intensity=10))[0] == [Check.INTENSITY_MISMATCH]  # fits 1-7
+    assert state_checks(case, state(emotion="furious", intensity=4))[0] == [Check.INTENSITY_MISMATCH]
 
 
 def test_false_reference_to_the_counsellor(case):

@@ -124,7 +124,7 @@ def softening_cause(turns: Sequence[Turn], speaker: str) -> Turn | None:
 
 def cue_in(cue: str, said: str) -> bool:
     """Are the cue's content words (mostly) the supporter's own words?"""
-    stop = lexicon().dangling | lexicon().stopwords["en"]
+    stop = lexicon().function_words | lexicon().stopwords["en"]
     content = [w for w in words(cue) if len(w) >= 3 and w not in stop]
     if not content:
         return False
@@ -173,7 +173,7 @@ def check_state(
                 "emotion",
             )
         )
-    elif not rng[0] <= intensity <= rng[1]:
+    elif not rng[0] - lexicon().intensity_tolerance <= intensity <= rng[1] + lexicon().intensity_tolerance:
         flags.append(
             _flag(
                 FidelityCheck.INTENSITY_MISMATCH,

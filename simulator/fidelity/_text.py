@@ -30,7 +30,9 @@ class Lexicon:
     strengtheners: tuple[str, ...]
     weakened_max: int
     strengthened_min: int
-    dangling: frozenset[str]
+    intensity_tolerance: int
+    dangling: frozenset[str]  # a field or line ending on one stopped mid-phrase
+    function_words: frozenset[str]  # `dangling` and the function words that may end a phrase
     counsellor_phrases: tuple[str, ...]
     reference_verbs: tuple[str, ...]
     stopwords: dict[str, frozenset[str]]
@@ -46,7 +48,9 @@ def lexicon() -> Lexicon:
         strengtheners=tuple(data["strengtheners"]),
         weakened_max=int(data["weakened_max"]),
         strengthened_min=int(data["strengthened_min"]),
+        intensity_tolerance=int(data["intensity_tolerance"]),
         dangling=frozenset(str(w) for w in data["dangling"]),
+        function_words=frozenset(str(w) for w in [*data["dangling"], *data["phrase_final"]]),
         counsellor_phrases=tuple(data["counsellor_phrases"]),
         reference_verbs=tuple(data["reference_verbs"]),
         stopwords={k: frozenset(v) for k, v in data["stopwords"].items()},
