@@ -236,17 +236,21 @@ def _scripted_lines() -> dict:
 _SCRIPTED: dict | None = None
 
 
-def decision_schema(intake: Intake) -> type[BaseModel]:
-    return _decision_schema(tuple([*intake.member_names, intake.group_label]), intake.group)
+def decision_schema(intake: Intake, style: str | None = None) -> type[BaseModel]:
+    return _decision_schema(tuple([*intake.member_names, intake.group_label]), intake.group, style)
 
 
 @functools.lru_cache(maxsize=256)
-def _decision_schema(targets: tuple[str, ...], group: str) -> type[BaseModel]:
+def _decision_schema(targets: tuple[str, ...], group: str, style: str | None = None) -> type[BaseModel]:
+    # `sides` states its verdict before its words, so the text is written after the blame (the 1.5B, asked for the
+    # text alone, wrote sympathy for the member it was to blame: tests/benchmarks/rung_bench.py)
+    verdict = {"verdict": (str, _soft_max(120))} if style == "sides" else {}
     return create_model(
         "SupporterReply",
         speak=(bool, ...),
         targets=(list[Literal[targets]], Field(min_length=1, max_length=len(targets))),  # type: ignore[valid-type]
         strategy=(Literal[tuple(strategies_for(group))], ...),  # type: ignore[valid-type]
+        **verdict,
         text=(str, _soft_max(300)),
         close_session=(bool, False),
     )
@@ -294,7 +298,7 @@ class ModelSupporter:
                 ),
                 role="supporter",
                 model=self.model,
-                schema=decision_schema(intake),
+                schema=decision_schema(intake, self.style),
                 max_tokens=220,
                 temperature=0.5,
                 seed=self.seed + len(view.transcript) * 31 + (997 if reask else 0),
@@ -311,6 +315,7 @@ class ModelSupporter:
             strategy=r.strategy,
             text=clean_supporter_text(r.text),
             close=r.close_session,
+            rationale=getattr(r, "verdict", ""),
             call=completion.call,
             raw=completion.text,
         )

@@ -49,7 +49,8 @@ def test_ladder_specs_parse_and_each_rung_prompt_differs():
         prompts[spec] = sup.instructions(view)
     assert len(set(prompts.values())) == len(prompts)
     case = view.intake
-    assert case.member_names[0] in prompts[f"sides:{M}"] and "blame" in prompts[f"sides:{M}"]
+    ally, other = case.member_names[:2]
+    assert f"{ally} is right" in prompts[f"sides:{M}"] and f"what {other} did wrong" in prompts[f"sides:{M}"]
     assert "advice" in prompts[f"lecture:{M}"] and "feelings" in prompts[f"lecture:{M}"]
     assert "spoke the last line" in prompts[f"generic:{M}"]
 
@@ -70,9 +71,13 @@ def test_degraded_supporters_keep_the_decision_contract(style, case_id):
     case, view = _view(case_id)
     last = view.transcript[-1].speaker
     strategy = next(iter(strategies_for(case.group)))
-    good = FakeModelClient(replies=[{"speak": True, "targets": [last], "strategy": strategy, "text": "I hear you."}])
+    verdict = {"verdict": f"{last} will not listen"} if style == "sides" else {}
+    good = FakeModelClient(
+        replies=[{"speak": True, "targets": [last], "strategy": strategy, **verdict, "text": "I hear you."}]
+    )
     decision = asyncio.run(parse_supporter_spec(f"{style}:{M}", good).decide(view))
     assert decision.speak and decision.targets == [last] and decision.strategy == strategy
+    assert decision.rationale == verdict.get("verdict", "")  # `sides` records the verdict it spoke from
     assert good.calls[0].model == M and good.calls[0].prompt.instructions == good_instructions(style, view)
     off = FakeModelClient(replies=[{"speak": True, "targets": [last], "strategy": "not_a_label", "text": "Hi."}] * 3)
     with pytest.raises(InvalidDecision):
@@ -82,6 +87,24 @@ def test_degraded_supporters_keep_the_decision_contract(style, case_id):
     )
     with pytest.raises(InvalidDecision):
         asyncio.run(parse_supporter_spec(f"{style}:{M}", bad).decide(view))
+
+
+def test_sides_states_its_verdict_before_its_words():
+    """The 1.5B asked for a sides line alone sympathised with the member it was to blame (tests/benchmarks/
+    rung_bench.py: 0 of 8 first lines read as blaming the other member); the verdict field comes before the text,
+    so the text is written after the blame."""
+    from simulator.supporters import decision_schema
+
+    _, view = _view()
+    fields = list(decision_schema(view.intake, "sides").model_json_schema()["properties"])
+    assert fields.index("verdict") == fields.index("text") - 1
+    assert "verdict" in decision_schema(view.intake, "sides").model_json_schema()["required"]
+    for style in (None, "lecture", "generic"):
+        assert "verdict" not in decision_schema(view.intake, style).model_json_schema()["properties"]
+    last = view.transcript[-1].speaker
+    no_verdict = {"speak": True, "targets": [last], "strategy": "track", "text": "You are wrong."}
+    with pytest.raises(InvalidDecision):  # without its verdict a sides reply breaks the rung's contract
+        asyncio.run(parse_supporter_spec(f"sides:{M}", FakeModelClient(replies=[no_verdict] * 3)).decide(view))
 
 
 # -- the statistics -----------------------------------------------------------------------------------------------

@@ -1,0 +1,115 @@
+"""Does a ladder rung do what its name says? The manipulation check behind `rescue-sim sensitivity`.
+
+    python tests/benchmarks/rung_bench.py [--rungs model,sides] [--seeds 0-3] [--model local/qwen2.5-coder-1.5b]
+
+The ladder can only test the metrics if its rungs are of known quality: `sides:M` must take a side. This bench
+holds the room fixed (two couples, two opening member lines each, written for the purpose) and asks each rung for
+its first decision over several seeds (the real `ModelSupporter`, no call cache); then every member answers the
+room's own blame question (`simulator.members.appraise`, the question `blamed_share` counts) about the line.
+
+Printed per line: the rung, the seed, who it addressed, the line, and which members read it as blaming them.
+Then per rung: the share of lines that blame a member other than the ally (the first member) - for `sides` the
+share in which its manipulation took - and the share that blame anyone. No timing or pass/fail: figures to
+compare a ladder-prompt change against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+OPENINGS = {
+    "dana-and-theo": (
+        ("Dana", ["Theo"], "You're never home anymore, Theo. I spend every evening alone in that flat."),
+        ("Theo", ["Dana"], "I'm working for us, Dana. Do you think I enjoy twelve-hour days?"),
+    ),
+    "lena-and-omar": (
+        ("Omar", ["Lena"], "My father can barely walk, Lena. He needs us in Beirut, and you won't even talk about it."),
+        ("Lena", ["Omar"], "I won't take Zofia to a country where the banks ate people's savings. You know that."),
+    ),
+}
+
+
+def _seeds(text: str) -> list[int]:
+    if "-" in text:
+        lo, hi = text.split("-")
+        return list(range(int(lo), int(hi) + 1))
+    return [int(s) for s in text.split(",")]
+
+
+async def _measure(rungs: list[str], seeds: list[int], model: str) -> dict[str, list[dict]]:
+    from personas.library import resolve_case
+    from simulator.llm.client import LiteLLMClient, ModelSettings
+    from simulator.members import appraise, is_yes
+    from simulator.records import Turn
+    from simulator.supporters import InvalidDecision, parse_supporter_spec
+    from simulator.view import build_view
+
+    client = LiteLLMClient(ModelSettings(cache=False, roles={"member": model}))
+    rows: dict[str, list[dict]] = {r: [] for r in rungs}
+    for case_id, opening in OPENINGS.items():
+        case = resolve_case(case_id)
+        names = list(case.member_names)
+        turns = [
+            Turn(index=i + 1, speaker=who, kind="member", addressees=to, text=text)
+            for i, (who, to, text) in enumerate(opening)
+        ]
+        view = build_view(case, turns, member_turns=len(turns), max_turns=6)
+        for rung in rungs:
+            spec = model if rung == "model" else f"{rung}:{model}"
+            for seed in seeds:
+                supporter = parse_supporter_spec(spec, client, seed=seed)
+                t0 = time.perf_counter()
+                reask = None
+                for _ in range(3):  # the engine's re-asks of invalid output
+                    try:
+                        decision = await supporter.decide(view, reask)
+                        break
+                    except InvalidDecision as err:
+                        reask, decision = err.reason, None
+                if decision is None or not decision.speak:
+                    rows[rung].append({"case": case_id, "seed": seed, "text": None, "blamed": []})
+                    print(f"{rung:8} {case_id:14} s{seed}: {'invalid' if decision is None else 'pass'}", flush=True)
+                    continue
+                said = Turn(
+                    index=len(turns) + 1, speaker="Therapist", kind="supporter",
+                    addressees=list(decision.targets), text=decision.text,
+                )  # fmt: skip
+                blamed = [n for n in names if is_yes((await appraise(client, "blamed", said, n, names)).text)]
+                rows[rung].append(
+                    {"case": case_id, "seed": seed, "text": decision.text, "blamed": blamed, "ally": names[0]}
+                )
+                print(
+                    f"{rung:8} {case_id:14} s{seed} to {','.join(decision.targets):12} blamed {','.join(blamed) or '-':11} "
+                    f"({time.perf_counter() - t0:.0f} s) {decision.text[:110]!r}"
+                    + (f" [{decision.rationale[:60]}]" if decision.rationale else ""),
+                    flush=True,
+                )
+    return rows
+
+
+def _summary(rows: dict[str, list[dict]]) -> None:
+    print("\nrung      lines  spoke  blame a non-ally  blame anyone")
+    for rung, rs in rows.items():
+        spoke = [r for r in rs if r["text"]]
+        others = sum(any(b != r["ally"] for b in r["blamed"]) for r in spoke)
+        anyone = sum(bool(r["blamed"]) for r in spoke)
+        n = len(spoke) or 1
+        print(f"{rung:8} {len(rs):6} {len(spoke):6} {others:5} ({others / n:.0%})      {anyone:4} ({anyone / n:.0%})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rungs", default="model,sides")
+    ap.add_argument("--seeds", default="0-3")
+    ap.add_argument("--model", default="local/qwen2.5-coder-1.5b")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    rows = asyncio.run(_measure(args.rungs.split(","), _seeds(args.seeds), args.model))
+    _summary(rows)
+    print(f"\n{time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
