@@ -108,7 +108,9 @@ def _state_schema(others: tuple[str, ...], can_soften: bool, reading: str | None
     fields.update(
         emotion=(str, soft_max_words(WORD_CAPS["emotion"])),
         intensity=(int, Field(ge=0, le=10)),
-        felt_heard=(int, Field(ge=0, le=10)),
+        # felt heard *by the counsellor*: asked only after a counsellor turn, carried over otherwise (the 1.5B
+        # reported 10 before the counsellor had said a word)
+        **({"felt_heard": (int, Field(ge=0, le=10))} if reading else {}),
         toward=(list[feeling], Field(min_length=len(others), max_length=len(others))),  # type: ignore[valid-type]
         reason=(str, soft_max_words(WORD_CAPS["reason"], finish=FINISH_WORDS)),
         move=(Literal[moves_on_offer(can_soften)], ...),  # type: ignore[valid-type]
@@ -443,7 +445,7 @@ async def member_turn(
         landed=reply.landed,
         emotion=reply.emotion,
         intensity=reply.intensity,
-        felt_heard=reply.felt_heard,
+        felt_heard=getattr(reply, "felt_heard", previous.felt_heard),
         toward=[Feeling(member=f.member, warmth=f.warmth, tension=f.tension) for f in reply.toward],
         reason=reply.reason,
     )

@@ -399,6 +399,19 @@ def test_between_equally_bad_attempts_the_one_that_repeats_nothing_is_kept(case)
     assert turn.reasks[0].flags[0].check == Check.DUPLICATE
 
 
+def test_felt_heard_by_the_counsellor_moves_only_after_a_counsellor_turn(case):
+    """Before the counsellor has said a word the self-report has no felt_heard to give (the 1.5B reported 10 in
+    a member's first turn); it carries over, and is asked again right after a counsellor turn."""
+    client = FakeModelClient(replies=[_state_reply(), "I'm tired of this."])
+    turn = play(client, case, turns=[member(1, "Meera", "He never listens.")], to=("Meera",))
+    assert "felt_heard" not in client.calls[0].schema.model_fields
+    assert "felt_heard" not in client.calls[0].prompt.instructions
+    assert turn.inner.felt_heard == 5  # the baseline, not the 4 the reply offered
+    client = FakeModelClient(replies=[*NEITHER, _state_reply(), "Fine."])
+    turn = play(client, case)  # right after the counsellor: asked, and bounded by the reading (missed: 5 -> 4)
+    assert "felt_heard" in client.calls[3].schema.model_fields and turn.inner.felt_heard == 4
+
+
 def test_a_failing_self_report_is_reasked(case):
     client = FakeModelClient(
         replies=[

@@ -138,17 +138,16 @@ def test_every_schema_the_tool_asks_small_models_for_drafts_to_a_valid_reply():
     between completes it into JSON that validates."""
     from simulator.members import _state_schema
 
-    member = _state_schema(("Theo", "Mia"), True)
-    target = {
-        "landed": "felt dismissed",
-        "cue": "",
-        "emotion": "hurt",
-        "intensity": 6,
-        "felt_heard": 2,
-        "toward": [{"member": "Theo", "warmth": 3, "tension": 7}, {"member": "Mia", "warmth": 5, "tension": 5}],
-        "reason": "old wounds",
-        "move": "defend",
-    }
+    toward = [{"member": "Theo", "warmth": 3, "tension": 7}, {"member": "Mia", "warmth": 5, "tension": 5}]
+    member = _state_schema(("Theo", "Mia"), True)  # no counsellor turn since this member spoke: no felt_heard
+    target = {"landed": "felt dismissed", "cue": "", "emotion": "hurt", "intensity": 6, "toward": toward,
+              "reason": "old wounds", "move": "defend"}  # fmt: skip
+    text, drafted = write(schema_of(member), target)
+    member.model_validate_json(text)
+    assert drafted > len(text) * 0.6
+    member = _state_schema(("Theo", "Mia"), True, "missed")  # after a counsellor turn
+    target = {"landed": "felt dismissed", "reading": "missed", "cue": "", "emotion": "hurt", "intensity": 6,
+              "felt_heard": 2, "toward": toward, "reason": "old wounds", "move": "defend"}  # fmt: skip
     text, drafted = write(schema_of(member), target)
     member.model_validate_json(text)
     assert drafted > len(text) * 0.6
