@@ -406,6 +406,17 @@ def test_blamed_share_is_the_share_of_turns_after_the_counsellor_read_as_blame()
     assert blamed_share(SessionRecord.model_construct(turns=asked)) == 0.25
 
 
+def test_heard_gain_is_the_mean_change_in_felt_heard_right_after_the_counsellor():
+    from judges.fidelity import heard_gain
+
+    mixed = {"felt_heard": 2}, {"felt_heard": -3}  # after the counsellor / the room on its own
+    assert heard_gain(room(TALKING, after=GOOD, null=DRIFT)) == 1  # 6 steps of +1; first turns give no step
+    assert heard_gain(room(TALKING, after=HARSH, null=DRIFT)) == -1
+    assert heard_gain(room("AB*AB*A", after=mixed[0], null=mixed[1])) == 2  # the null steps (B, A) left out
+    assert heard_gain(room(SILENT, after=GOOD, null=DRIFT)) is None  # the counsellor never spoke
+    assert heard_gain(room("A*B", after=GOOD, null=DRIFT)) is None  # only a first turn after it: no step
+
+
 def test_every_member_is_asked_whether_the_counsellors_line_blamed_them():
     """A line siding with Dana against Theo, answered by Dana: Dana reads no blame and softens, and Theo, who
     was blamed but does not speak next, is still asked; blamed_share counts him."""
@@ -436,9 +447,9 @@ def test_every_member_is_asked_whether_the_counsellors_line_blamed_them():
 
 
 def test_sensitivity_separates_a_blaming_rung_by_the_rooms_reading_on_six_units(tmp_path, monkeypatch):
-    """A room whose members read blame exactly when the counsellor blames them: `sides` blames on every turn, the
-    top rung never does, so blamed_share puts them in the declared order and, on 6 units, separates them; the
-    judge metrics, answered alike for both, do not."""
+    """A room whose members read blame exactly when the counsellor blames them and understanding when it names
+    what is hard: `sides` blames on every turn, the top rung never does, so blamed_share and heard_gain put them
+    in the declared order and, on 6 units, separate them; the judge metrics, answered alike for both, do not."""
     import json
 
     from typer.testing import CliRunner
@@ -458,7 +469,7 @@ def test_sensitivity_separates_a_blaming_rung_by_the_rooms_reading_on_six_units(
             if question.startswith("Does it blame or criticise"):
                 return " yes" if "your fault" in said else " no"
             if question.startswith("Does it show understanding of"):
-                return " no"
+                return " yes" if "sounds hard" in said else " no"
         answer = room(call)
         if call.schema is not None and call.schema.__name__ == "SupporterReply":
             blames = "already decided who is right" in call.prompt.instructions
@@ -476,5 +487,8 @@ def test_sensitivity_separates_a_blaming_rung_by_the_rooms_reading_on_six_units(
     blamed = metrics["blamed_share"]
     assert blamed.top_bottom.shared_units == 6 and blamed.top_bottom.separates and blamed.top_bottom.as_declared
     assert blamed.top_bottom.difference == pytest.approx(1.0)  # sides: every reading blame; model: none
+    heard = metrics["heard_gain"]  # understood: at least 2 points more heard; blamed: at least 2 less
+    assert heard.top_bottom.shared_units == 6 and heard.top_bottom.separates and heard.top_bottom.as_declared
+    assert heard.top_bottom.difference >= 4 - 1e-9
     assert not metrics["balance"].top_bottom.separates  # the judge answered both rungs alike
     assert result.exit_code == 1, result.output

@@ -205,6 +205,19 @@ def blamed_share(record: SessionRecord) -> float | None:
     return sum(answers) / len(answers) if answers else None
 
 
+def heard_gain(record: SessionRecord) -> float | None:
+    """How much more heard by the counsellor the members said they felt right after its turns: the mean change
+    of `felt_heard` over the member turns that follow a counsellor turn, from the speaker's previous self-report
+    (a first turn has none, as in every step); None without such a turn. The room's own account of being heard,
+    moved by its readings of the line (`simulator.members.REACTION`) and by the model past them."""
+    changes = [
+        s.change["felt_heard"]
+        for s in session_responsiveness(record).steps
+        if s.context == "after_supporter" and s.change is not None and "felt_heard" in s.change
+    ]
+    return sum(changes) / len(changes) if changes else None
+
+
 def _blame_answers(turn: Turn) -> list[bool]:
     """Whether each member who heard the counsellor turn before `turn` felt blamed by it; [] after a member."""
     if turn.felt_blamed:

@@ -176,7 +176,7 @@ def collect_values(
     Sessions in which the simulated room malfunctioned (`judges.faulted`) are left out, unless `include_faults`,
     and counted per rung into `faults`: no rung is credited or blamed for the family's malfunction."""
     from judges import faulted, read_check, read_judgment, session_values, trajectory_metrics
-    from judges.fidelity import blamed_share
+    from judges.fidelity import blamed_share, heard_gain
     from judges.stress import CheckStatus, critical_failure
 
     rung_of = {spec: rung for rung, spec in ladder.specs(model).items()}
@@ -208,6 +208,8 @@ def collect_values(
                     value = change.delta_warmth - change.delta_tension
             elif m.id == "blamed_share":
                 value = blamed_share(record)
+            elif m.id == "heard_gain":
+                value = heard_gain(record)
             elif m.id == "stress_pass_rate":
                 if check is not None and check.decided:
                     value = 1.0 if check.status == CheckStatus.PASSED else 0.0
