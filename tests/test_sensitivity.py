@@ -50,7 +50,7 @@ def test_ladder_specs_parse_and_each_rung_prompt_differs():
     assert len(set(prompts.values())) == len(prompts)
     case = view.intake
     ally, other = case.member_names[:2]
-    assert f"{ally} is right" in prompts[f"sides:{M}"] and f"what {other} did wrong" in prompts[f"sides:{M}"]
+    assert f"side with {ally}" in prompts[f"sides:{M}"] and f"what {other} did wrong" in prompts[f"sides:{M}"]
     assert "advice" in prompts[f"lecture:{M}"] and "feelings" in prompts[f"lecture:{M}"]
     assert "spoke the last line" in prompts[f"generic:{M}"]
 

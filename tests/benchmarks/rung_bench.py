@@ -31,6 +31,19 @@ OPENINGS = {
 }
 
 
+# what the room says after each counsellor line when a rung is asked for more than one (`--lines`)
+REPLIES = {
+    "dana-and-theo": (
+        ("Theo", ["Therapist"], "So it's all on me again. I took the job so we could finally pay for the IVF."),
+        ("Dana", ["Therapist"], "He says that every time, and then he's gone until midnight."),
+    ),
+    "lena-and-omar": (
+        ("Omar", ["Therapist"], "You always take her side. It's my father, and he may not have long."),
+        ("Lena", ["Therapist"], "I'm not cold. I just won't gamble with our daughter's future."),
+    ),
+}
+
+
 def _seeds(text: str) -> list[int]:
     if "-" in text:
         lo, hi = text.split("-")
@@ -38,12 +51,25 @@ def _seeds(text: str) -> list[int]:
     return [int(s) for s in text.split(",")]
 
 
-async def _measure(rungs: list[str], seeds: list[int], model: str) -> dict[str, list[dict]]:
+async def _decide(supporter, view):
+    from simulator.supporters import InvalidDecision
+
+    reask = None
+    for _ in range(3):  # the engine's re-asks of invalid output
+        try:
+            return await supporter.decide(view, reask)
+        except InvalidDecision as err:
+            reask = err.reason
+    return None
+
+
+async def _measure(rungs: list[str], seeds: list[int], model: str, lines: int) -> dict[str, list[dict]]:
     from personas.library import resolve_case
+    from simulator.fidelity import overlap
     from simulator.llm.client import LiteLLMClient, ModelSettings
     from simulator.members import appraise, is_yes
     from simulator.records import Turn
-    from simulator.supporters import InvalidDecision, parse_supporter_spec
+    from simulator.supporters import parse_supporter_spec
     from simulator.view import build_view
 
     client = LiteLLMClient(ModelSettings(cache=False, roles={"member": model}))
@@ -51,52 +77,58 @@ async def _measure(rungs: list[str], seeds: list[int], model: str) -> dict[str, 
     for case_id, opening in OPENINGS.items():
         case = resolve_case(case_id)
         names = list(case.member_names)
-        turns = [
-            Turn(index=i + 1, speaker=who, kind="member", addressees=to, text=text)
-            for i, (who, to, text) in enumerate(opening)
-        ]
-        view = build_view(case, turns, member_turns=len(turns), max_turns=6)
         for rung in rungs:
             spec = model if rung == "model" else f"{rung}:{model}"
             for seed in seeds:
                 supporter = parse_supporter_spec(spec, client, seed=seed)
-                t0 = time.perf_counter()
-                reask = None
-                for _ in range(3):  # the engine's re-asks of invalid output
-                    try:
-                        decision = await supporter.decide(view, reask)
-                        break
-                    except InvalidDecision as err:
-                        reask, decision = err.reason, None
-                if decision is None or not decision.speak:
-                    rows[rung].append({"case": case_id, "seed": seed, "text": None, "blamed": []})
-                    print(f"{rung:8} {case_id:14} s{seed}: {'invalid' if decision is None else 'pass'}", flush=True)
-                    continue
-                said = Turn(
-                    index=len(turns) + 1, speaker="Therapist", kind="supporter",
-                    addressees=list(decision.targets), text=decision.text,
-                )  # fmt: skip
-                blamed = [n for n in names if is_yes((await appraise(client, "blamed", said, n, names)).text)]
-                rows[rung].append(
-                    {"case": case_id, "seed": seed, "text": decision.text, "blamed": blamed, "ally": names[0]}
-                )
-                print(
-                    f"{rung:8} {case_id:14} s{seed} to {','.join(decision.targets):12} blamed {','.join(blamed) or '-':11} "
-                    f"({time.perf_counter() - t0:.0f} s) {decision.text[:110]!r}"
-                    + (f" [{decision.rationale[:60]}]" if decision.rationale else ""),
-                    flush=True,
-                )
+                turns = [
+                    Turn(index=i + 1, speaker=who, kind="member", addressees=to, text=text)
+                    for i, (who, to, text) in enumerate(opening)
+                ]
+                own: list[str] = []
+                for n in range(lines):
+                    t0 = time.perf_counter()
+                    view = build_view(case, turns, member_turns=sum(t.kind == "member" for t in turns), max_turns=6)
+                    decision = await _decide(supporter, view)
+                    if decision is None or not decision.speak:
+                        rows[rung].append({"case": case_id, "seed": seed, "line": n, "text": None, "blamed": []})
+                        print(f"{rung:8} {case_id:14} s{seed} #{n}: {'invalid' if decision is None else 'pass'}")
+                        continue
+                    said = Turn(
+                        index=len(turns) + 1, speaker="Therapist", kind="supporter",
+                        addressees=list(decision.targets), text=decision.text,
+                    )  # fmt: skip
+                    blamed = [m for m in names if is_yes((await appraise(client, "blamed", said, m, names)).text)]
+                    repeat = any(overlap(decision.text, o) >= 0.5 for o in own)
+                    own.append(decision.text)
+                    rows[rung].append(
+                        {"case": case_id, "seed": seed, "line": n, "text": decision.text, "blamed": blamed,
+                         "ally": names[0], "repeat": repeat}
+                    )  # fmt: skip
+                    print(
+                        f"{rung:8} {case_id:14} s{seed} #{n} to {','.join(decision.targets):10} "
+                        f"blamed {','.join(blamed) or '-':10}{' REPEAT' if repeat else ''} "
+                        f"({time.perf_counter() - t0:.0f} s) {decision.text[:100]!r}"
+                        + (f" [{decision.rationale[:50]}]" if decision.rationale else ""),
+                        flush=True,
+                    )
+                    who, to, text = REPLIES[case_id][n % len(REPLIES[case_id])]
+                    turns += [said, Turn(index=len(turns) + 2, speaker=who, kind="member", addressees=to, text=text)]
     return rows
 
 
 def _summary(rows: dict[str, list[dict]]) -> None:
-    print("\nrung      lines  spoke  blame a non-ally  blame anyone")
+    print("\nrung      lines  spoke  blame a non-ally  blame anyone  repeat an own line")
     for rung, rs in rows.items():
         spoke = [r for r in rs if r["text"]]
         others = sum(any(b != r["ally"] for b in r["blamed"]) for r in spoke)
         anyone = sum(bool(r["blamed"]) for r in spoke)
+        repeats = sum(r["repeat"] for r in spoke)
         n = len(spoke) or 1
-        print(f"{rung:8} {len(rs):6} {len(spoke):6} {others:5} ({others / n:.0%})      {anyone:4} ({anyone / n:.0%})")
+        print(
+            f"{rung:8} {len(rs):6} {len(spoke):6} {others:5} ({others / n:.0%})      {anyone:4} ({anyone / n:.0%})"
+            f"     {repeats:4} ({repeats / n:.0%})"
+        )
 
 
 def main() -> None:
@@ -104,9 +136,10 @@ def main() -> None:
     ap.add_argument("--rungs", default="model,sides")
     ap.add_argument("--seeds", default="0-3")
     ap.add_argument("--model", default="local/qwen2.5-coder-1.5b")
+    ap.add_argument("--lines", type=int, default=1, help="counsellor lines per rung and seed (a fixed reply between)")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    rows = asyncio.run(_measure(args.rungs.split(","), _seeds(args.seeds), args.model))
+    rows = asyncio.run(_measure(args.rungs.split(","), _seeds(args.seeds), args.model, args.lines))
     _summary(rows)
     print(f"\n{time.perf_counter() - t0:.0f} s")
 
