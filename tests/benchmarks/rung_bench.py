@@ -44,13 +44,6 @@ REPLIES = {
 }
 
 
-def _seeds(text: str) -> list[int]:
-    if "-" in text:
-        lo, hi = text.split("-")
-        return list(range(int(lo), int(hi) + 1))
-    return [int(s) for s in text.split(",")]
-
-
 async def _decide(supporter, view):
     from simulator.supporters import InvalidDecision
 
@@ -138,8 +131,10 @@ def main() -> None:
     ap.add_argument("--model", default="local/qwen2.5-coder-1.5b")
     ap.add_argument("--lines", type=int, default=1, help="counsellor lines per rung and seed (a fixed reply between)")
     args = ap.parse_args()
+    from simulator.cli.run_cmd import parse_seeds
+
     t0 = time.perf_counter()
-    rows = asyncio.run(_measure(args.rungs.split(","), _seeds(args.seeds), args.model, args.lines))
+    rows = asyncio.run(_measure(args.rungs.split(","), parse_seeds(0, args.seeds), args.model, args.lines))
     _summary(rows)
     print(f"\n{time.perf_counter() - t0:.0f} s")
 
