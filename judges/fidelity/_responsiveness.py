@@ -213,7 +213,7 @@ def heard_gain(record: SessionRecord) -> float | None:
     changes = [
         s.change["felt_heard"]
         for s in session_responsiveness(record).steps
-        if s.context == "after_supporter" and s.change is not None and "felt_heard" in s.change
+        if s.context == "after_supporter" and s.change is not None
     ]
     return sum(changes) / len(changes) if changes else None
 

@@ -138,7 +138,7 @@ def false_reference(text: str, turns: Sequence[Turn]) -> FidelityFlag | None:
             "the counsellor has not said anything yet; do not quote them",
             m[0][:80],
         )
-    stop = lexicon().function_words | lexicon().stopwords["en"]
+    stop = lexicon().function_words
     content = [w for w in words(m[1])[:6] if len(w) >= 4 and w not in stop]
     if not content:
         return None

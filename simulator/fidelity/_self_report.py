@@ -124,7 +124,7 @@ def softening_cause(turns: Sequence[Turn], speaker: str) -> Turn | None:
 
 def cue_in(cue: str, said: str) -> bool:
     """Are the cue's content words (mostly) the supporter's own words?"""
-    stop = lexicon().function_words | lexicon().stopwords["en"]
+    stop = lexicon().function_words
     content = [w for w in words(cue) if len(w) >= 3 and w not in stop]
     if not content:
         return False

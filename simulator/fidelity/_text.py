@@ -32,7 +32,7 @@ class Lexicon:
     strengthened_min: int
     intensity_tolerance: int
     dangling: frozenset[str]  # a field or line ending on one stopped mid-phrase
-    function_words: frozenset[str]  # `dangling` and the function words that may end a phrase
+    function_words: frozenset[str]  # not content: `dangling`, the words that may end a phrase, English stopwords
     counsellor_phrases: tuple[str, ...]
     reference_verbs: tuple[str, ...]
     stopwords: dict[str, frozenset[str]]
@@ -50,7 +50,7 @@ def lexicon() -> Lexicon:
         strengthened_min=int(data["strengthened_min"]),
         intensity_tolerance=int(data["intensity_tolerance"]),
         dangling=frozenset(str(w) for w in data["dangling"]),
-        function_words=frozenset(str(w) for w in [*data["dangling"], *data["phrase_final"]]),
+        function_words=frozenset(str(w) for w in [*data["dangling"], *data["phrase_final"], *data["stopwords"]["en"]]),
         counsellor_phrases=tuple(data["counsellor_phrases"]),
         reference_verbs=tuple(data["reference_verbs"]),
         stopwords={k: frozenset(v) for k, v in data["stopwords"].items()},

@@ -45,10 +45,11 @@ REPLIES = {
 
 
 async def _decide(supporter, view):
+    from simulator.nodes import SUPPORTER_REASKS
     from simulator.supporters import InvalidDecision
 
     reask = None
-    for _ in range(3):  # the engine's re-asks of invalid output
+    for _ in range(SUPPORTER_REASKS + 1):  # as the engine re-asks invalid output (simulator/nodes.py gate)
         try:
             return await supporter.decide(view, reask)
         except InvalidDecision as err:
