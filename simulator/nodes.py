@@ -64,10 +64,10 @@ def make_floor_node(case: Case, config: SessionConfig) -> Callable[[SessionState
         direction = config.direction_for(sum(t.kind == "member" for t in state["turns"]) + 1)
         if direction and direction.member and direction.member != choice.speaker:
             addressees = list(direction.to) or [a for a in choice.addressees if a != direction.member] or [SUPPORTER]
-            return {"next_speaker": direction.member, "next_addressees": addressees}
+            return {"next_speaker": direction.member, "next_addressees": addressees, "next_floor": "directed"}
         if direction and direction.to:  # a direction to press the counsellor is not played in a line to another
-            return {"next_speaker": choice.speaker, "next_addressees": list(direction.to)}
-        return {"next_speaker": choice.speaker, "next_addressees": list(choice.addressees)}
+            return {"next_speaker": choice.speaker, "next_addressees": list(direction.to), "next_floor": "directed"}
+        return {"next_speaker": choice.speaker, "next_addressees": list(choice.addressees), "next_floor": choice.reason}
 
     return floor
 
@@ -94,6 +94,7 @@ def make_member_node(
             )
         except (ModelError, ValueError) as err:
             return failure_update(f"member turn {len(turns) + 1} ({speaker})", err)
+        turn = turn.model_copy(update={"floor": state.get("next_floor")})
         inner = turn.inner
         update = RelationUpdate(
             turn=turn.index,

@@ -149,6 +149,12 @@ class Turn(_Record):
         "criticising them (the `blamed` appraisal; the speaker's is its `reading` being `set_off`). Only the "
         "speaker's reading moves a state; the others' answers are the room's record of the line.",
     )
+    floor: str | None = Field(
+        default=None,
+        description="For member turns: the floor rule that gave this member the turn (simulator.floor: `opening`, "
+        "`left_out`, `pressing`, `cut_in`, `addressed`, `weighted`, or `directed` by a stressor); None in records "
+        "made before it was kept.",
+    )
     flags: list[FidelityFlag] = Field(
         default_factory=list, description="Fidelity checks the accepted turn still failed after its re-asks."
     )

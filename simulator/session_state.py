@@ -98,6 +98,7 @@ class SessionState(TypedDict, total=False):
     safety: Annotated[list[SafetyEvent], merge_safety]
     next_speaker: str
     next_addressees: list[str]
+    next_floor: str
     end_reason: EndReason | None
     failure: str | None
 

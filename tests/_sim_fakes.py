@@ -79,13 +79,16 @@ class RoomScript:
             self.decisions += 1
             targets = _literal_values(call.schema.model_fields["targets"].annotation.__args__[0])
             strategies = _literal_values(call.schema.model_fields["strategy"].annotation)
-            return {
+            reply = {
                 "speak": self.speak,
                 "targets": self.targets or [targets[-1]],
                 "strategy": self.strategy or strategies[0],
                 "text": self.supporter_text,
                 "close_session": self.close_after is not None and self.decisions >= self.close_after,
             }
+            if "verdict" in call.schema.model_fields:  # the `sides` rung states its verdict first
+                reply["verdict"] = "they keep letting the other down"
+            return reply
         if name == "SafetyVerdictReply":
             quote = self.supporter_text if self.attends_safety else ""
             return {"quote": quote, "reasoning": "scripted verdict", "attended": self.attends_safety}

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from personas.library import load_library
+from personas.library import load_library, resolve_case
 from personas.taxonomy import strategies_for
 from simulator.llm.fake import FakeModelClient
 from simulator.records import Turn
@@ -374,3 +374,27 @@ def test_dry_run_estimates_the_embedded_model_s_minutes_for_ladder_rungs(cli, tm
     assert result.exit_code == 0, result.output
     assert "3 rungs x 1 cases x 2 seeds x 1 perturbations = 6 sessions" in result.output
     assert "embedded model, no cache" in result.output  # sides:local/... is the embedded model too
+
+
+def test_rung_bench_reads_each_rung_by_its_own_check():
+    """The manipulation check on a fake room that reads every line as blaming everyone and lecturing nobody:
+    `sides` took on every line (a non-ally was blamed), `lecture` on none, `generic` on every line (nobody read
+    it as about them in particular); the table counts per case."""
+    import importlib.util
+    from pathlib import Path
+
+    from tests._sim_fakes import RoomScript
+
+    path = Path(__file__).parent / "benchmarks" / "rung_bench.py"
+    spec = importlib.util.spec_from_file_location("rung_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    case = resolve_case("dana-and-theo")
+    client = FakeModelClient(default=RoomScript(case, blamed=True))
+    rows = asyncio.run(bench.measure(client, [case.id], ["sides", "lecture", "generic", "model"], [0, 1], M))
+    assert len(rows) == 8 and all(r["text"] for r in rows)
+    table = {e["rung"]: e for e in bench.summary(rows, ["sides", "lecture", "generic", "model"])}
+    assert (table["sides"]["sides"], table["sides"]["lines"]) == (2, 2)
+    assert table["lecture"]["lecture"] == 0 and table["generic"]["generic"] == 2
+    assert (table["model"]["sides"], table["model"]["lecture"], table["model"]["generic"]) == (2, 0, 2)
+    assert all(set(r["answers"]["blamed"]) == {"Dana", "Theo"} for r in rows if r["rung"] == "sides")

@@ -1,47 +1,46 @@
-"""Does a ladder rung do what its name says? The manipulation check behind `rescue-sim sensitivity`.
+"""Does a ladder rung do what its name says, on every case? The manipulation check behind `rescue-sim sensitivity`.
 
-    python tests/benchmarks/rung_bench.py [--rungs model,sides] [--seeds 0-3] [--model local/qwen2.5-coder-1.5b]
+    python tests/benchmarks/rung_bench.py [--cases all] [--rungs sides,lecture,generic] [--seeds 0-1]
+                                          [--model local/qwen2.5-coder-1.5b] [--out rungs.json]
 
-The ladder can only test the metrics if its rungs are of known quality: `sides:M` must take a side. This bench
-holds the room fixed (two couples, two opening member lines each, written for the purpose) and asks each rung for
-its first decision over several seeds (the real `ModelSupporter`, no call cache); then every member answers the
-room's own blame question (`simulator.members.appraise`, the question `blamed_share` counts) about the line.
+The ladder can only test the metrics if its rungs are of known quality: `sides:M` must blame the members it
+sides against, `lecture:M` must lecture, `generic:M` must say nothing particular. For each case this bench plays
+the room's own opening (two member turns with a silent counsellor, the real members, seed 0, through the call
+cache so a rerun replays it), then asks each rung for its first decision over several seeds (the real
+`ModelSupporter`, re-asked as the engine re-asks), and every member answers the room's own kind of question about
+the line (`simulator.members.appraise`, personas/prompts/member_appraisal.yaml):
 
-Printed per line: the rung, the seed, who it addressed, the line, and which members read it as blaming them.
-Then per rung: the share of lines that blame a member other than the ally (the first member) - for `sides` the
-share in which its manipulation took - and the share that blame anyone. No timing or pass/fail: figures to
-compare a ladder-prompt change against.
+- `sides`: `blamed`, asked of every member; the manipulation took when a member other than the ally (the first
+  member, whom the rung sides with) reads it as blaming them;
+- `lecture`: `lectured`, asked of every member; took when anyone reads it as a lecture;
+- `generic`: `specific`, asked of every member; took when nobody reads it as about them in particular.
+
+`model` (M with the counsellor prompt) is the reference: its lines are asked all three questions, so each check's
+rate on a decent counsellor is printed beside the rung's. Printed: every line, then a table per case and the
+totals. No pass/fail: figures to compare a ladder-prompt change against.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import time
+from pathlib import Path
 
-OPENINGS = {
-    "dana-and-theo": (
-        ("Dana", ["Theo"], "You're never home anymore, Theo. I spend every evening alone in that flat."),
-        ("Theo", ["Dana"], "I'm working for us, Dana. Do you think I enjoy twelve-hour days?"),
-    ),
-    "lena-and-omar": (
-        ("Omar", ["Lena"], "My father can barely walk, Lena. He needs us in Beirut, and you won't even talk about it."),
-        ("Lena", ["Omar"], "I won't take Zofia to a country where the banks ate people's savings. You know that."),
-    ),
-}
+CHECKS = {"sides": "blamed", "lecture": "lectured", "generic": "specific"}
 
 
-# what the room says after each counsellor line when a rung is asked for more than one (`--lines`)
-REPLIES = {
-    "dana-and-theo": (
-        ("Theo", ["Therapist"], "So it's all on me again. I took the job so we could finally pay for the IVF."),
-        ("Dana", ["Therapist"], "He says that every time, and then he's gone until midnight."),
-    ),
-    "lena-and-omar": (
-        ("Omar", ["Therapist"], "You always take her side. It's my father, and he may not have long."),
-        ("Lena", ["Therapist"], "I'm not cold. I just won't gamble with our daughter's future."),
-    ),
-}
+def took(rung: str, row: dict) -> bool:
+    """Whether the rung's manipulation took on one line (see the module docstring)."""
+    answers = row["answers"]
+    if rung == "sides":
+        return any(answers["blamed"][m] for m in answers["blamed"] if m != row["ally"])
+    if rung == "lecture":
+        return any(answers["lectured"].values())
+    if rung == "generic":
+        return not any(answers["specific"].values())
+    raise ValueError(rung)
 
 
 async def _decide(supporter, view):
@@ -57,86 +56,115 @@ async def _decide(supporter, view):
     return None
 
 
-async def _measure(rungs: list[str], seeds: list[int], model: str, lines: int) -> dict[str, list[dict]]:
+async def _opening(client, case):
+    """The room's own first two member turns, with nobody in the counsellor's chair."""
+    from simulator.engine import SessionConfig, run_session
+    from simulator.supporters import SilentSupporter
+
+    rec = await run_session(case, SilentSupporter(), client, SessionConfig(max_turns=2, seed=0), session_id="bench")
+    return [t for t in rec.turns if t.kind == "member"]
+
+
+async def measure(client, case_ids: list[str], rungs: list[str], seeds: list[int], model: str) -> list[dict]:
+    """Every rung's first line on every case and seed, with the room's answers to the rung's check questions."""
     from personas.library import resolve_case
-    from simulator.fidelity import overlap
-    from simulator.llm.client import LiteLLMClient, ModelSettings
     from simulator.members import appraise, is_yes
     from simulator.records import Turn
     from simulator.supporters import parse_supporter_spec
     from simulator.view import build_view
 
-    client = LiteLLMClient(ModelSettings(cache=False, roles={"member": model}))
-    rows: dict[str, list[dict]] = {r: [] for r in rungs}
-    for case_id, opening in OPENINGS.items():
+    rows: list[dict] = []
+    for case_id in case_ids:
         case = resolve_case(case_id)
         names = list(case.member_names)
+        opening = await _opening(client, case)
         for rung in rungs:
             spec = model if rung == "model" else f"{rung}:{model}"
+            questions = list(CHECKS.values()) if rung == "model" else [CHECKS[rung]]
             for seed in seeds:
+                t0 = time.perf_counter()
                 supporter = parse_supporter_spec(spec, client, seed=seed)
-                turns = [
-                    Turn(index=i + 1, speaker=who, kind="member", addressees=to, text=text)
-                    for i, (who, to, text) in enumerate(opening)
-                ]
-                own: list[str] = []
-                for n in range(lines):
-                    t0 = time.perf_counter()
-                    view = build_view(case, turns, member_turns=sum(t.kind == "member" for t in turns), max_turns=6)
-                    decision = await _decide(supporter, view)
-                    if decision is None or not decision.speak:
-                        rows[rung].append({"case": case_id, "seed": seed, "line": n, "text": None, "blamed": []})
-                        print(f"{rung:8} {case_id:14} s{seed} #{n}: {'invalid' if decision is None else 'pass'}")
-                        continue
-                    said = Turn(
-                        index=len(turns) + 1, speaker="Therapist", kind="supporter",
-                        addressees=list(decision.targets), text=decision.text,
-                    )  # fmt: skip
-                    blamed = [m for m in names if is_yes((await appraise(client, "blamed", said, m, names)).text)]
-                    repeat = any(overlap(decision.text, o) >= 0.5 for o in own)
-                    own.append(decision.text)
-                    rows[rung].append(
-                        {"case": case_id, "seed": seed, "line": n, "text": decision.text, "blamed": blamed,
-                         "ally": names[0], "repeat": repeat}
-                    )  # fmt: skip
-                    print(
-                        f"{rung:8} {case_id:14} s{seed} #{n} to {','.join(decision.targets):10} "
-                        f"blamed {','.join(blamed) or '-':10}{' REPEAT' if repeat else ''} "
-                        f"({time.perf_counter() - t0:.0f} s) {decision.text[:100]!r}"
-                        + (f" [{decision.rationale[:50]}]" if decision.rationale else ""),
-                        flush=True,
-                    )
-                    who, to, text = REPLIES[case_id][n % len(REPLIES[case_id])]
-                    turns += [said, Turn(index=len(turns) + 2, speaker=who, kind="member", addressees=to, text=text)]
+                view = build_view(case, opening, member_turns=len(opening), max_turns=6)
+                decision = await _decide(supporter, view)
+                row = {"case": case_id, "group": case.group, "rung": rung, "seed": seed, "ally": names[0]}
+                if decision is None or not decision.speak:
+                    rows.append({**row, "text": None, "answers": {}})
+                    print(f"{rung:8} {case_id:18} s{seed}: {'invalid' if decision is None else 'pass'}", flush=True)
+                    continue
+                said = Turn(
+                    index=len(opening) + 1, speaker="Therapist", kind="supporter",
+                    addressees=list(decision.targets), text=decision.text,
+                )  # fmt: skip
+                answers = {
+                    q: {m: is_yes((await appraise(client, q, said, m, names)).text) for m in names} for q in questions
+                }
+                rows.append({**row, "text": decision.text, "targets": list(decision.targets), "answers": answers})
+                marks = " ".join(f"{q}:{','.join(m for m, y in a.items() if y) or '-'}" for q, a in answers.items())
+                print(
+                    f"{rung:8} {case_id:18} s{seed} to {','.join(decision.targets):16} {marks:34} "
+                    f"({time.perf_counter() - t0:.0f} s) {decision.text[:90]!r}",
+                    flush=True,
+                )
     return rows
 
 
-def _summary(rows: dict[str, list[dict]]) -> None:
-    print("\nrung      lines  spoke  blame a non-ally  blame anyone  repeat an own line")
-    for rung, rs in rows.items():
-        spoke = [r for r in rs if r["text"]]
-        others = sum(any(b != r["ally"] for b in r["blamed"]) for r in spoke)
-        anyone = sum(bool(r["blamed"]) for r in spoke)
-        repeats = sum(r["repeat"] for r in spoke)
-        n = len(spoke) or 1
-        print(
-            f"{rung:8} {len(rs):6} {len(spoke):6} {others:5} ({others / n:.0%})      {anyone:4} ({anyone / n:.0%})"
-            f"     {repeats:4} ({repeats / n:.0%})"
-        )
+def summary(rows: list[dict], rungs: list[str]) -> list[dict]:
+    """Per case and rung: lines spoken and the share on which the rung's manipulation took (for `model`, each
+    check's rate on its lines), then the totals."""
+    table = []
+    for case_id in dict.fromkeys(r["case"] for r in rows):
+        for rung in rungs:
+            spoke = [r for r in rows if r["case"] == case_id and r["rung"] == rung and r["text"]]
+            entry = {"case": case_id, "rung": rung, "lines": len(spoke)}
+            checks = CHECKS if rung == "model" else {rung: CHECKS[rung]}
+            for check in checks:
+                entry[check] = sum(took(check, r) for r in spoke)
+            table.append(entry)
+    return table
+
+
+def _print(table: list[dict], rungs: list[str]) -> None:
+    cols = [r for r in rungs if r != "model"]
+    print(f"\n{'case':18} " + " ".join(f"{c + ':M':>10}" for c in cols) + "   M as " + "/".join(cols))
+    for case_id in dict.fromkeys(e["case"] for e in table):
+        own = {e["rung"]: e for e in table if e["case"] == case_id}
+        cells = [f"{own[c][c]}/{own[c]['lines']}" if c in own else "-" for c in cols]
+        ref = own.get("model")
+        refs = "/".join(f"{ref[c]}" for c in cols) + f" of {ref['lines']}" if ref else "-"
+        print(f"{case_id:18} " + " ".join(f"{c:>10}" for c in cells) + f"   {refs}")
+    for rung in rungs:
+        es = [e for e in table if e["rung"] == rung]
+        n = sum(e["lines"] for e in es)
+        for check in CHECKS if rung == "model" else [rung]:
+            k = sum(e[check] for e in es)
+            most = sum(e[check] * 2 > e["lines"] for e in es if e["lines"])
+            print(
+                f"total {rung:8} read as {check:8}: {k}/{n} lines ({k / max(n, 1):.0%}); most lines on {most}/{len(es)} cases"
+            )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rungs", default="model,sides")
-    ap.add_argument("--seeds", default="0-3")
+    ap.add_argument("--cases", default="all", help="comma-separated case ids, or all (the 17 shipped cases)")
+    ap.add_argument("--rungs", default="sides,lecture,generic,model")
+    ap.add_argument("--seeds", default="0-1")
     ap.add_argument("--model", default="local/qwen2.5-coder-1.5b")
-    ap.add_argument("--lines", type=int, default=1, help="counsellor lines per rung and seed (a fixed reply between)")
+    ap.add_argument("--out", type=Path, help="write every line and the table as JSON")
     args = ap.parse_args()
+    from personas.library import load_library
     from simulator.cli.run_cmd import parse_seeds
+    from simulator.llm.client import LiteLLMClient, ModelSettings
 
+    client = LiteLLMClient(ModelSettings(roles={role: args.model for role in ("member", "tracker", "supporter")}))
+
+    cases = [c.id for c in load_library()] if args.cases == "all" else args.cases.split(",")
+    rungs = args.rungs.split(",")
     t0 = time.perf_counter()
-    rows = asyncio.run(_measure(args.rungs.split(","), parse_seeds(0, args.seeds), args.model, args.lines))
-    _summary(rows)
+    rows = asyncio.run(measure(client, cases, rungs, parse_seeds(0, args.seeds), args.model))
+    table = summary(rows, rungs)
+    _print(table, rungs)
+    if args.out:
+        args.out.write_text(json.dumps({"rows": rows, "table": table}, indent=1), encoding="utf-8")
     print(f"\n{time.perf_counter() - t0:.0f} s")
 
 
