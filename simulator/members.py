@@ -208,12 +208,25 @@ def appraisal_prompt(question: str, said: Turn, name: str, member_names: Sequenc
 
 
 async def appraise(
-    client: ModelClient, question: str, said: Turn, name: str, member_names: Sequence[str]
+    client: ModelClient,
+    question: str,
+    said: Turn,
+    name: str,
+    member_names: Sequence[str],
+    *,
+    role: str = "member",
+    model: str | None = None,
 ) -> Completion:
     """One of APPRAISALS about the counsellor turn `said` and the member `name`: the completion, its text "yes"
-    or "no" first. Greedy: the answer is a reading of the line, not a mood."""
+    or "no" first. Greedy: the answer is a reading of the line, not a mood. `role`/`model`: who pays for the
+    call when it is not the room asking (the `sides` rung checking its own line)."""
     return await client.complete(
-        appraisal_prompt(question, said, name, member_names), role="member", max_tokens=3, temperature=0.0, seed=0
+        appraisal_prompt(question, said, name, member_names),
+        role=role,
+        model=model,
+        max_tokens=3,
+        temperature=0.0,
+        seed=0,
     )
 
 

@@ -239,7 +239,7 @@ def make_supporter_node(case: Case) -> Callable[[SessionState], dict]:
             addressees=d.targets,
             text=d.text,
             decision=d,
-            calls=[d.call] if d.call else [],
+            calls=[*d.draw_calls, *([d.call] if d.call else [])],
         )
         return {"turns": [turn], "self_report": [_carry(state["self_report"][-1], index)]}
 

@@ -56,6 +56,14 @@ class SupporterDecision(_Record):
     raw: str | None = Field(default=None, description="The supporter's output as returned, before any checking.")
     reasks: int = Field(default=0, description="How many times the supporter was re-asked after invalid output.")
     call: CallRecord | None = None
+    draws: int = Field(
+        default=1,
+        description="Lines drawn before this one was kept: the `sides` ladder rung draws again while its line is "
+        "not read as blaming a member it sides against (simulator.supporters.SIDES_DRAWS); 1 for every other supporter.",
+    )
+    draw_calls: list[CallRecord] = Field(
+        default_factory=list, description="The calls behind earlier draws and their blame checks (cost and latency)."
+    )
 
 
 class ObservedViewpoint(_Record):

@@ -256,6 +256,13 @@ def _decision_schema(targets: tuple[str, ...], group: str, style: str | None = N
     )
 
 
+SIDES_DRAWS = 3  # draws of a `sides` line until one is read as blaming a member it sides against
+_SIDES_NOTE = (
+    "\n\nYour last line did not put the blame on {others}. Say to {others}, as the counsellor, what they did "
+    "wrong and that they must stop."
+)
+
+
 def _reask_note(reask: str | None) -> str:
     return f"\n\nYour previous answer was invalid: {reask}. Answer again, correctly." if reask else ""
 
@@ -289,19 +296,53 @@ class ModelSupporter:
         )
 
     async def decide(self, view: SessionView, reask: str | None = None) -> SupporterDecision:
+        decision = await self._draw(view, reask, 0)
+        if self.style != "sides":
+            return decision
+        # The rung is of known quality only if it does what its name says: a line the room would not read as
+        # blaming the members it sides against is drawn again (rung_bench.py: on the 1.5B the prompt alone often
+        # wrote the ally's own complaint or sympathy instead). The last draw is kept whatever it reads as.
+        spent: list = []
+        for attempt in range(1, SIDES_DRAWS + 1):
+            blames, checks = await self._blames_a_target(view, decision)
+            spent += checks
+            if not decision.speak or blames or attempt == SIDES_DRAWS:
+                break
+            spent.append(decision.call)
+            decision = await self._draw(view, reask, attempt, _SIDES_NOTE.format(others=", ".join(decision.targets)))
+        return decision.model_copy(update={"draws": attempt, "draw_calls": [c for c in spent if c is not None]})
+
+    async def _blames_a_target(self, view: SessionView, decision: SupporterDecision) -> tuple[bool, list]:
+        from simulator.members import appraise, is_yes
+        from simulator.records import Turn
+
+        names = list(view.intake.member_names)
+        said = Turn(index=view.after_turn + 1, speaker=SUPPORTER_NAME, kind="supporter",
+                    addressees=list(decision.targets), text=decision.text)  # fmt: skip
+        calls = []
+        if not decision.speak:
+            return False, calls
+        for name in names[1:]:
+            answer = await appraise(self.client, "blamed", said, name, names, role="supporter", model=self.model)
+            calls.append(answer.call)
+            if is_yes(answer.text):
+                return True, calls
+        return False, calls
+
+    async def _draw(self, view: SessionView, reask: str | None, attempt: int, note: str = "") -> SupporterDecision:
         intake = view.intake
         try:
             completion = await self.client.complete(
                 Prompt(
                     context=shared_context(intake, view.transcript, self.window),
-                    instructions=self.instructions(view) + _reask_note(reask),
+                    instructions=self.instructions(view) + _reask_note(reask) + note,
                 ),
                 role="supporter",
                 model=self.model,
                 schema=decision_schema(intake, self.style),
                 max_tokens=220,
                 temperature=0.5,
-                seed=self.seed + len(view.transcript) * 31 + (997 if reask else 0),
+                seed=self.seed + len(view.transcript) * 31 + (997 if reask else 0) + 7919 * attempt,
             )
         except ModelError as err:
             if err.raw is None:  # the provider failed: a model failure, not an answer

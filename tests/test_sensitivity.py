@@ -72,8 +72,12 @@ def test_degraded_supporters_keep_the_decision_contract(style, case_id):
     last = view.transcript[-1].speaker
     strategy = next(iter(strategies_for(case.group)))
     verdict = {"verdict": f"{last} will not listen"} if style == "sides" else {}
+    blame_check = [" yes"] if style == "sides" else []  # `sides` asks whether its own line blames (a draw kept)
     good = FakeModelClient(
-        replies=[{"speak": True, "targets": [last], "strategy": strategy, **verdict, "text": "I hear you."}]
+        replies=[
+            {"speak": True, "targets": [last], "strategy": strategy, **verdict, "text": "I hear you."},
+            *blame_check,
+        ]
     )
     decision = asyncio.run(parse_supporter_spec(f"{style}:{M}", good).decide(view))
     assert decision.speak and decision.targets == [last] and decision.strategy == strategy
@@ -87,6 +91,29 @@ def test_degraded_supporters_keep_the_decision_contract(style, case_id):
     )
     with pytest.raises(InvalidDecision):
         asyncio.run(parse_supporter_spec(f"{style}:{M}", bad).decide(view))
+
+
+def test_sides_draws_again_until_its_line_blames():
+    """A `sides` line the room's blame question does not read as blaming a member it sides against is drawn again
+    (with a note), at most SIDES_DRAWS times; the last draw is kept whatever it reads as, and every call behind
+    the draws is recorded."""
+    from simulator.supporters import SIDES_DRAWS
+
+    case, view = _view("dana-and-theo")
+    line = {"speak": True, "targets": ["Theo"], "strategy": "track", "verdict": "he works late", "text": "I hear you."}
+    blames_second = FakeModelClient(replies=[line, " no", line, " yes"])
+    decision = asyncio.run(parse_supporter_spec(f"sides:{M}", blames_second).decide(view))
+    assert decision.draws == 2 and len(decision.draw_calls) == 3  # the first draw and both blame checks
+    assert "did not put the blame on Theo" in blames_second.calls[2].prompt.instructions
+    assert blames_second.calls[1].role == "supporter" and "Does it blame or criticise Theo?" in str(
+        blames_second.calls[1].prompt.prefill
+    )
+    never = FakeModelClient(replies=[line, " no"] * SIDES_DRAWS)
+    kept = asyncio.run(parse_supporter_spec(f"sides:{M}", never).decide(view))
+    assert kept.draws == SIDES_DRAWS and kept.speak and kept.text == "I hear you."
+    assert len(never.calls) == 2 * SIDES_DRAWS and len(kept.draw_calls) == 2 * SIDES_DRAWS - 1
+    plain = FakeModelClient(replies=[{k: v for k, v in line.items() if k != "verdict"}])
+    assert asyncio.run(parse_supporter_spec(f"lecture:{M}", plain).decide(view)).draws == 1  # other rungs: one
 
 
 def test_sides_states_its_verdict_before_its_words():

@@ -98,11 +98,14 @@ async def measure(client, case_ids: list[str], rungs: list[str], seeds: list[int
                 answers = {
                     q: {m: is_yes((await appraise(client, q, said, m, names)).text) for m in names} for q in questions
                 }
-                rows.append({**row, "text": decision.text, "targets": list(decision.targets), "answers": answers})
+                rows.append(
+                    {**row, "text": decision.text, "targets": list(decision.targets), "answers": answers,
+                     "draws": decision.draws}
+                )  # fmt: skip
                 marks = " ".join(f"{q}:{','.join(m for m, y in a.items() if y) or '-'}" for q, a in answers.items())
                 print(
                     f"{rung:8} {case_id:18} s{seed} to {','.join(decision.targets):16} {marks:34} "
-                    f"({time.perf_counter() - t0:.0f} s) {decision.text[:90]!r}",
+                    f"draws {decision.draws} ({time.perf_counter() - t0:.0f} s) {decision.text[:90]!r}",
                     flush=True,
                 )
     return rows
@@ -119,6 +122,8 @@ def summary(rows: list[dict], rungs: list[str]) -> list[dict]:
             checks = CHECKS if rung == "model" else {rung: CHECKS[rung]}
             for check in checks:
                 entry[check] = sum(took(check, r) for r in spoke)
+            if rung == "sides":  # the rung draws again until a line blames: how many took at once
+                entry["first_draw"] = sum(r.get("draws", 1) == 1 and took(rung, r) for r in spoke)
             table.append(entry)
     return table
 
@@ -141,6 +146,9 @@ def _print(table: list[dict], rungs: list[str]) -> None:
             print(
                 f"total {rung:8} read as {check:8}: {k}/{n} lines ({k / max(n, 1):.0%}); most lines on {most}/{len(es)} cases"
             )
+        if rung == "sides":
+            first = sum(e["first_draw"] for e in es)
+            print(f"total sides    read as sides on its first draw: {first}/{n} lines ({first / max(n, 1):.0%})")
 
 
 def main() -> None:
