@@ -5,6 +5,7 @@ partner holds the other out (on unseen couples 3 of 8 sessions had one partner s
 floor answers the last turn the way people in a session do, by rules over the record and the members' own
 readings (no model call), tried in this order:
 
+0. nobody takes three member turns running;
 1. `left_out`: a member who has not spoken for `left_out_after(case)` member turns comes in;
 2. `pressing`: a member the last counsellor turn blamed (the room's own blame readings, recorded on the member
    turn after it) who has not answered it yet presses the point;
@@ -15,7 +16,8 @@ readings (no model call), tried in this order:
 
 Whom they address: the counsellor's invitation to speak to another member (strategy `enact`, or "tell Theo")
 turns the answer to that member; a pursuer who cuts in or presses accuses the member the counsellor was talking
-to; a member coming in after another member answers that member. The card's style shapes every probability
+to; a member coming in after another member's line answers that member (so the room talks among itself
+wherever the counsellor stays silent). The card's style shapes every probability
 (pursuers press, withdrawers hold back). Seeded: the same session seed and turn give the same choice.
 """
 
@@ -71,9 +73,11 @@ def rng_for(seed: int, *parts: object) -> random.Random:
 
 
 def left_out_after(case: Case) -> int:
-    """Member turns a member may go without speaking before they come in: 2 in a couple (no partner speaks three
-    times running), one fewer than the members in a family, so everyone has spoken within six member turns."""
-    return max(2, len(case.members) - 1)
+    """Member turns a member may go without speaking before they come in: as many as there are members (2 in a
+    couple: no partner speaks three times running), so in a family of up to four everyone has spoken within six
+    member turns while an addressed member still usually answers (with one fewer, a four-member family fell
+    into a rotation in which nearly every turn went to whoever had been out longest)."""
+    return max(2, len(case.members))
 
 
 def speaker_weights(case: Case, turns: Sequence[Turn], state: RelationSnapshot | None) -> dict[str, float]:
@@ -139,20 +143,22 @@ def _pick(
     names = case.member_names
     last = turns[-1]
     member_turns = [t for t in turns if t.kind == "member"]
+    if len(member_turns) >= 2 and member_turns[-1].speaker == member_turns[-2].speaker:
+        names = [n for n in names if n != member_turns[-1].speaker]  # nobody takes three member turns running
     silent = {n: _turns_since_spoke(n, member_turns) for n in names}
-    weights = speaker_weights(case, turns, state)
+    weights = {n: w for n, w in speaker_weights(case, turns, state).items() if n in names}
     out = [n for n in names if silent[n] >= left_out_after(case)]
     if out:  # the longest out comes in; ties go by the usual weights
         longest = max(silent[n] for n in out)
         tied = [n for n in out if silent[n] == longest]
         return rng.choices(tied, weights=[weights[n] for n in tied])[0], "left_out"
-    style = {m.name: STYLE_FACTOR[style_of(m)] for m in case.members}
+    style = {m.name: STYLE_FACTOR[style_of(m)] for m in case.members if m.name in names}
     for name in blamed_unanswered(turns):
         if name in style and rng.random() < min(0.95, PRESS_PROBABILITY * style[name]):
             return name, "pressing"
     if last.kind == "supporter":
         for name in spoken_about(case, last):
-            if rng.random() < min(0.95, CUT_IN_PROBABILITY * style[name]):
+            if name in style and rng.random() < min(0.95, CUT_IN_PROBABILITY * style[name]):
                 return name, "cut_in"
     addressed = [a for a in last.addressees if a in names and a != last.speaker]
     if last.kind == "supporter" and last.decision and last.decision.target_kind == "whole_group":
@@ -179,8 +185,6 @@ def _addressees(
             if talked_to:
                 return (talked_to[0],)  # accusation: at the member the counsellor was talking to
         return (SUPPORTER,)
-    if reason == "pressing":
-        return (SUPPORTER,)  # back at the counsellor whose words blamed them
     if last.speaker != speaker:
         return (last.speaker,)
     return (_most_tense(speaker, others, case, state) if others else SUPPORTER,)

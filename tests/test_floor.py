@@ -61,7 +61,8 @@ def test_a_blamed_member_presses_and_a_pursuer_accuses(couple):
     assert blamed_unanswered(turns) == ["Dana"]
     picks = [choose_next(couple, turns, None, s) for s in range(200)]
     pressing = [c for c in picks if c.reason == "pressing"]
-    assert pressing and all(c.speaker == "Dana" and c.addressees == (SUPPORTER,) for c in pressing)
+    # after Theo's line (the counsellor silent) Dana presses at Theo: the room talks among itself
+    assert pressing and all(c.speaker == "Dana" and c.addressees == ("Theo",) for c in pressing)
     assert len(pressing) > 150  # pursuer: 0.6 * 1.5 = 90%
     after_counsellor = [choose_next(couple, turns[:2], None, s) for s in range(200)]
     cut = [c for c in after_counsellor if c.reason == "cut_in"]
@@ -75,7 +76,7 @@ def test_an_invited_member_speaks_to_the_other(couple):
 
 
 def test_no_partner_is_left_out_for_long(couple):
-    assert left_out_after(couple) == 2 and left_out_after(resolve_case("carter-family")) == 3
+    assert left_out_after(couple) == 2 and left_out_after(resolve_case("carter-family")) == 4
     turns = [_member(1, "Dana", [SUPPORTER]), _counsellor(2, ["Dana"], "Go on."), _member(3, "Dana", [SUPPORTER])]
     turns.append(_counsellor(4, ["Dana"], "And then?"))
     assert {choose_next(couple, turns, None, s).reason for s in range(50)} == {"left_out"}
@@ -114,6 +115,28 @@ def test_member_to_member_turns_where_the_counsellor_is_silent(couple):
     rec = asyncio.run(run_session(couple, silent, client, SessionConfig(max_turns=6, seed=3), session_id="t"))
     members = [t for t in rec.turns if t.kind == "member"]
     assert all(t.addressees != [SUPPORTER] for t in members[1:])
+
+
+@pytest.mark.parametrize("case_id", ["dana-and-theo", "nguyen-family"])
+def test_after_a_silence_members_address_each_other_even_when_pressing(case_id):
+    """A counsellor that blames (every member reads it so) and then stays silent every other turn: each member
+    line that follows another member's line is spoken to a member, whichever rule gave the floor."""
+    case = resolve_case(case_id)
+    every_other = CallableSupporter(
+        fn=lambda view: None if view.after_turn % 3 else {"targets": [case.member_names[0]], "strategy": None,
+                                                           "text": "You are the problem here."},
+        spec="m:every-other",
+    )  # fmt: skip
+    pressed = 0
+    for seed in range(4):
+        client = FakeModelClient(default=RoomScript(case, blamed=True))
+        rec = asyncio.run(run_session(case, every_other, client, SessionConfig(max_turns=8, seed=seed), session_id="t"))
+        pairs = list(zip(rec.turns, rec.turns[1:]))
+        after_member = [b for a, b in pairs if a.kind == "member" and b.kind == "member"]
+        assert after_member and all(set(b.addressees) <= set(case.member_names) for b in after_member)
+        pressed += sum(b.floor == "pressing" for b in after_member)
+    if case.group == "couple":  # in a family of four, whoever has been left out comes in first
+        assert pressed  # blamed members did press after a member's line, and still spoke to a member
 
 
 def test_old_turns_without_a_floor_rule_load():
