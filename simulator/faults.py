@@ -143,8 +143,8 @@ def _room_faults(record: SessionRecord, room: RoomThresholds) -> list[SimulatorF
                 kind=FaultKind.MEMBER_DOMINATES,
                 member=name,
                 quote=_around(first.text, ""),
-                detail=f"{name} held {Counter(turns)[name]} of {len(turns)} member speaking turns ({held:.0%}, over "
-                f"the {share:.0%} real {record.case.group} sessions reach)",
+                detail=f"{name} held {Counter(turns)[name]} of {len(turns)} member speaking turns ({held:.0%}; real "
+                f"{record.case.group} sessions reach {share:.0%})",
             )
         )
     return out

@@ -62,7 +62,8 @@ def test_a_dominating_member_is_a_fault_at_the_share_the_data_sets():
     seven_of_eight = room("ATATATBTATATATAT")
     [f] = detect_faults(seven_of_eight)
     assert (f.kind, f.member) == (FaultKind.MEMBER_DOMINATES, "Ana")
-    assert "7 of 8 member speaking turns (88%" in f.detail and "83%" in f.detail and f.quote.startswith("Line 1")
+    assert "7 of 8 member speaking turns (88%; real couple sessions reach 83%)" in f.detail
+    assert f.quote.startswith("Line 1")
     # a family: Mona holds 4 of 6 (over 3/6); 3 of 6 is within what the real family shows
     assert kinds(room("MTSTMTLTMTMT", family=True)) == [(FaultKind.MEMBER_DOMINATES, "Mona")]
     assert kinds(room("MTSTMTLTMTST", family=True)) == []
