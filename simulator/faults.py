@@ -13,7 +13,12 @@ turns it into faults, each with its turn, member and a quote from the record:
 - `tracker_failure`: the tracker's call failed or returned nothing observed;
 - `stressor_not_said`: the stressor was directed but the member's line did not say it (`record.delivery`);
 - `fidelity_flags`: a member whose accepted turns still fail checks on more than a share of their turns
-  (threshold as data: simulator/data/fidelity.yaml, `faults`).
+  (threshold as data: simulator/data/fidelity.yaml, `faults`);
+- `member_silent`: a member who never spoke in a session of enough member turns: the room became a dyad (or a
+  smaller family) and measures support for fewer people than the case has;
+- `member_dominates`: one member holding more of the speaking turns than real rooms show (the share per group is
+  data from RESCUE's speaker shares, `faults.dominant_share`; `judges.fidelity.rescue_speaker_shares` recomputes
+  it). Neither is raised under a stressor that quiets a member by design (`faults.room_exempt_perturbations`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import yaml
@@ -69,6 +74,80 @@ def _around(text: str, needle: str, width: int = QUOTE_MAX) -> str:
     at = text.lower().find(needle.lower()) if needle else -1
     start = max(0, at - width // 3) if at >= 0 else 0
     return text[start : start + width].strip()
+
+
+@dataclass(frozen=True)
+class RoomThresholds:
+    """The room-share keys of the `faults` section: when a session has stopped being a multi-party room."""
+
+    silent_min_member_turns: int
+    dominant_min_member_turns: int
+    dominant_share: dict[str, float]  # group -> the largest share of speaking turns a member may hold
+    exempt_perturbations: frozenset[str]
+
+
+@functools.lru_cache(maxsize=1)
+def room_thresholds() -> RoomThresholds:
+    data = yaml.safe_load(LEXICON_PATH.read_text(encoding="utf-8"))["faults"]
+    return RoomThresholds(
+        silent_min_member_turns=int(data["silent_min_member_turns"]),
+        dominant_min_member_turns=int(data["dominant_min_member_turns"]),
+        dominant_share={str(g): float(v) for g, v in data["dominant_share"].items()},
+        exempt_perturbations=frozenset(data.get("room_exempt_perturbations") or ()),
+    )
+
+
+def speaking_turns(speakers: Sequence[str], members: Sequence[str]) -> list[str]:
+    """The members' speaking turns in a sequence of speakers (counsellor included): consecutive lines of one
+    speaker with no one else between them count once, as one speech does in a RESCUE transcript."""
+    runs = [s for i, s in enumerate(speakers) if i == 0 or speakers[i - 1] != s]
+    return [s for s in runs if s in members]
+
+
+def largest_share(turns: Sequence[str]) -> tuple[str, float] | None:
+    """The member holding most of `turns` (the first to reach that count on a tie) and their share."""
+    if not turns:
+        return None
+    counts = Counter(turns)
+    top = max(counts.values())
+    name = next(s for s in turns if counts[s] == top)
+    return name, top / len(turns)
+
+
+def _room_faults(record: SessionRecord, room: RoomThresholds) -> list[SimulatorFault]:
+    """Session-wide: a member never heard from, or one member holding the floor (see the module docstring)."""
+    if record.perturbation in room.exempt_perturbations:
+        return []
+    members = record.case.member_names
+    lines = [t for t in record.turns if t.kind == "member" and t.text.strip()]
+    out: list[SimulatorFault] = []
+    if len(lines) >= room.silent_min_member_turns:
+        heard = {t.speaker for t in lines}
+        for m in members:
+            if m not in heard:
+                out.append(
+                    SimulatorFault(
+                        kind=FaultKind.MEMBER_SILENT,
+                        member=m,
+                        detail=f"{m} never spoke in {len(lines)} member turns: the room lost a member",
+                    )
+                )
+    turns = speaking_turns([t.speaker for t in record.turns if t.text.strip()], members)
+    share = room.dominant_share.get(record.case.group)
+    top = largest_share(turns)
+    if share is not None and top is not None and len(turns) >= room.dominant_min_member_turns and top[1] > share:
+        name, held = top
+        first = next(t for t in lines if t.speaker == name)
+        out.append(
+            SimulatorFault(
+                kind=FaultKind.MEMBER_DOMINATES,
+                member=name,
+                quote=_around(first.text, ""),
+                detail=f"{name} held {Counter(turns)[name]} of {len(turns)} member speaking turns ({held:.0%}; real "
+                f"{record.case.group} sessions reach {share:.0%})",
+            )
+        )
+    return out
 
 
 def _field_value(turn: Turn, field: str) -> str:
@@ -193,7 +272,9 @@ def _delivery_fault(record: SessionRecord) -> list[SimulatorFault]:
     ]
 
 
-def detect_faults(record: SessionRecord, limits: FaultThresholds | None = None) -> list[SimulatorFault]:
+def detect_faults(
+    record: SessionRecord, limits: FaultThresholds | None = None, room: RoomThresholds | None = None
+) -> list[SimulatorFault]:
     """Every simulator fault the record shows, in turn order (see the module docstring)."""
     limits = limits or fault_thresholds()
     members = [*record.case.member_names, SUPPORTER_NAME]
@@ -204,6 +285,7 @@ def detect_faults(record: SessionRecord, limits: FaultThresholds | None = None) 
     found += _flag_share_faults(record, limits)
     found += _tracker_faults(record)
     found += _delivery_fault(record)
+    found += _room_faults(record, room or room_thresholds())
     return merge_faults([], found)
 
 

@@ -243,6 +243,8 @@ class FaultKind(StrEnum):
     LANGUAGE_SWITCH = "language_switch"
     TRACKER_FAILURE = "tracker_failure"
     FIDELITY_FLAGS = "fidelity_flags"  # accepted member turns carrying fidelity flags over the threshold
+    MEMBER_SILENT = "member_silent"  # a member who never spoke in a session of enough member turns
+    MEMBER_DOMINATES = "member_dominates"  # one member held more of the member turns than real rooms show
 
 
 class SimulatorFault(_Record):

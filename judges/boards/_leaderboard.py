@@ -19,6 +19,7 @@ from judges.fidelity._audit import FidelitySummary, fidelity_by_supporter
 from judges.ratings._agreement import HumanAgreement
 from judges.ratings._ppi import PPIEstimate
 from judges.ratings._store import BatchSummary
+from judges.scoring._facts import repeated_lines
 from judges.scoring._faults import FaultTally, faulted
 from judges.scoring._panel import session_values
 from judges.scoring._records import JudgmentStatus, SessionJudgment
@@ -86,6 +87,15 @@ class SupporterRow(_Record):
     invalid_decisions: int = Field(
         default=0, description="Decisions whose output broke the contract even after re-asking: counted against it."
     )
+    supporter_turns: int = Field(
+        default=0, description="Supporter turns said in the sessions the aggregates read (faulted ones left out)."
+    )
+    repeated_turns: int = Field(
+        default=0,
+        description="Of those, turns repeating the supporter's own earlier line word for word or nearly "
+        "(judges.scoring.repeated_lines): the supporter's behaviour, counted against it, never a simulator fault.",
+    )
+    repeated_share: float | None = Field(default=None, description="repeated_turns / supporter_turns.")
     dimensions: list[DimensionSummary] = Field(default_factory=list, description="In the leaderboard's column order.")
     alpha: float | None = Field(
         default=None,
@@ -174,6 +184,8 @@ class _Acc:
             "scored": 0,
             "decisions": 0,
             "invalid": 0,
+            "supporter_turns": 0,
+            "repeated": 0,
         }
         self.faults = FaultTally()
         self.values: dict[str, list[float]] = {}
@@ -257,6 +269,8 @@ def build_leaderboard(
                     if judgment is not None:
                         acc.counts["failed_judgments"] += sum(v.status != JudgmentStatus.OK for v in judgment.verdicts)
                     continue
+            acc.counts["supporter_turns"] += sum(t.kind == "supporter" and bool(t.text.strip()) for t in record.turns)
+            acc.counts["repeated"] += len(repeated_lines(record))
             if critical_failure(record, judgment, check) is not None:
                 acc.critical += 1
             if check is not None and check.judge_compromised:
@@ -382,6 +396,9 @@ def _row(acc: _Acc, order: list[str], confidence: float, seed: int, cards: Seque
         scored=c["scored"],
         decisions=c["decisions"],
         invalid_decisions=c["invalid"],
+        supporter_turns=c["supporter_turns"],
+        repeated_turns=c["repeated"],
+        repeated_share=c["repeated"] / c["supporter_turns"] if c["supporter_turns"] else None,
         dimensions=dims,
         alpha=_alpha(pooled, acc.judges) if several else None,
         alpha_by_dimension={d: _alpha(r, acc.judges) for d, r in acc.ratings.items()} if several else {},

@@ -1,6 +1,7 @@
 """Is the simulated family a good one: persona-fidelity audits of finished runs (repeats, re-asks, failed checks,
 moves, drift), whether the room answers the counsellor (responsiveness vs the null drift, trajectory separation)
-and simulated-vs-real comparisons against RESCUE transcripts.
+and simulated-vs-real comparisons against RESCUE transcripts (and RESCUE's speaker shares, behind the
+`member_dominates` fault threshold).
 """
 
 from judges.fidelity._audit import (
@@ -38,6 +39,13 @@ from judges.fidelity._responsiveness import (
     session_responsiveness,
     trajectory_separation,
 )
+from judges.fidelity._room_shares import (
+    SHARE_PERCENTILE,
+    SHARE_WINDOW,
+    GroupShares,
+    group_shares,
+    rescue_speaker_shares,
+)
 from judges.fidelity._sim_vs_real import (
     ComparisonRow,
     SimVsReal,
@@ -51,6 +59,11 @@ from judges.fidelity._sim_vs_real import (
 )
 
 __all__ = [
+    "SHARE_PERCENTILE",
+    "SHARE_WINDOW",
+    "GroupShares",
+    "group_shares",
+    "rescue_speaker_shares",
     "DimensionStat",
     "FinalDifference",
     "ResponsivenessReport",

@@ -13,6 +13,13 @@ COPY_RUN_WORDS words (case and punctuation ignored; runs a member had taken from
 do not count), and when the runs, from any number of member turns, cover COPY_MIN_COVERAGE of its words or more,
 it is recorded on the judgment with each source turn's share, shown to the judges, and caps every dimension whose
 rubric entry has a `copy_cap`. A counsellor quoting a short phrase back inside its own sentences stays under it.
+
+**Repeated lines.** A supporter turn that says again what the supporter itself said before is repetition, not a
+strategy: its words are matched against each of the supporter's own earlier turns in verbatim runs of at least
+REPEAT_RUN_WORDS words, and when the runs from one earlier turn cover REPEAT_MIN_COVERAGE of its words or more
+(word for word, or nearly: a new name or a word changed here and there), it is recorded on the judgment with the
+turn it repeats, shown to the judges, and caps every dimension whose rubric entry has a `repeat_cap`. It is the
+supporter's behaviour, never a simulator fault.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from judges.scoring._records import CopiedLine, CopySource, DimensionScore
+from judges.scoring._records import CopiedLine, CopySource, DimensionScore, RepeatedLine
 from judges.scoring._rubric import Level, Rubric
 from simulator.fidelity import MIN_REPEAT_WORDS, words
 from simulator.records import SessionRecord, Turn
@@ -31,6 +38,12 @@ from simulator.records import SessionRecord, Turn
 # chance phrase in RESCUE ("you need to say the truth", 0.27).
 COPY_RUN_WORDS = 5  # a copied run: this many consecutive words of a member line or more
 COPY_MIN_COVERAGE = 0.5  # copied runs cover at least this share of the supporter turn's words: mostly members' words
+# The same runs against the supporter's own earlier turns (tests/benchmarks/copy_bench.py --repeats): of RESCUE's 59
+# therapist turns, the highest is 0.62 (an 8-word question reusing the 5-word frame of an earlier one, "what do you
+# think the ... is", with another noun), every other one under 0.3; so a repeat is 0.8 or more: the earlier line
+# again, word for word or with a name or a word changed.
+REPEAT_RUN_WORDS = COPY_RUN_WORDS
+REPEAT_MIN_COVERAGE = 0.8  # runs from one earlier supporter turn cover at least this share of the turn's words
 
 
 @dataclass(frozen=True)
@@ -150,5 +163,58 @@ def apply_copy_caps(
         hit = sc.level == "session" or (sc.level == "intervention" and sc.turn in copied)
         if cap is not None and hit and sc.score is not None and sc.score > cap:
             sc = sc.model_copy(update={"score": cap, "capped_from": sc.score})
+        out.append(sc)
+    return out
+
+
+def repeat_runs(turn: Turn, earlier: Sequence[Turn]) -> RepeatedLine | None:
+    """How much of `turn` is verbatim runs from the one earlier supporter turn in `earlier` that it shares most
+    with (any coverage; the earlier turn on a tie; None when it shares none). A turn shorter than REPEAT_RUN_WORDS
+    words counts only as a whole (never under MIN_REPEAT_WORDS words)."""
+    ws = words(turn.text)
+    n = min(REPEAT_RUN_WORDS, len(ws))
+    if n < MIN_REPEAT_WORDS:
+        return None
+    best: tuple[Turn, float] | None = None
+    for t in earlier:
+        if t.kind != "supporter":
+            continue
+        runs = _runs(words(t.text), n)
+        at = {i + k for i in range(len(ws) - n + 1) if tuple(ws[i : i + n]) in runs for k in range(n)}
+        if at and (best is None or len(at) / len(ws) > best[1]):
+            best = (t, len(at) / len(ws))
+    if best is None:
+        return None
+    return RepeatedLine(turn=turn.index, repeats_turn=best[0].index, coverage=best[1], quote=turn.text[:200])
+
+
+def repeated_lines(record: SessionRecord) -> list[RepeatedLine]:
+    """Supporter turns that repeat one of the supporter's own earlier turns (see the module docstring)."""
+    out: list[RepeatedLine] = []
+    for i, turn in enumerate(record.turns):
+        if turn.kind != "supporter" or not turn.text.strip():
+            continue
+        found = repeat_runs(turn, record.turns[:i])
+        if found is not None and found.coverage >= REPEAT_MIN_COVERAGE:
+            out.append(found)
+    return out
+
+
+def apply_repeat_caps(
+    scores: Sequence[DimensionScore], repeats: Sequence[RepeatedLine], rubric: Rubric
+) -> list[DimensionScore]:
+    """Scores with each dimension's `repeat_cap` applied: an intervention that repeated, and the session if any
+    did. `capped_from` keeps the judge's own value (also when a copy cap came first)."""
+    if not repeats:
+        return list(scores)
+    repeated = {r.turn for r in repeats}
+    caps = {d.id: d.repeat_cap for d in rubric.active if d.repeat_cap is not None}
+    out = []
+    for sc in scores:
+        cap = caps.get(sc.dimension)
+        hit = sc.level == "session" or (sc.level == "intervention" and sc.turn in repeated)
+        if cap is not None and hit and sc.score is not None and sc.score > cap:
+            own = sc.capped_from if sc.capped_from is not None else sc.score
+            sc = sc.model_copy(update={"score": cap, "capped_from": own})
         out.append(sc)
     return out

@@ -20,9 +20,11 @@ from typing import Any, Protocol, TypeVar
 
 from judges.scoring._facts import (
     apply_copy_caps,
+    apply_repeat_caps,
     copied_lines,
     intervention_window,
     member_turns,
+    repeated_lines,
     scope_of,
     speakers_of,
 )
@@ -324,7 +326,8 @@ def rubric_judge(
 
     async def score(record: SessionRecord, client: ModelClient, model: str) -> JudgeVerdict:
         copies = copied_lines(record)
-        context = judge_context(record, copies)
+        repeats = repeated_lines(record)
+        context = judge_context(record, copies, repeats)
         plan = _plan(record, rubric, per_intervention, limits_for(model))
 
         async def run(call: _Call) -> tuple[list[DimensionScore], list[CallRecord], list[JudgeFailure]]:
@@ -363,6 +366,7 @@ def rubric_judge(
         results = await asyncio.gather(*(run(c) for c in plan))
         failures = [f for _, _, fs in results for f in fs]
         scores = apply_copy_caps([sc for got, _, _ in results for sc in got], copies, rubric)
+        scores = apply_repeat_caps(scores, repeats, rubric)
         if not plan:
             status = JudgmentStatus.OK
         elif not scores and failures:
@@ -445,6 +449,7 @@ async def judge_session(
         simulator_failure_reason=reason,
         trajectory=trajectory_metrics(record, gamma=gamma, lam=lam),
         copied_lines=copied_lines(record),
+        repeated_lines=repeated_lines(record),
         trial=trial,
         temperature=temperature,
     )

@@ -65,8 +65,8 @@ class DimensionScore(_Record):
     )
     capped_from: int | None = Field(
         default=None,
-        description="The judge's own score when a copied line capped it (`score` holds the cap, the rubric's "
-        "`copy_cap`); None when no cap applied.",
+        description="The judge's own score when a copied or repeated line capped it (`score` holds the cap, the "
+        "rubric's `copy_cap` or `repeat_cap`); None when no cap applied.",
     )
 
 
@@ -122,6 +122,18 @@ class CopiedLine(_Record):
         source = {"turn": old.pop("copies_turn"), "member": old.pop("member"), "coverage": old.pop("share")}
         old.pop("overlap", None)
         return {**old, "coverage": source["coverage"], "sources": [source]}
+
+
+class RepeatedLine(_Record):
+    """A supporter turn that says again what the supporter itself said earlier: its own behaviour, never a fault
+    of the simulated room. A fact measured from the record (judges.scoring._facts.repeated_lines)."""
+
+    turn: int = Field(description="The supporter turn that repeats.")
+    repeats_turn: int = Field(description="The supporter's own earlier turn it repeats (the one it shares most with).")
+    coverage: float = Field(
+        description="Share of its words that are verbatim runs of REPEAT_RUN_WORDS words or more from that turn."
+    )
+    quote: str = Field(description="The repeating turn's words (up to 200 characters), as the judges are shown.")
 
 
 class JudgeVerdict(_Record):
@@ -219,6 +231,12 @@ class SessionJudgment(_Record):
         description="Supporter turns made mostly of members' words (one line, or pieced from several): shown to "
         "the judges as a checked fact; they cap the scores of every dimension with a `copy_cap` (that turn's, and "
         "the session's).",
+    )
+    repeated_lines: list[RepeatedLine] = Field(
+        default_factory=list,
+        description="Supporter turns that repeat the supporter's own earlier line word for word or nearly: shown to "
+        "the judges as a checked fact; they cap the scores of every dimension with a `repeat_cap` (that turn's, and "
+        "the session's). Empty in judgments written before it was measured.",
     )
     judged_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc), description="UTC time of judging.")
     trial: int = Field(

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from judges.scoring._records import CopiedLine
+from judges.scoring._records import CopiedLine, RepeatedLine
 from judges.scoring._rubric import Dimension, Rubric
 from personas.case import Case
 from personas.common.prompts import render_prompt
@@ -123,17 +123,29 @@ def copy_fact(c: CopiedLine) -> str:
     return f'- t{c.turn} splices earlier member lines ({c.coverage:.0%} of its words): {parts}: "{quote}"'
 
 
-def facts_block(copies: Sequence[CopiedLine]) -> str:
+def repeat_fact(r: RepeatedLine) -> str:
+    """One supporter turn that repeats the supporter's own earlier turn, as the judges read it."""
+    return (
+        f"- t{r.turn} repeats the counsellor's own turn {r.repeats_turn} ({r.coverage:.0%} of its words): "
+        f'"{as_data(r.quote)}"'
+    )
+
+
+def facts_block(copies: Sequence[CopiedLine], repeats: Sequence[RepeatedLine] = ()) -> str:
     """Facts measured from the record that the judges are shown as data (empty when there are none)."""
-    if not copies:
+    if not copies and not repeats:
         return ""
-    return render_prompt("judge_facts", PROMPTS, facts="\n".join(copy_fact(c) for c in copies))
+    lines = [copy_fact(c) for c in copies] + [repeat_fact(r) for r in repeats]
+    return render_prompt("judge_facts", PROMPTS, facts="\n".join(lines))
 
 
-def judge_context(record: SessionRecord, copies: Sequence[CopiedLine] = ()) -> str:
-    """The shared prefix of every judge call on this session; `copies` (checked facts) follow the transcript."""
+def judge_context(
+    record: SessionRecord, copies: Sequence[CopiedLine] = (), repeats: Sequence[RepeatedLine] = ()
+) -> str:
+    """The shared prefix of every judge call on this session; `copies` and `repeats` (checked facts) follow the
+    transcript."""
     case = record.case
-    facts = facts_block(copies)
+    facts = facts_block(copies, repeats)
     return render_prompt(
         "judge_context",
         PROMPTS,

@@ -4,7 +4,8 @@ A rubric is a list of dimensions. Each dimension has an `id`, a `level` (`interv
 `session`: the whole session; `member`: each member) and a `kind`:
 
 - `scale`: an integer score from `min` to `max`, with an anchored description for every point; `copy_cap` caps
-  it when a supporter turn copies a member's line (see `judges.scoring._facts`);
+  it when a supporter turn copies a member's line, `repeat_cap` when it repeats the supporter's own earlier line
+  (see `judges.scoring._facts`);
 - `label`: one of `allowed` (the token `$members` expands to the case's member names), optionally with a
   `strength` scale; `neutral` names the "nothing to report" label (strength must be its minimum exactly then);
 - `taxonomy_strategy`: one of the RESCUE support strategies of the case's group (intervention level only).
@@ -93,6 +94,12 @@ class Dimension(_Strict):
         "spliced from several (intervention level: that turn's score; session level: the session's, if any turn "
         "copied).",
     )
+    repeat_cap: int | None = Field(
+        default=None,
+        description="Supporter scales: the highest score when a supporter turn repeats the supporter's own earlier "
+        "line word for word or nearly (intervention level: that turn's score; session level: the session's, if any "
+        "turn repeated).",
+    )
     enabled: bool = Field(default=True, description="`false` in a user rubric drops a built-in dimension.")
 
     @model_validator(mode="after")
@@ -103,6 +110,7 @@ class Dimension(_Strict):
             "anchors": self.anchors,
             "fail_at": self.fail_at,
             "copy_cap": self.copy_cap,
+            "repeat_cap": self.repeat_cap,
         }
         label_only = {"allowed": self.allowed, "neutral": self.neutral, "strength": self.strength}
         if self.kind == "scale":
@@ -117,6 +125,10 @@ class Dimension(_Strict):
                 raise ValueError(f"copy_cap must lie within {self.min}-{self.max}")
             if self.copy_cap is not None and (self.about != "supporter" or self.level == "member"):
                 raise ValueError("copy_cap is only for supporter dimensions at intervention or session level")
+            if self.repeat_cap is not None and not self.min <= self.repeat_cap <= self.max:
+                raise ValueError(f"repeat_cap must lie within {self.min}-{self.max}")
+            if self.repeat_cap is not None and (self.about != "supporter" or self.level == "member"):
+                raise ValueError("repeat_cap is only for supporter dimensions at intervention or session level")
             wrong = [k for k, v in label_only.items() if v not in (None, [], {})]
         else:
             wrong = [k for k, v in scale_only.items() if v not in (None, [], {})]
@@ -185,7 +197,11 @@ class Rubric(_Strict):
     @property
     def digest(self) -> str:
         """Short hash of the active dimensions: judgments made with different rubrics are told apart by it."""
-        blob = json.dumps([d.model_dump(mode="json") for d in self.active], sort_keys=True)
+        # a field added later is left out while unset, so rubrics that do not use it keep the digest they had
+        dumps = [
+            d.model_dump(mode="json", exclude={"repeat_cap"} if d.repeat_cap is None else None) for d in self.active
+        ]
+        blob = json.dumps(dumps, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 

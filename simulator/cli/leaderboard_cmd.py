@@ -83,6 +83,10 @@ def _sections(board: Leaderboard) -> list[tuple[str, list[tuple[str, list[str]]]
                     "invalid decisions",
                     [f"{r.invalid_decisions}/{r.decisions}" if r.invalid_decisions else "0" for r in rows],
                 ),
+                (
+                    "repeated turns",
+                    [f"{r.repeated_turns}/{r.supporter_turns}" if r.repeated_turns else "0" for r in rows],
+                ),
             ],
         ),
         ("session scores", [(header(d), dim(d)) for d in session_dims]),
@@ -147,15 +151,16 @@ def footnotes(board: Leaderboard) -> list[str]:
         "the one the supporter stated).",
         "scored: judged sessions that enter the scores; failed and incomplete sessions are never scored. "
         "simulator failures: sessions in which the simulated room malfunctioned (a member out of role, repeating "
-        "after its re-ask, switching language or never saying its stressor, a failed tracker, or the judges' "
-        "persona-fidelity flag); "
+        "after its re-ask, switching language or never saying its stressor, a member never heard or holding the "
+        "floor, a failed tracker, or the judges' persona-fidelity flag); "
         + (
             "they are put back into the scores (--include-simulator-faults). "
             if board.include_faults
             else "they are left out of every score (--include-simulator-faults puts them back). "
         )
         + "judge failures: judge verdicts that failed or were partial; invalid decisions: supporter decisions "
-        "still invalid after re-asking.",
+        "still invalid after re-asking; repeated turns: supporter turns repeating its own earlier line (the "
+        "supporter's doing; they cap the scores the rubric says).",
         "alpha: Krippendorff's alpha (interval) across judges, - with a single judge. Δtension: final - initial "
         f"tension (self-report); objective: discounted group objective, γ={board.gamma:g}, λ={board.lam:g}.",
     ]
