@@ -133,7 +133,9 @@ def _room_faults(record: SessionRecord, room: RoomThresholds) -> list[SimulatorF
                     )
                 )
     turns = speaking_turns([t.speaker for t in record.turns if t.text.strip()], members)
-    share = room.dominant_share.get(record.case.group)
+    # the room's size decides what a fair share is: a two-member family (a parent and a child) is read as a couple
+    size = "couple" if len(members) == 2 else record.case.group
+    share = room.dominant_share.get(size)
     top = largest_share(turns)
     if share is not None and top is not None and len(turns) >= room.dominant_min_member_turns and top[1] > share:
         name, held = top
@@ -144,7 +146,7 @@ def _room_faults(record: SessionRecord, room: RoomThresholds) -> list[SimulatorF
                 member=name,
                 quote=_around(first.text, ""),
                 detail=f"{name} held {Counter(turns)[name]} of {len(turns)} member speaking turns ({held:.0%}; real "
-                f"{record.case.group} sessions reach {share:.0%})",
+                f"{size} sessions reach {share:.0%})",
             )
         )
     return out

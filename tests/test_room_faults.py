@@ -73,6 +73,15 @@ def test_a_dominating_member_is_a_fault_at_the_share_the_data_sets():
     ]
 
 
+def test_a_two_member_family_is_held_to_the_couple_share():
+    """A parent and a child are two people in the room: 4 of 6 is what real couples reach, not a fault, though
+    the family figure (from a three-member family) would call it one."""
+    base = room("ATATATBTATBT")
+    two = base.case.model_copy(update={"group": "family"})
+    assert kinds(base.model_copy(update={"case": two})) == []
+    assert kinds(room("ATATATATATAT").model_copy(update={"case": two}))[-1] == (FaultKind.MEMBER_DOMINATES, "Ana")
+
+
 def test_consecutive_lines_of_one_member_are_one_speaking_turn():
     """Ana's three lines in a row while the counsellor stays quiet are one speech, as in a RESCUE transcript."""
     assert kinds(room("AAATBTATBTATBT")) == []  # 6 of 9 lines, 4 of 7 speaking turns
