@@ -96,12 +96,12 @@ class FloorComparison(_Record):
     """The turn-taking of simulated sessions beside RESCUE's: one derived case and its sample, or a whole group."""
 
     scope: str = Field(description="The case id, or the group (`couple`, `family`) for every session of it.")
-    group: Group
-    simulated: TurnTaking
+    group: Group = Field(description="The group of the sessions and samples compared.")
+    simulated: TurnTaking = Field(description="The run's sessions (silent-supporter sessions left out).")
     real: TurnTaking | None = Field(description="RESCUE's sample(s): the case's own, or every one of the group.")
     real_samples: list[str] = Field(default_factory=list, description="Sample ids on the RESCUE side.")
     published: PublishedTurnTaking | None = Field(default=None, description="The group's published figures.")
-    rows: list[TurnTakingRow]
+    rows: list[TurnTakingRow] = Field(description="One per figure, with its distance.")
     left_out: int = Field(default=0, description="Silent-supporter sessions left out (no counsellor by design).")
 
 
@@ -110,6 +110,8 @@ class FloorComparison(_Record):
 
 @dataclass(frozen=True)
 class Spoken:
+    """One turn: who spoke, and to whom as recorded (RESCUE's `target`, or the floor's choice)."""
+
     speaker: str
     addressees: tuple[str, ...]
 
