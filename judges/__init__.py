@@ -19,6 +19,7 @@ from judges.fidelity._audit import (
     null_drift,
 )
 from judges.fidelity._sim_vs_real import ComparisonRow, SimVsReal, TransitionRow, compare_runs_with_rescue, load_golds
+from judges.fidelity._turn_taking import FloorComparison, TurnTaking, TurnTakingRow, floor_by_group, turn_taking
 from judges.scoring._faults import FaultedSession, FaultTally, faulted
 from judges.scoring._judge import (
     SessionJudge,
@@ -225,6 +226,11 @@ __all__ = [
     "TransitionRow",
     "compare_runs_with_rescue",
     "load_golds",
+    "FloorComparison",
+    "TurnTaking",
+    "TurnTakingRow",
+    "floor_by_group",
+    "turn_taking",
     # leaderboard
     "Leaderboard",
     "SupporterRow",

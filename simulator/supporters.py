@@ -29,6 +29,7 @@ from personas.common.prompts import render_prompt
 from personas.taxonomy import SUPPORTER_NAME, strategies_for, target_kind
 from simulator.fidelity import tagged_speaker
 from simulator.llm.structured import soft_max_length as _soft_max
+from simulator.llm.structured import soft_max_words
 from simulator.llm.types import ModelClient, ModelError, Prompt
 from simulator.records import SupporterDecision
 from simulator.transcript import last_line, shared_context
@@ -240,6 +241,13 @@ def decision_schema(intake: Intake, style: str | None = None) -> type[BaseModel]
     return _decision_schema(tuple([*intake.member_names, intake.group_label]), intake.group, style)
 
 
+# The text's length in words, as the members' fields have it (soft_max_words): a 300-character cap made the grammar
+# close the text mid-sentence ("...and also making sure that"); past TEXT_WORDS it may go on only to end its
+# sentence, TEXT_FINISH_WORDS more at most (56 words: about the old 300 characters).
+TEXT_WORDS = 40
+TEXT_FINISH_WORDS = 16
+
+
 @functools.lru_cache(maxsize=256)
 def _decision_schema(targets: tuple[str, ...], group: str, style: str | None = None) -> type[BaseModel]:
     # `sides` states its verdict before its words, so the text is written after the blame (the 1.5B, asked for the
@@ -251,7 +259,7 @@ def _decision_schema(targets: tuple[str, ...], group: str, style: str | None = N
         targets=(list[Literal[targets]], Field(min_length=1, max_length=len(targets))),  # type: ignore[valid-type]
         strategy=(Literal[tuple(strategies_for(group))], ...),  # type: ignore[valid-type]
         **verdict,
-        text=(str, _soft_max(300)),
+        text=(str, soft_max_words(TEXT_WORDS, allow_empty=True, finish=TEXT_FINISH_WORDS)),
         close_session=(bool, False),
     )
 

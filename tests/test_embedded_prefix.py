@@ -247,3 +247,27 @@ def test_a_reply_told_to_avoid_a_text_copies_no_run_of_its_tokens(model):
 
     assert out.strip() and not runs(out) & runs(said)
     assert len(runs(copied) & runs(said)) == len(runs(said))
+
+
+def test_a_counsellor_asked_for_a_long_turn_ends_it_on_a_sentence(model):
+    """The supporter's decision schema on the embedded model: asked for far more than its cap, the text still ends
+    on a whole sentence within TEXT_WORDS + TEXT_FINISH_WORDS (a 300-character cap cut it mid-sentence)."""
+    import json
+
+    from personas.library import resolve_case
+    from simulator.supporters import TEXT_FINISH_WORDS, TEXT_WORDS, decision_schema
+    from simulator.view import intake_of
+
+    schema = decision_schema(intake_of(resolve_case("dana-and-theo"))).model_json_schema()
+    ask = [
+        SYSTEM,
+        {
+            "role": "user",
+            "content": "You are a couples counsellor with Dana and Theo. Reply as JSON with speak, targets, strategy "
+            "and text. In text, speak to both at great length: at least 150 words, many long sentences joined with "
+            "'and'.",
+        },
+    ]
+    out = model.generate(ask, max_tokens=200, temperature=0.0, seed=0, json_schema=schema)
+    text = json.loads(out.text)["text"]
+    assert len(text.split()) <= TEXT_WORDS + TEXT_FINISH_WORDS and text[-1] in ".!?", text

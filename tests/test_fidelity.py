@@ -287,6 +287,35 @@ def test_a_field_past_its_cap_may_only_go_on_to_end_its_sentence(case):
     assert max_words(plain) == 4 and not re.match(plain["pattern"], words(5, "."))
 
 
+def test_the_supporter_s_text_past_its_cap_ends_on_its_sentence(case):
+    """The counsellor's text is capped as the members' fields are (soft_max_words), not by characters: a grammar
+    closing it at 300 characters cut it mid-sentence ("...and also making sure that", README command 1)."""
+    import re
+
+    from simulator.llm.structured import max_words
+    from simulator.supporters import TEXT_FINISH_WORDS, TEXT_WORDS, decision_schema
+    from simulator.view import intake_of
+
+    for style in (None, "sides"):
+        field = decision_schema(intake_of(case), style).model_json_schema()["properties"]["text"]
+        assert "maxLength" not in field and max_words(field) == TEXT_WORDS + TEXT_FINISH_WORDS
+        text = re.compile(field["pattern"])
+        first = "Arjun, I can hear how exhausted and alone you have felt, carrying every one of the household bills."
+        second = (
+            "Meera, when he goes quiet like that, I wonder what happens inside you, and whether you could tell him "
+            "what you need from him right now, and also making sure that he hears it."
+        )
+        said = f"{first} {second}"  # 53 words: the cap falls inside the second sentence, which ends within 56
+        assert len(first.split()) < TEXT_WORDS < len(said.split()) <= TEXT_WORDS + TEXT_FINISH_WORDS
+        cut = said[: said.index("making sure that") + len("making sure that")]  # where the character cap cut
+        assert len(cut.split()) > TEXT_WORDS and not text.match(cut)  # past the cap it may not stop mid-sentence
+        assert text.match(said)  # it goes on to the end of the sentence it is in
+        assert not text.match(said + " Take your time.")  # and stops at that end
+        assert text.match(first) and text.match(first[:-1]) and text.match("")  # under the cap: as before; a pass
+        endless = " ".join(["and then"] * 30) + "."  # no sentence end within the finishing words
+        assert not text.match(endless)
+
+
 def test_no_field_may_end_mid_phrase(case):
     """The grammar closes a field only on a word that ends a phrase: a cue once ended "...frustration...',"."""
     import re

@@ -278,3 +278,42 @@ def test_judge_validate_bad_data_is_one_line(invoke, fake, tmp_path: Path) -> No
 def test_help_names_the_task_honestly(invoke) -> None:
     out = invoke("judge-validate", "--help").stdout
     assert "NOT RESCUE's SSP task" in " ".join(out.split())
+
+
+def test_judge_keys_its_cache_on_the_server_and_no_cache_asks_again(app, tmp_path: Path) -> None:
+    """The same `openai/` model id at two OpenAI-compatible servers (OPENAI_API_BASE), one after the other: the second
+    server's judge calls are asked of it, not replayed from the first one's cache; `--no-cache` asks again."""
+    from judges import load_rubric
+    from simulator.testing.fake_openai import FakeOpenAIServer
+
+    folder = make_run(tmp_path / "run", extra=False)
+    runner = CliRunner()
+    rubric = tmp_path / "timing.yaml"  # one dimension: the fake server's made-up verdicts pass its checks
+    rubric.write_text(
+        yaml.safe_dump(
+            {"dimensions": [{"id": d.id, "enabled": False} for d in load_rubric().dimensions if d.id != "timing"]}
+        ),
+        encoding="utf-8",
+    )
+
+    def judge(server: FakeOpenAIServer, *extra: str):
+        env = {
+            **WIDE,
+            "RESCUE_SIM_HOME": str(tmp_path / "home"),  # the call cache lives here
+            "OPENAI_API_BASE": server.url,
+            "OPENAI_BASE_URL": None,  # would win over OPENAI_API_BASE
+            "OPENAI_API_KEY": "sk-test-not-a-real-key",
+        }
+        before = server.stats()["requests"]
+        result = runner.invoke(
+            app, ["judge", str(folder.path), "--model", "openai/gpt-4o-mini", "--rubric", str(rubric), *extra], env=env
+        )
+        assert result.exit_code == 0, result.output
+        return server.stats()["requests"] - before
+
+    with FakeOpenAIServer(latency_s=0.0) as first, FakeOpenAIServer(latency_s=0.0) as second:
+        asked = judge(first)
+        assert asked > 0
+        assert judge(first) == 0  # the same server again: every call replayed from the cache
+        assert judge(second) == asked  # another server behind the same model id: asked, not replayed
+        assert judge(second, "--no-cache") == asked  # cached now, but --no-cache neither reads nor writes it

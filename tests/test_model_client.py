@@ -442,3 +442,66 @@ def test_litellm_path_looks_up_schema_support_once_per_model(tmp_path, monkeypat
     outs = [asyncio.run(c.complete(PROMPT, role="member", schema=Feeling, seed=s)) for s in range(3)]
     assert all(o.parsed == Feeling(emotion="hurt", intensity=7) for o in outs)
     assert asked == ["openai/gpt-4o-mini"]
+
+
+def test_the_cache_key_holds_the_endpoint_the_environment_points_at(tmp_path, monkeypatch):
+    """The same model id at another server is another model: its calls must not replay the first server's replies.
+    Each provider's endpoint variables are read as litellm reads them; API keys never change the key."""
+    from simulator.llm.client import ENV_ENDPOINTS
+
+    names = {n for ns in ENV_ENDPOINTS.values() for n in ns} | {"AZURE_API_BASE", "HOSTED_VLLM_API_BASE"}
+    for name in names:
+        monkeypatch.delenv(name, raising=False)
+    c = client(tmp_path, cache=False)
+    messages = [{"role": "user", "content": "hello"}]
+
+    def key(model: str) -> str:
+        return c._key(model, messages, {"seed": 1}, None)
+
+    cases = [
+        ("openai/gpt-4o-mini", "OPENAI_API_BASE"),
+        ("openai/gpt-4o-mini", "OPENAI_BASE_URL"),
+        ("anthropic/claude-haiku-4-5", "ANTHROPIC_API_BASE"),
+        ("anthropic/claude-haiku-4-5", "ANTHROPIC_BASE_URL"),
+        ("azure/my-deployment", "AZURE_API_BASE"),
+        ("hosted_vllm/qwen", "HOSTED_VLLM_API_BASE"),
+        ("ollama_chat/llama3", "OLLAMA_API_BASE"),
+    ]
+    for model, var in cases:
+        default = key(model)
+        monkeypatch.setenv(var, "http://127.0.0.1:8001/v1")
+        at_one = key(model)
+        monkeypatch.setenv(var, "http://127.0.0.1:8002/v1")
+        at_other = key(model)
+        monkeypatch.delenv(var)
+        assert len({default, at_one, at_other}) == 3, (model, var)
+    plain = key("openai/gpt-4o-mini")
+    monkeypatch.setenv("ANTHROPIC_API_BASE", "http://127.0.0.1:8001")  # another provider's variable: no effect
+    assert key("openai/gpt-4o-mini") == plain and c.endpoint("openai/gpt-4o-mini") is None
+    # litellm's order: OPENAI_BASE_URL wins over OPENAI_API_BASE
+    monkeypatch.setenv("OPENAI_API_BASE", "http://127.0.0.1:8001/v1")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8002/v1")
+    assert c.endpoint("openai/gpt-4o-mini") == "http://127.0.0.1:8002/v1"
+    before = key("openai/gpt-4o-mini")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-another-not-a-real-key")  # keys do not change the answer
+    assert key("openai/gpt-4o-mini") == before
+    # the settings' api_bases come first, as in the call
+    pinned = client(tmp_path, cache=False, api_bases={"openai/gpt-4o-mini": "http://127.0.0.1:9000/v1"})
+    assert pinned.endpoint("openai/gpt-4o-mini") == "http://127.0.0.1:9000/v1"
+    assert client(tmp_path, cache=False).endpoint("local/qwen2.5-coder-1.5b") is None
+
+
+@pytest.mark.parametrize("direct_http", [True, False], ids=["lean", "litellm"])
+def test_two_servers_behind_one_model_id_are_not_replayed(tmp_path, monkeypatch, direct_http):
+    from simulator.testing.fake_openai import FakeOpenAIServer
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    with FakeOpenAIServer(latency_s=0.0) as first, FakeOpenAIServer(latency_s=0.0) as second:
+        answers = []
+        for server in (first, second, first):
+            monkeypatch.setenv("OPENAI_API_BASE", server.url)
+            c = client(tmp_path, default="openai/gpt-4o-mini", direct_http=direct_http)
+            answers.append(asyncio.run(c.complete(PROMPT, role="member", seed=5)))
+        assert [a.call.cache_hit for a in answers] == [False, False, True]
+        assert first.stats()["requests"] == 1 and second.stats()["requests"] == 1

@@ -232,6 +232,22 @@ def test_credentials_in_a_supporter_url_never_reach_the_run_folder(invoke, fake,
     assert res.exit_code == 0, res.output
     written = "".join(p.read_text() for p in out.rglob("*") if p.is_file())
     assert "hunter22" not in written and "[redacted]" in written
+    assert "hunter22" not in res.output and "models: supporter=" in res.output  # nor the models line it prints
+
+
+def test_run_prints_every_role_s_model_when_it_starts(app, fake, tmp_path):
+    """`--model` binds every role of `run`; the line says so before anything runs (and what --*-model changed)."""
+    from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
+
+    env = {**WIDE, "RESCUE_SIM_MODEL": ""}
+    res = CliRunner().invoke(app, base(str(tmp_path / "a")), env=env)
+    assert res.exit_code == 0, res.output
+    local = DEFAULT_LOCAL_MODEL
+    assert f"models: supporter=scripted; member={local}; tracker={local}\n" in res.output  # --no-judge: no judge
+    args = [*base(str(tmp_path / "b")), "--model", "fake/room", "--tracker-model", "fake/observer"]
+    res = CliRunner().invoke(app, args, env=env)
+    assert res.exit_code == 0, res.output
+    assert "models: supporter=scripted; member=fake/room; tracker=fake/observer\n" in res.output
 
 
 def test_missing_api_key_is_caught_before_simulating(app, tmp_path, monkeypatch):

@@ -291,6 +291,27 @@ def test_dry_run_prints_the_matrix_and_runs_nothing(cli, tmp_path, monkeypatch):
     assert result.exit_code == 2 and "perturbations: none given" in result.output
 
 
+def test_model_binds_only_the_rungs_and_every_role_s_model_is_printed(cli, tmp_path, monkeypatch):
+    """`sensitivity --model M` binds the ladder's rungs, not the room: its help names the room's default model and
+    the run prints each role's model before it starts."""
+    from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
+
+    runner, app = cli
+    env = {"COLUMNS": "400", "RESCUE_SIM_MODEL": ""}
+    helped = runner.invoke(app, ["sensitivity", "--help"], env=env)
+    assert helped.exit_code == 0 and DEFAULT_LOCAL_MODEL in helped.output and "the usual" not in helped.output
+    args = ["sensitivity", "--model", M, "--perturbations", "none", "--dry-run", "--out", str(tmp_path / "r")]
+    result = runner.invoke(app, args, env=env)
+    assert result.exit_code == 0, result.output
+    local = DEFAULT_LOCAL_MODEL
+    rungs = f"supporter rungs model={M}, sides=sides:{M}, silent=silent"
+    assert f"models: {rungs}; member={local}; tracker={local}; judge={local}\n" in result.output
+    room = [*args, "--room-model", "fake/room", "--judge", "fake/j1", "--judge", "fake/j2"]
+    result = runner.invoke(app, room, env=env)
+    assert result.exit_code == 0, result.output
+    assert f"models: {rungs}; member=fake/room; tracker=fake/room; judge=fake/j1, fake/j2\n" in result.output
+
+
 def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monkeypatch):
     import json
 

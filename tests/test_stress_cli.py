@@ -189,6 +189,8 @@ def test_run_writes_sessions_checks_and_resumes(tmp_path, monkeypatch):
     assert silent.status.value == "failed" and silent.reason.startswith("responded: ")
     record = folder.load_session("nguyen-family__silent__walkout_now__s0__t0")
     assert record.perturbation == "walkout_now" and record.turns[0].directive == "Say you are leaving."
+    [models] = [line for line in result.output.splitlines() if line.startswith("models: ")]  # before it starts
+    assert models.startswith("models: supporters scripted, silent; member=") and "judge=" not in models  # judge: false
     assert "behavioural checks" in result.output
     assert "sessions 10/10" in result.output  # the final progress line (calls, tokens, ...)
     assert read_judgment(folder, ids[0]) is None  # judge: false

@@ -1,7 +1,7 @@
 """Is the simulated family a good one: persona-fidelity audits of finished runs (repeats, re-asks, failed checks,
 moves, drift), whether the room answers the counsellor (responsiveness vs the null drift, trajectory separation)
-and simulated-vs-real comparisons against RESCUE transcripts (and RESCUE's speaker shares, behind the
-`member_dominates` fault threshold).
+and simulated-vs-real comparisons against RESCUE transcripts (turn-taking among them, and RESCUE's speaker shares
+behind the `member_dominates` fault threshold).
 """
 
 from judges.fidelity._audit import (
@@ -52,11 +52,26 @@ from judges.fidelity._sim_vs_real import (
     TransitionRow,
     compare,
     compare_runs_with_rescue,
-    js_distance,
     load_golds,
     missing_samples,
-    wasserstein,
 )
+from judges.fidelity._turn_taking import (
+    PUBLISHED_TURN_TAKING,
+    Floor,
+    FloorComparison,
+    PublishedTurnTaking,
+    Spoken,
+    TurnTaking,
+    TurnTakingRow,
+    addressed,
+    compare_floor,
+    floor_by_group,
+    floor_of_gold,
+    floor_of_record,
+    turn_taking,
+    turn_taking_rows,
+)
+from judges.stats._distances import js_distance, wasserstein
 
 __all__ = [
     "SHARE_PERCENTILE",
@@ -104,4 +119,18 @@ __all__ = [
     "self_softening",
     "summarise",
     "wasserstein",
+    "PUBLISHED_TURN_TAKING",
+    "Floor",
+    "FloorComparison",
+    "PublishedTurnTaking",
+    "Spoken",
+    "TurnTaking",
+    "TurnTakingRow",
+    "addressed",
+    "compare_floor",
+    "floor_by_group",
+    "floor_of_gold",
+    "floor_of_record",
+    "turn_taking",
+    "turn_taking_rows",
 ]

@@ -27,7 +27,8 @@ from judges.fidelity._responsiveness import (
     responsiveness,
     session_responsiveness,
 )
-from judges.fidelity._sim_vs_real import SimVsReal, compare_runs_with_rescue, missing_samples
+from judges.fidelity._sim_vs_real import SimVsReal, compare_runs_with_rescue, load_golds, missing_samples
+from judges.fidelity._turn_taking import FloorComparison, floor_by_group
 from judges.scoring._faults import faulted
 from judges.scoring._store import read_judgment
 from judges.scoring._trajectory import distress, insider_outsider_gap, relation_change
@@ -35,12 +36,13 @@ from simulator.fidelity import LEGACY_CHAR_CAPS, check_line, check_state, sessio
 from simulator.members import state_word_caps
 from simulator.records import FidelityCheck, FidelityFlag, SessionRecord, Turn
 from simulator.runfolder import RunFolder, RunFolderError
+from simulator.supporters import SilentSupporter
 
-FIDELITY_SCHEMA_VERSION = 1
+FIDELITY_SCHEMA_VERSION = 2  # 2: turn-taking beside RESCUE (fields added; version-1 reports still load)
 # Self-softening (mean of the drop in intensity and the drop in tension, in 0-10 points, first to last
 # self-report) that a room may show on its own with a silent supporter before its case is flagged.
 NULL_DRIFT_THRESHOLD = 1.0
-NULL_SUPPORTER = "silent"
+NULL_SUPPORTER = SilentSupporter.spec  # the room on its own
 
 
 class _Record(BaseModel):
@@ -140,6 +142,11 @@ class FidelityReport(_Record):
     )
     unreadable: list[str] = Field(default_factory=list, description="Session files that could not be read.")
     sim_vs_real: list[SimVsReal] = Field(default_factory=list, description="Per RESCUE-derived case, when asked.")
+    turn_taking: list[FloorComparison] = Field(
+        default_factory=list,
+        description="With a RESCUE source, per group: every session of the group beside the source's samples of "
+        "that group and RESCUE-BENCH's published figures.",
+    )
     rescue_source: str | None = Field(default=None, description="Where the RESCUE samples were read from.")
     rescue_missing: list[str] = Field(
         default_factory=list, description="Samples of RESCUE-derived sessions not found in the RESCUE source."
@@ -367,7 +374,8 @@ def fidelity_report(
             )
         sessions += mine
         by_run[str(run)] = summarise(mine)
-    comparisons = compare_runs_with_rescue(records, rescue) if rescue is not None else []
+    golds = load_golds(rescue) if rescue is not None else {}
+    comparisons = compare_runs_with_rescue(records, rescue, golds) if rescue is not None else []
     steps = [session_responsiveness(r) for r in records]
     asked = list(dict.fromkeys([*pairs, *default_pairs(s.supporter for s in steps)]))
     return FidelityReport(
@@ -380,6 +388,7 @@ def fidelity_report(
         fault_rate=fault_rates(sessions),
         unreadable=unreadable,
         sim_vs_real=comparisons,
+        turn_taking=floor_by_group(records, golds) if rescue is not None else [],
         rescue_source=str(rescue) if rescue is not None else None,
         rescue_missing=missing_samples(records, comparisons) if rescue is not None else [],
         responsiveness=responsiveness(steps, pairs=asked) if steps else None,

@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges.fidelity._sim_vs_real import js_distance
+from judges.stats._distances import js_distance
 from judges.stats._intervals import MeanCI, difference_separates, mean_ci, paired_difference_ci
 from simulator.members import current_state
 from simulator.records import InnerState, SessionRecord, Turn

@@ -10,7 +10,9 @@ against the sample's client rows, one measure per row, each with a distance:
 - moves: simulated moves vs RESCUE utterance types read as moves (personas.taxonomy.RESCUE_UTTERANCE_MOVES);
 - relation patterns: share of each label, RESCUE's gold rows vs the tracker's readings of the simulation;
 - pattern transitions: consecutive labelled points (gold rows; tracker runs within one session), the whole
-  matrix as one distribution, and one row per from-pattern (its conditional distribution).
+  matrix as one distribution, and one row per from-pattern (its conditional distribution);
+- turn-taking (judges.fidelity._turn_taking): speakers per session, the counsellor's share of turns, the
+  most-speaking member's share of member turns and the addressee shares, each with its distance.
 
 A distance of None means one side has no data for the row. Nothing here calls a model.
 """
@@ -18,13 +20,15 @@ A distance of None means one side has no data for the row. Nothing here calls a 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judges.fidelity._turn_taking import FloorComparison, addressed, compare_floor
+from judges.stats._distances import js_distance, wasserstein
 from personas.rescue import GoldRow, GoldTrajectory, gold_from_sample, load_gold, load_rescue
 from personas.taxonomy import MEMBER_MOVES, RESCUE_UTTERANCE_MOVES, SUPPORTER_NAME, patterns_for
 from simulator.fidelity import words
@@ -68,29 +72,13 @@ class SimVsReal(_Record):
     real_rows: int = Field(description="Client (non-therapist) rows of the sample.")
     rows: list[ComparisonRow] = Field(description="One per measure.")
     transitions: list[TransitionRow] = Field(description="One per pattern either side transitioned from.")
+    turn_taking: FloorComparison | None = Field(
+        default=None, description="Who held the floor: the case's sessions beside its sample (None in old reports)."
+    )
     note: str = Field(default="", description="Anything that limits the comparison.")
 
 
-# ---- distances ----------------------------------------------------------------------------------------------
-
-
-def js_distance(p: Counter[str] | dict[str, int], q: Counter[str] | dict[str, int]) -> float | None:
-    """Jensen-Shannon distance (base 2, in 0-1) between two count tables over the union of their keys."""
-    from scipy.spatial.distance import jensenshannon
-
-    keys = sorted(set(p) | set(q))
-    a, b = [float(p.get(k, 0)) for k in keys], [float(q.get(k, 0)) for k in keys]
-    if not keys or sum(a) == 0 or sum(b) == 0:
-        return None
-    return round(float(jensenshannon(a, b, base=2)), 4)
-
-
-def wasserstein(a: Sequence[float], b: Sequence[float]) -> float | None:
-    from scipy.stats import wasserstein_distance
-
-    if not a or not b:
-        return None
-    return round(float(wasserstein_distance(a, b)), 4)
+# ---- summaries ----------------------------------------------------------------------------------------------
 
 
 def _shares(c: Counter[str]) -> str:
@@ -107,18 +95,6 @@ def _spread(values: Sequence[float]) -> str:
 
 
 # ---- the two sides ------------------------------------------------------------------------------------------
-
-
-def _addressed(targets: Sequence[str], members: Sequence[str]) -> str | None:
-    to_counsellor = SUPPORTER_NAME in targets
-    to_member = any(t in members for t in targets)
-    if to_counsellor and to_member:
-        return "both"
-    if to_counsellor:
-        return "counsellor"
-    if to_member:
-        return "member"
-    return None
 
 
 def _transitions(sequences: Sequence[Sequence[str]]) -> dict[str, Counter[str]]:
@@ -155,8 +131,8 @@ def compare(records: Sequence[SessionRecord], gold: GoldTrajectory) -> SimVsReal
     add("utterance length (words)", "wasserstein", wasserstein(sim_len, real_len), _spread(sim_len),
         _spread(real_len), len(sim_len), len(real_len))  # fmt: skip
 
-    sim_to = Counter(a for t in sim_turns if (a := _addressed(t.addressees, members)))
-    real_to = Counter(a for r in real if (a := _addressed(r.targets, gold.participants)))
+    sim_to = Counter(a for t in sim_turns if (a := addressed(t.addressees, members, t.speaker)))
+    real_to = Counter(a for r in real if (a := addressed(r.targets, gold.participants, r.speaker)))
     add("addressed to", "jensen_shannon", js_distance(sim_to, real_to), _shares(sim_to), _shares(real_to),
         sum(sim_to.values()), sum(real_to.values()))  # fmt: skip
 
@@ -210,6 +186,7 @@ def compare(records: Sequence[SessionRecord], gold: GoldTrajectory) -> SimVsReal
         real_rows=len(real),
         rows=rows,
         transitions=transitions,
+        turn_taking=compare_floor(case.id, case.group, records, [gold]),
         note=note,
     )
 
@@ -226,8 +203,11 @@ def load_golds(source: str | Path) -> dict[str, GoldTrajectory]:
     return {g.sample_id: g for g in golds}
 
 
-def compare_runs_with_rescue(records: Sequence[SessionRecord], source: str | Path) -> list[SimVsReal]:
-    """One comparison per RESCUE-derived case among `records` whose sample is found in `source`."""
+def compare_runs_with_rescue(
+    records: Sequence[SessionRecord], source: str | Path, golds: Mapping[str, GoldTrajectory] | None = None
+) -> list[SimVsReal]:
+    """One comparison per RESCUE-derived case among `records` whose sample is found in `source` (`golds`: the
+    source already read by `load_golds`)."""
     by_sample: dict[str, list[SessionRecord]] = {}
     for r in records:
         prov = r.case.provenance
@@ -235,7 +215,7 @@ def compare_runs_with_rescue(records: Sequence[SessionRecord], source: str | Pat
             by_sample.setdefault(prov.sample_id, []).append(r)
     if not by_sample:
         return []
-    golds = load_golds(source)
+    golds = load_golds(source) if golds is None else golds
     out = []
     for sample_id, recs in sorted(by_sample.items()):
         gold = golds.get(sample_id)

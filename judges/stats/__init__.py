@@ -1,5 +1,5 @@
-"""Statistics shared by every score: agreement coefficients (kappa, Krippendorff's alpha) and bootstrap
-confidence intervals. Pure functions over lists; no model, no files.
+"""Statistics shared by every score: agreement coefficients (kappa, Krippendorff's alpha), bootstrap
+confidence intervals and distances between distributions (Jensen-Shannon, Wasserstein). Pure functions over lists; no model, no files.
 """
 
 from judges.stats._agreement import (
@@ -8,6 +8,7 @@ from judges.stats._agreement import (
     majority,
     median,
 )
+from judges.stats._distances import js_distance, wasserstein
 from judges.stats._intervals import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
@@ -22,6 +23,8 @@ from judges.stats._intervals import (
 )
 
 __all__ = [
+    "js_distance",
+    "wasserstein",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "MeanCI",

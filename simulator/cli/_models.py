@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from simulator.llm.client import LiteLLMClient, ModelSettings
 from simulator.llm.embedded import MAX_BATCH, local_model_id
@@ -60,6 +61,22 @@ def provider_limits(text: str) -> tuple[int | None, dict[str, int]]:
             "openai=64,anthropic=16"
         ) from None
     return default, limits
+
+
+def models_line(
+    supporters: str, settings: ModelSettings, *, judges: Sequence[str] = (), judge: bool = True, check: bool = False
+) -> str:
+    """Every role's model in one line, as the command bound them, printed when a run starts: which roles a
+    `--model` reached and which it left to the room's default. `supporters` is the supporter part, already worded
+    (`supporter=M`, or a ladder's rungs); specs are redacted (a URL may carry a key)."""
+    from simulator.redact import redact
+
+    parts = [supporters, f"member={settings.model_for('member')}", f"tracker={settings.model_for('tracker')}"]
+    if judge:
+        parts.append("judge=" + ", ".join(judges or [settings.model_for("judge")]))
+    if check:
+        parts.append(f"check={settings.model_for('check')}")
+    return redact("models: " + "; ".join(parts))
 
 
 def make_client(settings: ModelSettings) -> LiteLLMClient:

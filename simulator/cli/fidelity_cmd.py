@@ -3,7 +3,8 @@
 A rendering of `judges.fidelity_report`; `--json` prints the same FidelityReport. Exit code 1 when a case's
 null-supporter drift (silent supporter, the room softening on its own) is above the threshold. Responsiveness
 (how members' states and moves change after each supporter's turns, beside the null drift) and trajectory
-separations (`--pair A,B`, and every M run beside `sides:M`) are shown per supporter.
+separations (`--pair A,B`, and every M run beside `sides:M`) are shown per supporter; with `--rescue`, turn-taking
+beside RESCUE's (`judges.fidelity._turn_taking`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from simulator.cli._render import measure_tables
 from simulator.cli._responsiveness import render_responsiveness
 
 if TYPE_CHECKING:
-    from judges import FidelityReport, FidelitySummary, SimVsReal
+    from judges import FidelityReport, FidelitySummary, FloorComparison, SimVsReal, TurnTaking, TurnTakingRow
 
 
 def _pct(v: float | None) -> str:
@@ -126,10 +127,58 @@ def render(report: FidelityReport, width: int = 80) -> list[RenderableType]:
         tables += render_responsiveness(report.responsiveness, width)
     for c in report.sim_vs_real:
         tables.extend(render_comparison(c))
+    for floor in report.turn_taking:
+        who = f"every {floor.group} session ({floor.simulated.sessions})"
+        samples = f"{len(floor.real_samples)} RESCUE {floor.group} sample(s) given" if floor.real else "no sample given"
+        tables += render_floor(floor, f"Who held the floor: {who} vs {samples}")
     return tables
 
 
-def render_comparison(c: SimVsReal) -> list[Table]:
+def _figure(value: float | None, unit: str) -> str:
+    return _num(value) if unit == "speakers" else _pct(value)
+
+
+def _mix(t: TurnTaking | None) -> str:
+    if t is None:
+        return "-"
+    total = sum(t.addressees.values())
+    shares = "/".join(f"{100 * n / total:.0f}" for n in t.addressees.values()) + "%" if total else "-"
+    neither = f", {t.unaddressed} to neither" if t.unaddressed else ""
+    return f"{shares} (n={total}{neither})"
+
+
+def _distance(row: TurnTakingRow, value: float | None) -> str:
+    return _num(value, 3) if row.metric == "jensen_shannon" or row.unit == "speakers" else _pct(value)
+
+
+def render_floor(floor: FloorComparison, title: str) -> list[RenderableType]:
+    """Turn shares and addressees beside RESCUE's: one row per figure, each with its distance."""
+    published = floor.published is not None
+    t = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD)
+    cols = ["figure", "simulated", "RESCUE", "distance"] + (["published", "vs published"] if published else [])
+    for col in cols:
+        t.add_column(col, justify="left" if col == "figure" else "right", overflow="fold")
+    for row in floor.rows:
+        if row.unit == "mix":
+            cells = [_mix(floor.simulated), _mix(floor.real), _distance(row, row.distance)]
+        else:
+            cells = [_figure(row.simulated, row.unit), _figure(row.real, row.unit), _distance(row, row.distance)]
+        if published:
+            cells += [_figure(row.published, row.unit), _distance(row, row.distance_published)]
+        t.add_row(escape(row.figure), *cells)
+    note = (
+        "distance: |simulated - RESCUE| (points of share, or speakers); the addressee mix (% to the counsellor / "
+        "another member / both): Jensen-Shannon, 0-1. Speakers count the counsellor, as RESCUE does; a RESCUE sample is one session. "
+        "Addressees: RESCUE's own `target` label of each row; simulated: whom the floor gave each member turn."
+    )
+    if published:
+        note += f" Published: {floor.published.source}, over all {floor.published.samples} samples."
+    if floor.left_out:
+        note += f" {floor.left_out} silent-supporter session(s) left out (no counsellor by design)."
+    return [t, Text(note + "\n", style="dim")]
+
+
+def render_comparison(c: SimVsReal) -> list[RenderableType]:
     t = Table(
         title=f"Simulated vs real: {c.case_id} ({c.sessions} session(s), {c.member_turns} member turns) vs RESCUE "
         f"{c.sample_id} ({c.real_rows} client rows)",
@@ -166,6 +215,8 @@ def render_comparison(c: SimVsReal) -> list[Table]:
                 escape(", ".join(f"{k} {v}" for k, v in row.real.items()) or "-"),
             )
         out.append(tr)
+    if c.turn_taking is not None:
+        out += render_floor(c.turn_taking, f"— who held the floor: {c.case_id} vs {c.sample_id}")
     return out
 
 
@@ -198,7 +249,8 @@ def fidelity(
     """Measure how person-like the simulated members were: repeats, re-asks, failed checks by kind, language
     drift, moves per member, insider-vs-tracker gap, null-supporter drift, responsiveness to each supporter
     (state changes and moves after its turns vs the null drift), trajectory separation, and (with --rescue)
-    simulated vs real families. Exit code 1 when a case's null-supporter drift is flagged."""
+    simulated vs real families and who held the floor (speakers, counsellor share, top member share, addressees)
+    beside RESCUE's samples and published figures. Exit code 1 when a case's null-supporter drift is flagged."""
     from judges import fidelity_report
 
     pairs = []

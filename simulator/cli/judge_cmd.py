@@ -203,6 +203,7 @@ def judge(
         float,
         typer.Option(min=0.0, max=2.0, help="Judge sampling temperature (0: deterministic local judges never flip)."),
     ] = 0.0,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model call cache.")] = False,
 ) -> None:
     """Judge a run's saved sessions with an LLM judge panel, without re-simulating.
 
@@ -218,7 +219,7 @@ def judge(
     folder.read_manifest()
     used = load_rubric(rubric)
     panel = parse_judges(judge_models)
-    settings = model_settings(model, roles={"judge": panel[0] if panel else None})
+    settings = model_settings(model, roles={"judge": panel[0] if panel else None}, no_cache=no_cache)
     panel = panel or [settings.model_for("judge")]
     from judges import judging_mode
 

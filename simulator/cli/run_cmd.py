@@ -6,12 +6,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 
 from personas.common.errors import UserError
 from personas.library import load_library, resolve_case
 from simulator.cli._aio import run_sync
 from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
-from simulator.cli._models import make_client, model_settings
+from simulator.cli._models import make_client, model_settings, models_line
 
 if TYPE_CHECKING:
     from simulator.cli._render import Waiting
@@ -125,6 +126,9 @@ def run(
     uses += [("judge", j) for j in config.judges] if config.judge else []
     labels = {sup.model: redact(spec)} if isinstance(sup, FreeTextSupporter) else {}
     preflight(settings, client, uses, labels)  # every model checked once, before anything is written
+    console.print(
+        escape(models_line(f"supporter={spec}", settings, judges=config.judges, judge=config.judge)), soft_wrap=True
+    )
     live = None
     waiting = Waiting(console)
     board = None

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
+from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
 
 if TYPE_CHECKING:
     from simulator.runner.sensitivity import MetricResult, SensitivityReport
@@ -84,7 +85,13 @@ def render_report(report: SensitivityReport) -> None:
 @user_errors
 def sensitivity(
     model: Annotated[
-        str, typer.Option("--model", metavar="MODEL", help="Model id M whose ladder is run (e.g. openai/gpt-4o).")
+        str,
+        typer.Option(
+            "--model",
+            metavar="MODEL",
+            help="Model id M whose ladder is run (e.g. openai/gpt-4o): the supporter rungs only, not the room "
+            "(--room-model).",
+        ),
     ],
     rungs: Annotated[
         str | None,
@@ -104,7 +111,12 @@ def sensitivity(
     ] = "crisis_disclosure",
     turns: Annotated[int, typer.Option(min=1, max=200, help="Member turns per session.")] = 6,
     room_model: Annotated[
-        str | None, typer.Option("--room-model", help="Model for members, tracker and judge (default: the usual).")
+        str | None,
+        typer.Option(
+            "--room-model",
+            help="Model for members, tracker and judge (default: RESCUE_SIM_MODEL, else the embedded "
+            f"{DEFAULT_LOCAL_MODEL}; --model does not set it).",
+        ),
     ] = None,
     judge: Annotated[list[str] | None, typer.Option(help="Judge model (repeat for a panel).")] = None,
     tracker_every: Annotated[int, typer.Option(min=0, help="Tracker every N member turns and at the end.")] = 3,
@@ -161,11 +173,17 @@ def sensitivity(
     )
     base = Path.cwd()
     matrix = build_matrix(config, base, "sensitivity")
+    from simulator.cli._models import make_client, model_settings, models_line
     from simulator.cli.stress_cmd import _check_supporters, plays_at_lines, render_estimate
 
     _check_supporters(config, Path("sensitivity"))
     out_dir = out or default_out_dir(model, config, matrix.specs)
     variants = ["none"] * config.baseline + [p.name for p in matrix.perturbations]
+    roles = {r: config.model_for(r) for r in ("member", "tracker", "judge", "check")}
+    settings = model_settings(config.model, roles=roles, no_cache=no_cache)
+    rung_models = "supporter rungs " + ", ".join(f"{r.id}={r.spec_for(model)}" for r in ladder.rungs)
+    checks = any(p.check.rubric for p in matrix.perturbations)
+    console.print(escape(models_line(rung_models, settings, judges=config.judges, check=checks)), soft_wrap=True)
     if dry_run:
         console.print(
             f"[bold]ladder matrix[/]: {len(ladder.rungs)} rungs x {len(matrix.cases)} cases x {len(config.seeds)} "
@@ -195,18 +213,15 @@ def sensitivity(
         conclude(report, out_dir)
         return
 
-    from simulator.cli._models import make_client, model_settings
     from simulator.runner.runs import RunEvents
     from simulator.runner.sensitivity import run_sensitivity
 
-    roles = {r: config.model_for(r) for r in ("member", "tracker", "judge", "check")}
-    settings = model_settings(config.model, roles=roles, no_cache=no_cache)
     client = make_client(settings)
     preflight = getattr(client, "check_environment", None)
     if preflight is not None:  # every model checked once, before anything runs
         used = {model, settings.model_for("member"), settings.model_for("tracker")}
         used |= set(config.judges or [settings.model_for("judge")])
-        if any(p.check.rubric for p in matrix.perturbations):
+        if checks:
             used.add(settings.model_for("check"))
         for m in sorted(used - set(settings.api_bases)):
             preflight(m)

@@ -113,7 +113,7 @@ def stress(
         )
         console.print(f"run folder would be: {escape(str(out_dir))}")
         return
-    from simulator.cli._models import make_client, model_settings
+    from simulator.cli._models import make_client, model_settings, models_line
     from simulator.runner.runs import RunEvents
     from simulator.runner.stress import run_stress
 
@@ -130,6 +130,10 @@ def stress(
         used |= {s for s in config.supporters if "/" in s and "://" not in s and ":" not in s.split("/")[0]}
         for m in sorted(used - set(settings.api_bases)):
             preflight(m)
+    checks = any(p.check.rubric for p in matrix.perturbations)
+    supporters = "supporters " + ", ".join(config.supporters)
+    line = models_line(supporters, settings, judges=config.judges, judge=config.judge, check=checks)
+    console.print(escape(line), soft_wrap=True)
     console.print(f"[bold]{est.sessions} sessions[/] → {escape(str(out_dir))}")
     done = 0
 

@@ -55,6 +55,26 @@ from simulator.redact import redact
 # cached answers are never replayed.
 CACHE_VERSION = 2
 
+# Where litellm reads a provider's endpoint from the environment when a call names none, in litellm's own order
+# (the first one set wins; litellm/main.py's `_complete_<provider>` and get_llm_provider). Providers not listed
+# follow litellm's convention, <PROVIDER>_API_BASE (AZURE_API_BASE, HOSTED_VLLM_API_BASE, GROQ_API_BASE, ...).
+_OPENAI_BASES = ("OPENAI_BASE_URL", "OPENAI_API_BASE")
+ENV_ENDPOINTS: dict[str, tuple[str, ...]] = {
+    "openai": _OPENAI_BASES,
+    "text-completion-openai": _OPENAI_BASES,
+    "aiohttp_openai": _OPENAI_BASES,
+    "anthropic": ("ANTHROPIC_API_BASE", "ANTHROPIC_BASE_URL"),
+    "vertex_ai": ("VERTEXAI_API_BASE",),
+    "ollama_chat": ("OLLAMA_API_BASE",),
+    "azure_text": ("AZURE_API_BASE",),
+}
+
+
+def env_endpoint(provider: str) -> str | None:
+    """The base URL litellm would read from the environment for `provider`, or None (its built-in default)."""
+    names = ENV_ENDPOINTS.get(provider, (f"{provider.upper().replace('-', '_')}_API_BASE",))
+    return next((value for name in names if (value := os.environ.get(name))), None)
+
 
 @dataclass
 class _Attempt:
@@ -256,7 +276,19 @@ class LiteLLMClient:
             raw=last_text,
         )
 
+    def endpoint(self, model: str) -> str | None:
+        """The base URL a call to `model` goes to, resolved as the call resolves it: the settings' api_bases, then
+        an `api_base` among litellm_kwargs, then the provider's variables in the environment (`env_endpoint`).
+        None = the provider's default endpoint, or the embedded model."""
+        if model in self.settings.api_bases:
+            return self.settings.api_bases[model]
+        if self.settings.litellm_kwargs.get("api_base"):
+            return str(self.settings.litellm_kwargs["api_base"])
+        return None if is_local(model) else env_endpoint(provider_of(model))
+
     def _key(self, model: str, messages: list[dict[str, str]], params: dict[str, Any], schema: dict | None) -> str:
+        """The call's cache key: everything that changes the answer, the server asked included (the same model id
+        at another endpoint is another model). API keys never enter it: they do not change the answer."""
         blob = json.dumps(
             {
                 "v": CACHE_VERSION,
@@ -264,7 +296,7 @@ class LiteLLMClient:
                 "messages": messages,
                 "params": params,
                 "schema": schema,
-                "api_base": self.settings.api_bases.get(model),
+                "api_base": self.endpoint(model),
             },
             sort_keys=True,
         )
@@ -384,7 +416,7 @@ class LiteLLMClient:
             return ("", "") if provider in DIRECT_PROVIDERS else None  # `_call` fills base and key from settings
         if provider != "openai":
             return None
-        base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+        base = env_endpoint(provider)
         if not base:
             return None
         return base, os.environ.get("OPENAI_API_KEY") or ""
