@@ -19,6 +19,7 @@ from judges.fidelity._audit import (
     null_drift,
 )
 from judges.fidelity._sim_vs_real import ComparisonRow, SimVsReal, TransitionRow, compare_runs_with_rescue, load_golds
+from judges.scoring._checklist import checklist_questions, judge_checklist
 from judges.scoring._faults import FaultedSession, FaultTally, faulted
 from judges.scoring._judge import (
     SessionJudge,
@@ -44,6 +45,7 @@ from judges.scoring._records import (
     DimensionAgreement,
     DimensionScore,
     Evidence,
+    ItemAnswer,
     JudgeFailure,
     JudgeVerdict,
     JudgmentStatus,
@@ -149,6 +151,9 @@ __all__ = [
     "rubric_judge",
     "judge_calls",
     "judge_session",
+    "checklist_questions",
+    "judge_checklist",
+    "ItemAnswer",
     "judging_mode",
     "interventions_of",
     "write_judgment",

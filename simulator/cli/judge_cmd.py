@@ -7,6 +7,7 @@ module-level `make_client` with a factory returning a fake client.
 from __future__ import annotations
 
 import asyncio
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -24,6 +25,12 @@ if TYPE_CHECKING:
     from simulator.llm.types import ModelClient
     from simulator.records import SessionRecord
     from simulator.runfolder import RunFolder
+
+
+class JudgeModeChoice(str, Enum):
+    checklist = "checklist"
+    verdict = "verdict"
+
 
 SESSIONS_AT_ONCE = 4  # sessions judged concurrently (the client still limits calls per provider)
 
@@ -44,6 +51,7 @@ async def judge_all(
     trials: int = 1,
     temperature: float = 0.0,
     all_trials: dict[str, list[SessionJudgment]] | None = None,
+    judge_mode: str = "checklist",
 ) -> list[SessionJudgment]:
     """Judge and write each session as soon as it is done (a killed run keeps what it finished).
 
@@ -61,7 +69,14 @@ async def judge_all(
         nonlocal done
         async with gate:
             judgment = await judge_session(
-                record, client, panel, rubric, per_intervention, trial=trial, temperature=temperature
+                record,
+                client,
+                panel,
+                rubric,
+                per_intervention,
+                trial=trial,
+                temperature=temperature,
+                judge_mode=judge_mode,  # type: ignore[arg-type]
             )
         if trial == 0:
             write_judgment(folder, judgment)
@@ -203,6 +218,14 @@ def judge(
         float,
         typer.Option(min=0.0, max=2.0, help="Judge sampling temperature (0: deterministic local judges never flip)."),
     ] = 0.0,
+    judge_mode: Annotated[
+        JudgeModeChoice,
+        typer.Option(
+            "--judge-mode",
+            help="checklist: score each dimension from its rubric's yes/no items, read as the judge's P(yes); "
+            "verdict: ask for structured verdicts with scores and quotes.",
+        ),
+    ] = JudgeModeChoice.checklist,
 ) -> None:
     """Judge a run's saved sessions with an LLM judge panel, without re-simulating.
 
@@ -223,6 +246,7 @@ def judge(
     from judges import judging_mode
 
     per_intervention = judging_mode(panel, per_intervention)
+    mode = judge_mode.value
 
     records, skipped = [], []
     for sid in folder.session_ids():
@@ -240,11 +264,14 @@ def judge(
     if records:
         client = make_client(settings)
         all_trials: dict[str, list[SessionJudgment]] = {}
-        from judges import judge_calls
+        from judges import checklist_questions, judge_calls
         from simulator.cli._render import Tally, Waiting
         from simulator.llm.progress import watching
 
-        calls = sum(len(judge_calls(r, used, per_intervention)) for r in records) * len(panel) * repeat
+        if mode == "checklist":
+            calls = sum(checklist_questions(r, used) for r in records) * len(panel) * repeat
+        else:
+            calls = sum(len(judge_calls(r, used, per_intervention)) for r in records) * len(panel) * repeat
         with Waiting(console) as waiting, watching(waiting.hook):  # judge calls done/total with an ETA
             waiting.judging = Tally("judging", calls)
             judgments = asyncio.run(
@@ -258,6 +285,7 @@ def judge(
                     trials=repeat,
                     temperature=temperature,
                     all_trials=all_trials,
+                    judge_mode=mode,
                 )
             )
         console.print(render(judgments))
@@ -279,7 +307,7 @@ def judge(
                 problems.append(f"{j.session_id}: judge {v.judge} failed on {f.unit}: {f.reason}")
     for line in problems:
         console.print(f"[red]failed[/] {escape(line)}")
-    if any("n_ctx" in p or "context" in p.lower() for p in problems) and not per_intervention:
+    if any("n_ctx" in p or "context" in p.lower() for p in problems) and not per_intervention and mode == "verdict":
         console.print("[dim]hint: long sessions fit small judges better with --per-intervention[/]")
     if not records:
         console.print(f"nothing to judge: {folder.path} holds no completed sessions")
