@@ -294,3 +294,58 @@ def test_an_item_without_an_id_is_refused_in_one_line(tmp_path: Path) -> None:
     bad.write_text(yaml.safe_dump({"dimensions": [{"id": "timing", "checklist": [{"question": "Q?"}]}]}))
     with pytest.raises(RubricError, match=r"dimension 'timing' checklist\[0\]\.id: required field is missing"):
         load_rubric(bad)
+
+
+# ---- item weights from ratings ---------------------------------------------------------------------------------
+
+
+def test_fit_weights_learns_from_imported_ratings_and_reports_held_out_agreement(cli, tmp_path: Path) -> None:
+    from judges.ratings import RatingsFile, StoredRating, write_ratings
+
+    def yes(call) -> float:  # `responds` tracks the session; every other item is noise
+        text, i = call.prompt.instructions, call.seed
+        if "actually said" in text:
+            return 0.05 + 0.11 * i
+        return 0.3 + 0.4 * ((i * 7 + len(text)) % 5) / 4
+
+    folder = RunFolder(tmp_path / "rated")
+    folder.open({"supporter": "fake/supporter"})
+    ratings = []
+    client = FakeModelClient(yes=yes)
+    for i in range(8):
+        record = couple_session(f"s{i}", seed=i)
+        folder.write_session(record)
+        write_judgment(folder, asyncio.run(judge_session(record, client, ["j"], judge_mode="checklist")))
+        human = round(1 + 4 * (0.05 + 0.11 * i))
+        ratings.append(
+            StoredRating(
+                item_id=f"it-{i}",
+                session_id=f"s{i}",
+                unit="intervention",
+                turn=3,
+                dimension="strategy_fit",
+                rater="r1",
+                value=human,
+                import_id="imp",
+            )
+        )
+    write_ratings(folder, RatingsFile(ratings=ratings))
+    out = tmp_path / "weights.yaml"
+    result = cli("judge", folder.path, "--fit-weights", out)
+    assert result.exit_code == 0, result.output
+    assert "MAE" in result.output and "strategy fit" in result.output.lower()
+    items = {i.id: i.weight for i in load_rubric(out).get("strategy_fit").items}
+    assert max(items, key=items.get) == "responds" and items["responds"] > 0.5
+    from judges.ratings import fit_item_weights
+
+    (fitted,) = fit_item_weights([folder.path])
+    assert fitted.ratings == 8 and fitted.folds == 5
+    assert fitted.fitted_mae < fitted.equal_mae  # held out, the fitted weights agree better with the raters
+
+
+def test_fit_weights_without_ratings_says_what_it_needs(cli, tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    folder.open({"supporter": "fake/supporter"})
+    result = cli("judge", folder.path, "--fit-weights", tmp_path / "w.yaml")
+    assert result.exit_code == 1 and "nothing fitted" in result.stderr
+    assert not (tmp_path / "w.yaml").exists()

@@ -178,6 +178,55 @@ def _render_tall(judgments: list[SessionJudgment], dims: list[tuple[str, str]]) 
     return table
 
 
+def _fit_weights(run_dir: Path, out: Path) -> None:
+    """`judge --fit-weights`: fitted item weights, their held-out agreement, and the rubric file holding them."""
+    import yaml
+
+    from judges.ratings import fit_item_weights, weights_rubric
+
+    fitted = fit_item_weights([run_dir])
+    table = Table(
+        title=f"checklist item weights from the ratings in {escape(str(run_dir))}",
+        title_justify="left",
+        caption="held out: folds by session; MAE on the scale, Spearman rho with the ratings; equal = today's weights",
+        caption_justify="left",
+    )
+    for col in ("dimension", "rated", "sessions", "MAE equal", "MAE fitted", "rho equal", "rho fitted", "weights"):
+        table.add_column(col, justify="left" if col in ("dimension", "weights") else "right", overflow="fold")
+
+    def num(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    for f in fitted:
+        weights = ", ".join(f"{k} {w:.2f}" for k, w in f.weights.items()) or escape(f.note)
+        table.add_row(
+            header(f.dimension),
+            str(f.ratings),
+            str(f.sessions),
+            num(f.equal_mae),
+            num(f.fitted_mae),
+            num(f.equal_rho),
+            num(f.fitted_rho),
+            weights,
+        )
+    console.print(table)
+    rubric = weights_rubric(fitted)
+    if not rubric["dimensions"]:
+        err_console.print(
+            "[red]nothing fitted[/]: RUN_DIR needs imported ratings (`rescue-sim ratings import`) of sessions judged "
+            "with --judge-mode checklist, 6+ items over 2+ sessions per dimension"
+        )
+        raise typer.Exit(EXIT_FAILED)
+    out.write_text(
+        "# checklist item weights fitted by `rescue-sim judge --fit-weights` on the ratings of "
+        f"{run_dir}; judge other runs with --rubric {out.name}\n" + yaml.safe_dump(rubric, sort_keys=False),
+        encoding="utf-8",
+    )
+    console.print(
+        f"weights written to {escape(str(out))} (use: rescue-sim judge OTHER_RUN --rubric {escape(str(out))})"
+    )
+
+
 @user_errors
 def judge(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="Run folder (manifest.json, sessions/).")],
@@ -226,6 +275,16 @@ def judge(
             "verdict: ask for structured verdicts with scores and quotes.",
         ),
     ] = JudgeModeChoice.checklist,
+    fit_weights: Annotated[
+        Path | None,
+        typer.Option(
+            "--fit-weights",
+            metavar="OUT.yaml",
+            help="Judge nothing: learn checklist item weights from the ratings imported into RUN_DIR (`ratings "
+            "import`) and its checklist judgments, report held-out agreement, and write them as a rubric to judge "
+            "other runs with (--rubric OUT.yaml).",
+        ),
+    ] = None,
 ) -> None:
     """Judge a run's saved sessions with an LLM judge panel, without re-simulating.
 
@@ -239,6 +298,9 @@ def judge(
 
     folder = RunFolder(run_dir)
     folder.read_manifest()
+    if fit_weights is not None:
+        _fit_weights(run_dir, fit_weights)
+        return
     used = load_rubric(rubric)
     panel = parse_judges(judge_models)
     settings = model_settings(model, roles={"judge": panel[0] if panel else None})
