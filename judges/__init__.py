@@ -20,6 +20,7 @@ from judges.fidelity._audit import (
 )
 from judges.fidelity._sim_vs_real import ComparisonRow, SimVsReal, TransitionRow, compare_runs_with_rescue, load_golds
 from judges.fidelity._turn_taking import FloorComparison, TurnTaking, TurnTakingRow, floor_by_group, turn_taking
+from judges.scoring._checklist import checklist_questions, judge_checklist
 from judges.scoring._faults import FaultedSession, FaultTally, faulted
 from judges.scoring._judge import (
     SessionJudge,
@@ -45,6 +46,7 @@ from judges.scoring._records import (
     DimensionAgreement,
     DimensionScore,
     Evidence,
+    ItemAnswer,
     JudgeFailure,
     JudgeVerdict,
     JudgmentStatus,
@@ -150,6 +152,9 @@ __all__ = [
     "rubric_judge",
     "judge_calls",
     "judge_session",
+    "checklist_questions",
+    "judge_checklist",
+    "ItemAnswer",
     "judging_mode",
     "interventions_of",
     "write_judgment",

@@ -305,7 +305,7 @@ def make_judged_run(invoke, monkeypatch, path: Path, supporter: str, sessions: i
     folder.open({"supporter": supporter})
     for i in range(sessions):
         folder.write_session(couple_session(f"s{i}", supporter, seed=i))
-    assert invoke("judge", path).exit_code == 0
+    assert invoke("judge", "--judge-mode", "verdict", path).exit_code == 0
     return path
 
 
@@ -458,6 +458,6 @@ def test_judge_says_how_many_judgments_failed(invoke, monkeypatch, tmp_path):
     folder.open({"supporter": "fake/supporter"})
     for i in range(2):
         folder.write_session(couple_session(f"s{i}", seed=i))
-    res = invoke("judge", folder.path)
+    res = invoke("judge", "--judge-mode", "verdict", folder.path)
     assert res.exit_code == 1
     assert "1 of 2 judgment(s) failed or partial" in squash(res.stderr)

@@ -83,7 +83,7 @@ def one_error_line(result) -> str:
 
 def test_judge_writes_judgments_and_lists_skipped(invoke, fake, tmp_path: Path) -> None:
     folder = make_run(tmp_path / "run")
-    result = invoke("judge", folder.path)
+    result = invoke("judge", "--judge-mode", "verdict", folder.path)
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "1 session(s) judged" in out and "s1" in out and "fake/supporter" in out
@@ -100,7 +100,9 @@ def test_judge_writes_judgments_and_lists_skipped(invoke, fake, tmp_path: Path) 
 
 def test_judge_panel_and_per_intervention(invoke, fake, tmp_path: Path) -> None:
     folder = make_run(tmp_path / "run", extra=False)
-    result = invoke("judge", folder.path, "--judges", "judge/a, judge/b,judge/a", "--per-intervention")
+    result = invoke(
+        "judge", "--judge-mode", "verdict", folder.path, "--judges", "judge/a, judge/b,judge/a", "--per-intervention"
+    )
     assert result.exit_code == 0, result.output
     j = read_judgment(folder, "s1")
     assert j.judges == ["judge/a", "judge/b"] and j.mode == "per_intervention"
@@ -111,7 +113,7 @@ def test_judge_panel_and_per_intervention(invoke, fake, tmp_path: Path) -> None:
 
 def test_judge_model_option_sets_the_default_judge(invoke, fake, tmp_path: Path) -> None:
     folder = make_run(tmp_path / "run", extra=False)
-    assert invoke("judge", folder.path, "--model", "openai/some-model").exit_code == 0
+    assert invoke("judge", "--judge-mode", "verdict", folder.path, "--model", "openai/some-model").exit_code == 0
     assert read_judgment(folder, "s1").judges == ["openai/some-model"]
     assert fake.calls[0].model == "openai/some-model"
 
@@ -119,7 +121,7 @@ def test_judge_model_option_sets_the_default_judge(invoke, fake, tmp_path: Path)
 def test_judge_failure_is_recorded_and_exit_1(invoke, fake, tmp_path: Path) -> None:
     folder = make_run(tmp_path / "run", extra=False)
     fake.default = lambda call: "not json at all"
-    result = invoke("judge", folder.path)
+    result = invoke("judge", "--judge-mode", "verdict", folder.path)
     assert result.exit_code == 1
     assert "failed s1: judge" in result.stdout and "no valid output after 3 attempts" in result.stdout
     j = read_judgment(folder, "s1")
@@ -129,9 +131,9 @@ def test_judge_failure_is_recorded_and_exit_1(invoke, fake, tmp_path: Path) -> N
 def test_judge_rerun_replaces_the_judgment(invoke, fake, tmp_path: Path) -> None:
     folder = make_run(tmp_path / "run", extra=False)
     fake.default = lambda call: "junk"
-    assert invoke("judge", folder.path).exit_code == 1
+    assert invoke("judge", "--judge-mode", "verdict", folder.path).exit_code == 1
     fake.default = lambda call: fill_reply(call.schema)
-    assert invoke("judge", folder.path).exit_code == 0
+    assert invoke("judge", "--judge-mode", "verdict", folder.path).exit_code == 0
     assert read_judgment(folder, "s1").status.value == "ok"
 
 
@@ -147,7 +149,7 @@ def test_judge_with_custom_rubric(invoke, fake, tmp_path: Path) -> None:
         ),
         encoding="utf-8",
     )
-    assert invoke("judge", folder.path, "--rubric", rubric).exit_code == 0
+    assert invoke("judge", "--judge-mode", "verdict", folder.path, "--rubric", rubric).exit_code == 0
     j = read_judgment(folder, "s1")
     assert [d.id for d in j.rubric.dimensions] == ["timing"]
     assert {s.dimension for s in j.verdicts[0].scores} == {"timing"}
@@ -156,13 +158,13 @@ def test_judge_with_custom_rubric(invoke, fake, tmp_path: Path) -> None:
 def test_judge_nothing_to_judge(invoke, fake, tmp_path: Path) -> None:
     folder = RunFolder(tmp_path / "run")
     folder.open({"supporter": "x"})
-    result = invoke("judge", folder.path)
+    result = invoke("judge", "--judge-mode", "verdict", folder.path)
     assert result.exit_code == 1 and "nothing to judge" in result.stdout
     assert fake.calls == []
 
 
 def test_judge_bad_run_dir_is_one_line(invoke, fake, tmp_path: Path) -> None:
-    line = one_error_line(invoke("judge", tmp_path / "missing"))
+    line = one_error_line(invoke("judge", "--judge-mode", "verdict", tmp_path / "missing"))
     assert "not a run folder (no manifest.json)" in line
 
 
@@ -170,7 +172,7 @@ def test_judge_bad_rubric_is_one_line(invoke, fake, tmp_path: Path) -> None:
     folder = make_run(tmp_path / "run", extra=False)
     bad = tmp_path / "bad.yaml"
     bad.write_text("dimensions: [{id: timing, min: 9}]\n", encoding="utf-8")
-    line = one_error_line(invoke("judge", folder.path, "--rubric", bad))
+    line = one_error_line(invoke("judge", "--judge-mode", "verdict", folder.path, "--rubric", bad))
     assert "dimension 'timing'" in line and "fail" not in line.split("error: ")[0]
     assert fake.calls == []
 
@@ -180,7 +182,7 @@ def test_judge_bad_rubric_is_one_line(invoke, fake, tmp_path: Path) -> None:
 
 def test_leaderboard_json(invoke, fake, tmp_path: Path) -> None:
     folder = make_run(tmp_path / "run")
-    assert invoke("judge", folder.path, "--judges", "judge/a,judge/b").exit_code == 0
+    assert invoke("judge", "--judge-mode", "verdict", folder.path, "--judges", "judge/a,judge/b").exit_code == 0
     result = invoke("leaderboard", folder.path, "--json")
     assert result.exit_code == 0
     board = json.loads(result.stdout)
@@ -202,11 +204,11 @@ def test_leaderboard_json(invoke, fake, tmp_path: Path) -> None:
 def test_leaderboard_table_ranks_supporters_and_excludes_simulator_failures(invoke, fake, tmp_path: Path) -> None:
     good, weak, broken = (make_run(tmp_path / n, f"sup/{n}", extra=False) for n in ("good", "weak", "broken"))
     whole = "--whole-session"  # one reply per session: the fakes below edit its `members` part
-    assert invoke("judge", good.path, whole).exit_code == 0
+    assert invoke("judge", "--judge-mode", "verdict", good.path, whole).exit_code == 0
     fake.default = lambda call: fill_reply(call.schema, score_index=2)  # scores 3 everywhere
-    assert invoke("judge", weak.path, whole).exit_code == 0
+    assert invoke("judge", "--judge-mode", "verdict", weak.path, whole).exit_code == 0
     fake.default = lambda call: with_path(fill_reply(call.schema), "members/Ana/persona_fidelity/score", 1)
-    assert invoke("judge", broken.path, whole).exit_code == 0
+    assert invoke("judge", "--judge-mode", "verdict", broken.path, whole).exit_code == 0
     result = invoke("leaderboard", weak.path, good.path, broken.path)
     assert result.exit_code == 0
     sessions_table = result.stdout.split("supporter turns")[0].splitlines()
@@ -223,7 +225,7 @@ def test_leaderboard_counts_failed_judgments_and_unjudged(invoke, fake, tmp_path
     folder = make_run(tmp_path / "run", extra=False)
     folder.write_session(couple_session("s4", "fake/supporter"))
     fake.default = lambda call: "junk" if call.model == "judge/bad" else fill_reply(call.schema)
-    assert invoke("judge", folder.path, "--judges", "judge/ok,judge/bad").exit_code == 1
+    assert invoke("judge", "--judge-mode", "verdict", folder.path, "--judges", "judge/ok,judge/bad").exit_code == 1
     (folder.judgments_dir / "s4.json").unlink()
     row = json.loads(invoke("leaderboard", folder.path, "--json").stdout)["rows"][0]
     assert row["failed_judgments"] == 1 and row["unjudged"] == 1 and row["scored"] == 1
@@ -306,8 +308,11 @@ def test_judge_keys_its_cache_on_the_server_and_no_cache_asks_again(app, tmp_pat
         }
         before = server.stats()["requests"]
         result = runner.invoke(
-            app, ["judge", str(folder.path), "--model", "openai/gpt-4o-mini", "--rubric", str(rubric), *extra], env=env
-        )
+            app,
+            ["judge", str(folder.path), "--model", "openai/gpt-4o-mini", "--rubric", str(rubric), "--judge-mode",
+             "verdict", *extra],
+            env=env,
+        )  # fmt: skip
         assert result.exit_code == 0, result.output
         return server.stats()["requests"] - before
 

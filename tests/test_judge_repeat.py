@@ -36,7 +36,9 @@ def run(tmp_path, monkeypatch):
 def test_repeat_stores_every_trial_and_reports_flip_rates(run):
     folder, client = run
     result = CliRunner().invoke(
-        cli_app.app, ["judge", str(folder.path), "--repeat", "3", "--judges", "fake/judge"], env={"COLUMNS": "200"}
+        cli_app.app,
+        ["judge", "--judge-mode", "verdict", str(folder.path), "--repeat", "3", "--judges", "fake/judge"],
+        env={"COLUMNS": "200"},
     )
     assert result.exit_code == 0, result.output
     assert sorted({c.trial for c in client.calls}) == [0, 1, 2]
@@ -63,7 +65,9 @@ def test_repeat_stores_every_trial_and_reports_flip_rates(run):
 
 def test_repeat_1_is_the_ordinary_judgment(run):
     folder, client = run
-    result = CliRunner().invoke(cli_app.app, ["judge", str(folder.path), "--judges", "fake/judge"])
+    result = CliRunner().invoke(
+        cli_app.app, ["judge", "--judge-mode", "verdict", str(folder.path), "--judges", "fake/judge"]
+    )
     assert result.exit_code == 0, result.output
     assert {c.trial for c in client.calls} == {0}
     assert read_stability(folder) is None

@@ -165,7 +165,7 @@ def test_judgments_keep_the_sources_and_read_back_the_one_source_layout(tmp_path
     (tmp_path / "manifest.json").write_text("{}")
     path = write_judgment(tmp_path, j)
     back = read_judgment(tmp_path, j.session_id)
-    assert back is not None and back.copied_lines == j.copied_lines and back.schema_version == 2
+    assert back is not None and back.copied_lines == j.copied_lines and back.schema_version == 3
     # a judgment written before splices were measured named one copied turn: it reads as one source
     old = json.loads(path.read_text())
     old["schema_version"] = 1

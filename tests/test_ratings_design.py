@@ -345,7 +345,7 @@ def fake_judged_run(app, monkeypatch, path: Path, supporter: str, sessions: int)
     folder.open({"supporter": supporter})
     for i in range(sessions):
         folder.write_session(couple_session(f"s{i}", supporter, seed=i))
-    r = invoke(app, "judge", path, "--judges", "judge/a,judge/b", "--per-intervention")
+    r = invoke(app, "judge", "--judge-mode", "verdict", path, "--judges", "judge/a,judge/b", "--per-intervention")
     assert r.exit_code == 0, r.output
     return path
 

@@ -66,7 +66,7 @@ def _store_cards() -> None:
 
 def test_leaderboard_shows_matching_cards_and_not_validated(invoke, tmp_path):
     folder = _run_folder(tmp_path / "run")
-    assert invoke("judge", folder.path, "--judges", "judge/a,judge/b").exit_code == 0
+    assert invoke("judge", "--judge-mode", "verdict", folder.path, "--judges", "judge/a,judge/b").exit_code == 0
     judgment = json.loads((folder.judgments_dir / "s1.json").read_text())
     assert judgment["prompt_digest"] == judge_digest(load_rubric().digest)
     _store_cards()
@@ -89,7 +89,7 @@ def test_leaderboard_shows_matching_cards_and_not_validated(invoke, tmp_path):
 
 def test_records_without_digests_are_not_validated(invoke, tmp_path):
     folder = _run_folder(tmp_path / "run", digests=False)
-    assert invoke("judge", folder.path, "--judges", "judge/a").exit_code == 0
+    assert invoke("judge", "--judge-mode", "verdict", folder.path, "--judges", "judge/a").exit_code == 0
     _store_cards()
     row = json.loads(invoke("leaderboard", folder.path, "--json").stdout)["rows"][0]
     assert [n["text"] for n in row["observer_validity"]] == ["not validated (no prompt digest recorded)"]
@@ -97,7 +97,7 @@ def test_records_without_digests_are_not_validated(invoke, tmp_path):
 
 def test_leaderboard_card_option_and_bad_card(invoke, tmp_path):
     folder = _run_folder(tmp_path / "run")
-    assert invoke("judge", folder.path, "--judges", "judge/a").exit_code == 0
+    assert invoke("judge", "--judge-mode", "verdict", folder.path, "--judges", "judge/a").exit_code == 0
     (card,) = asyncio.run(
         validate(load_rescue(FIXTURE), fixture_client(), source="f", instruments=["judge"], judge_model="judge/a")
     )

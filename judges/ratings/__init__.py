@@ -40,8 +40,12 @@ from judges.ratings._store import (
     write_ratings,
 )
 from judges.ratings._units import Unit, UnitPool, collect_units, item_id
+from judges.ratings._weights import FittedDimension, fit_item_weights, weights_rubric
 
 __all__ = [
+    "FittedDimension",
+    "fit_item_weights",
+    "weights_rubric",
     "PlanError",
     "PlanRow",
     "RatingsPlan",

@@ -2,6 +2,14 @@
 aggregation, judge repeat trials (flip rates), trajectory metrics over relation states, and the judgment store.
 """
 
+from judges.scoring._checklist import (
+    CHECKLIST_PROMPTS,
+    Ask,
+    checklist_questions,
+    judge_checklist,
+    plan_asks,
+    score_dimension,
+)
 from judges.scoring._facts import (
     ANY_TURN,
     COPY_MIN_COVERAGE,
@@ -25,6 +33,7 @@ from judges.scoring._judge import (
     EVIDENCE_ATTEMPTS,
     NO_INTERVENTIONS,
     F,
+    JudgeMode,
     SessionJudge,
     interventions_of,
     judge,
@@ -50,6 +59,7 @@ from judges.scoring._records import (
     DimensionAgreement,
     DimensionScore,
     Evidence,
+    ItemAnswer,
     JudgeFailure,
     JudgeVerdict,
     JudgmentStatus,
@@ -96,6 +106,7 @@ from judges.scoring._rubric import (
     LEVELS,
     MEMBERS_TOKEN,
     RUBRICS_DIR,
+    ChecklistItem,
     Dimension,
     Rubric,
     RubricError,
@@ -156,6 +167,15 @@ from judges.scoring._trajectory import (
 )
 
 __all__ = [
+    "CHECKLIST_PROMPTS",
+    "Ask",
+    "ChecklistItem",
+    "ItemAnswer",
+    "JudgeMode",
+    "checklist_questions",
+    "judge_checklist",
+    "plan_asks",
+    "score_dimension",
     "ANY_TURN",
     "COPY_MIN_COVERAGE",
     "COPY_RUN_WORDS",

@@ -16,8 +16,9 @@ import asyncio
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
+from judges.scoring._checklist import judge_checklist
 from judges.scoring._facts import (
     apply_copy_caps,
     apply_repeat_caps,
@@ -62,6 +63,7 @@ EVIDENCE_ATTEMPTS = 2  # a reply whose quotes are not in their turns, or cite tu
 # score, is re-asked once, then those items are unsupported
 
 F = TypeVar("F", bound=Callable[..., Any])
+JudgeMode = Literal["verdict", "checklist"]
 
 _REGISTRY: dict[str, Callable[..., Any]] = {}
 NO_INTERVENTIONS = "(none: the counsellor never spoke)"
@@ -404,8 +406,13 @@ async def judge_session(
     lam: float = DEFAULT_LAMBDA,
     trial: int = 0,
     temperature: float = 0.0,
+    judge_mode: JudgeMode = "verdict",
 ) -> SessionJudgment:
     """Judge one completed session with a panel of judge models (model ids); the built-in rubric by default.
+
+    `judge_mode` `checklist` scores every dimension from its rubric items' yes-probabilities
+    (`judges.scoring._checklist`; per intervention, `per_intervention` ignored); `verdict` asks for structured
+    verdicts.
 
     `per_intervention` None picks the mode with `judging_mode` (per intervention for local judges).
     `trial` and `temperature` serve repeated judgments (`rescue-sim judge --repeat K`): trial 0 is the ordinary
@@ -421,11 +428,17 @@ async def judge_session(
     panel = list(dict.fromkeys(j for j in judges if j))
     if not panel:
         raise ValueError("judge_session needs at least one judge model")
-    per_intervention = judging_mode(panel, per_intervention)
+    per_intervention = True if judge_mode == "checklist" else judging_mode(panel, per_intervention)
     rubric = rubric or load_rubric()
     used = rubric.model_copy(update={"dimensions": rubric.active})
-    scorer = rubric_judge(used, per_intervention=per_intervention, temperature=temperature, trial=trial)
-    verdicts: list[JudgeVerdict] = list(await asyncio.gather(*(scorer(record, client, m) for m in panel)))
+    if judge_mode == "checklist":
+        jobs = [judge_checklist(record, client, m, used, trial=trial) for m in panel]
+        digest = prompt_digest(f"{used.digest}+checklist:{used.items_digest}")
+    else:
+        scorer = rubric_judge(used, per_intervention=per_intervention, temperature=temperature, trial=trial)
+        jobs = [scorer(record, client, m) for m in panel]
+        digest = prompt_digest(used.digest)
+    verdicts: list[JudgeVerdict] = list(await asyncio.gather(*jobs))
     valid = [v for v in verdicts if v.status != JudgmentStatus.FAILED]
     aggregates = aggregate_scores(valid, used)
     reason = simulator_check(aggregates, used)
@@ -436,8 +449,9 @@ async def judge_session(
         supporter=record.supporter,
         rubric=used,
         rubric_digest=used.digest,
-        prompt_digest=prompt_digest(used.digest),
+        prompt_digest=digest,
         mode="per_intervention" if per_intervention else "session",
+        judge_mode=judge_mode,
         judges=panel,
         status=_overall(verdicts),
         interventions=[t.index for t in interventions_of(record)],

@@ -52,11 +52,12 @@ def aggregate_scores(verdicts: Sequence[JudgeVerdict], rubric: Rubric) -> list[A
             values=values,
             n=len(values),
         )
-        if dim.kind == "scale":
-            nums = [float(v) for v in values.values()]
+        if dim.kind == "scale":  # a checklist score's unrounded value where there is one
+            exact = {j: s.value for j, s in by_judge.items() if s.value is not None and s.score is not None}
+            nums = [float(exact.get(j, v)) for j, v in values.items()]
             agg.mean = sum(nums) / len(nums) if nums else None
             agg.median = median(nums)
-            agg.spread = int(max(nums) - min(nums)) if nums else None
+            agg.spread = int(round(max(nums) - min(nums))) if nums else None
         else:
             label, tie, counts = majority([str(v) for v in values.values()])
             agg.majority, agg.tie, agg.counts = label, tie, counts

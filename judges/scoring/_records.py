@@ -17,7 +17,9 @@ from judges.scoring._rubric import Kind, Level, Rubric
 from judges.scoring._trajectory import TrajectoryMetrics
 from simulator.llm.types import CallRecord
 
-JUDGMENT_SCHEMA_VERSION = 2  # 2: a copied line lists its sources (splices); 1 named one copied turn
+JUDGMENT_SCHEMA_VERSION = 3
+# 3: checklist judgments (`judge_mode`; a score's `value` and per-item `answers`); older ones read as verdicts.
+# 2: a copied line lists its sources (splices); 1 named one copied turn.
 
 
 class _Record(BaseModel):
@@ -44,6 +46,23 @@ class Evidence(_Record):
     )
 
 
+class ItemAnswer(_Record):
+    """A checklist judge's answer to one instantiated yes/no item: the evidence a checklist score rests on."""
+
+    item: str = Field(description="Checklist item id (rubric).")
+    question: str = Field(description="The question as asked (placeholders filled in).")
+    turn: int | None = Field(default=None, description="The supporter turn it asks about; None: the whole session.")
+    member: str | None = Field(default=None, description="The member it names, if any.")
+    other: str | None = Field(default=None, description="The second member of a comparison (asked in both orders).")
+    strategy: str | None = Field(default=None, description="The strategy it names, for strategy items.")
+    direction: Literal["yes_good", "yes_bad"] = Field(description="Whether a yes raises or lowers a scale.")
+    weight: float = Field(description="The item's weight.")
+    supports: str | None = Field(default=None, description="Labels: the label a yes speaks for (rubric).")
+    p_yes: float = Field(description="P(yes) / (P(yes) + P(no)); the mean of both orders for comparisons.")
+    method: Literal["logprobs", "samples"] = Field(description="How p_yes was read (see simulator.llm).")
+    k: int = Field(default=1, description="Answers sampled per order (`samples`); 1 for `logprobs`.")
+
+
 class DimensionScore(_Record):
     """One judge's verdict on one dimension for one item; evidence and reasoning come before the score."""
 
@@ -67,6 +86,14 @@ class DimensionScore(_Record):
         default=None,
         description="The judge's own score when a copied or repeated line capped it (`score` holds the cap, the "
         "rubric's `copy_cap` or `repeat_cap`); None when no cap applied.",
+    )
+    value: float | None = Field(
+        default=None,
+        description="Checklist judgments: scales, the unrounded score on the scale (`score` is it rounded, capped "
+        "like it); labels, the probability behind the label. None for verdicts.",
+    )
+    answers: list[ItemAnswer] = Field(
+        default_factory=list, description="Checklist judgments: the item answers the score was computed from."
     )
 
 
@@ -210,6 +237,11 @@ class SessionJudgment(_Record):
         "matched by it. None in judgments written before it was recorded.",
     )
     mode: Literal["session", "per_intervention"] = Field(description="One call per session, or one per intervention.")
+    judge_mode: Literal["verdict", "checklist"] = Field(
+        default="verdict",
+        description="`verdict`: structured verdicts with scores and quotes; `checklist`: scores computed from yes/no "
+        "items' answer probabilities. Judgments before schema 3 are verdicts.",
+    )
     judges: list[str] = Field(description="Judge model ids, in panel order.")
     status: JudgmentStatus = Field(description="`ok` (every judge ok), `failed` (every judge failed) or `partial`.")
     interventions: list[int] = Field(description="Turn indices of the supporter's interventions (speaking turns).")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -67,6 +68,54 @@ class Strength(_Strict):
         return self
 
 
+ItemLevel = Literal["intervention", "session"]
+PLACEHOLDERS = ("member", "other", "pattern", "risks", "strategy", "definition")
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+MEMBER_LABEL, OTHERS_LABEL = "$member", "$others"
+
+
+class ChecklistItem(_Strict):
+    """One binary, observable question a checklist judge asks; its score is the model's P(yes).
+
+    Placeholders instantiate it: `{member}` once per member (member dimensions: the rated member), `{member}` and
+    `{other}` once per pair, asked in both orders and averaged (position bias), `{pattern}` and `{risks}` from the
+    case card (an item about risks is skipped when the case lists none), `{strategy}` and `{definition}` once per
+    strategy of the case group's taxonomy."""
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]{0,39}$", description="Unique within its dimension.")
+    question: str = Field(min_length=1, description="A yes/no question about what the transcript shows.")
+    direction: Literal["yes_good", "yes_bad"] = Field(
+        default="yes_good", description="Scales: whether a yes raises (`yes_good`) or lowers the score."
+    )
+    weight: float = Field(default=1.0, ge=0, description="Weight in the dimension's weighted mean (0: ignored).")
+    level: ItemLevel | None = Field(
+        default=None,
+        description="`intervention`: asked of every supporter turn (a session dimension averages them); `session`: "
+        "asked once of the whole transcript. Default: the dimension's level (member dimensions: session).",
+    )
+    supports: str | None = Field(
+        default=None,
+        description="Labels: the label a yes speaks for: one of the allowed labels, `$member` (the member the "
+        "question names) or `$others` (every other member).",
+    )
+    enabled: bool = Field(default=True, description="`false` in a user rubric drops a built-in item.")
+
+    @model_validator(mode="after")
+    def _check(self) -> ChecklistItem:
+        unknown = sorted(set(_PLACEHOLDER.findall(self.question)) - set(PLACEHOLDERS))
+        if unknown:
+            raise ValueError(
+                f"question: unknown placeholder {{{unknown[0]}}}; use one of "
+                + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+            )
+        if "{other}" in self.question and "{member}" not in self.question:
+            raise ValueError("question: {other} needs {member} too (the item compares two members)")
+        return self
+
+    def placeholders(self) -> set[str]:
+        return set(_PLACEHOLDER.findall(self.question))
+
+
 class Dimension(_Strict):
     """One thing a judge scores, with the question it answers and what evidence to cite."""
 
@@ -101,6 +150,41 @@ class Dimension(_Strict):
         "turn repeated).",
     )
     enabled: bool = Field(default=True, description="`false` in a user rubric drops a built-in dimension.")
+    checklist: list[ChecklistItem] = Field(
+        default_factory=list, description="Yes/no items a checklist judge asks (`judge --judge-mode checklist`)."
+    )
+
+    @model_validator(mode="after")
+    def _check_items(self) -> Dimension:
+        seen: set[str] = set()
+        for i, item in enumerate(self.checklist):
+            where = f"checklist[{i}] ({item.id}): "
+            if item.id in seen:
+                raise ValueError(f"{where}duplicate item id; give each item its own id")
+            seen.add(item.id)
+            if item.level == "session" and self.level == "intervention":
+                raise ValueError(f"{where}level: an intervention dimension asks about one turn; use intervention")
+            if self.kind == "scale" and item.supports is not None:
+                raise ValueError(f"{where}supports: only label and strategy items name a label; remove it")
+            if self.kind == "label":
+                allowed = [*self.allowed, MEMBER_LABEL, OTHERS_LABEL]
+                if item.supports is None or (
+                    item.supports not in allowed or (item.supports.startswith("$") and MEMBERS_TOKEN not in allowed)
+                ):
+                    raise ValueError(
+                        f"{where}supports: name the label a yes speaks for: one of {', '.join(self.allowed)}"
+                        + (f", {MEMBER_LABEL} or {OTHERS_LABEL}" if MEMBERS_TOKEN in self.allowed else "")
+                    )
+                if item.supports in (MEMBER_LABEL, OTHERS_LABEL) and "member" not in item.placeholders():
+                    raise ValueError(f"{where}question: an item that supports {item.supports} must name {{member}}")
+            if self.kind == "taxonomy_strategy" and "strategy" not in item.placeholders():
+                raise ValueError(f"{where}question: a strategy item must name {{strategy}} (asked once per strategy)")
+        return self
+
+    @property
+    def items(self) -> list[ChecklistItem]:
+        """The enabled checklist items."""
+        return [i for i in self.checklist if i.enabled]
 
     @model_validator(mode="after")
     def _check_kind(self) -> Dimension:
@@ -196,12 +280,20 @@ class Rubric(_Strict):
 
     @property
     def digest(self) -> str:
-        """Short hash of the active dimensions: judgments made with different rubrics are told apart by it."""
+        """Short hash of the active dimensions without their checklists: judgments made with different rubrics
+        are told apart by it (checklist judgments by `items_digest` too)."""
         # a field added later is left out while unset, so rubrics that do not use it keep the digest they had
         dumps = [
-            d.model_dump(mode="json", exclude={"repeat_cap"} if d.repeat_cap is None else None) for d in self.active
+            d.model_dump(mode="json", exclude={"checklist", "repeat_cap"} if d.repeat_cap is None else {"checklist"})
+            for d in self.active
         ]
         blob = json.dumps(dumps, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    @property
+    def items_digest(self) -> str:
+        """Short hash of the active dimensions' enabled checklist items."""
+        blob = json.dumps({d.id: [i.model_dump(mode="json") for i in d.items] for d in self.active}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -229,6 +321,12 @@ def _error(path: Path, err: ValidationError, dims: list[Any], label: Any = None)
         msg = "unknown field; remove it or check its spelling"
     elif first["type"] == "missing":
         msg = "required field is missing"
+    elif first["type"] == "literal_error":
+        msg = f"unknown value {first.get('input')!r}; {msg.replace('Input should be', 'use')}"
+    elif first["type"] == "greater_than_equal":
+        msg = f"must be {first['ctx']['ge']:g} or more (got {first.get('input')!r}); a weight of 0 ignores the item"
+    elif first["type"] == "string_too_short":
+        msg = "must not be empty; write the question or text it needs"
     where = ""
     if len(loc) >= 2 and loc[0] == "dimensions" and isinstance(loc[1], int):
         i = loc[1]
@@ -237,8 +335,16 @@ def _error(path: Path, err: ValidationError, dims: list[Any], label: Any = None)
             where = label(i)
         else:
             where = f"dimensions[{i}]" + (f" ({ident})" if ident else "")
-        rest = ".".join(str(p) for p in loc[2:])
-        where += f".{rest}" if rest else ""
+        if len(loc) >= 4 and loc[2] == "checklist" and isinstance(loc[3], int):
+            items = dims[i].get("checklist") if i < len(dims) and isinstance(dims[i], dict) else None
+            entry = items[loc[3]] if isinstance(items, list) and loc[3] < len(items) else None
+            item_id = entry.get("id") if isinstance(entry, dict) else None
+            where += f" item {item_id!r}" if item_id else f" checklist[{loc[3]}]"
+            rest = ".".join(str(p) for p in loc[4:])
+            where += f": {rest}" if rest else ""
+        else:
+            rest = ".".join(str(p) for p in loc[2:])
+            where += f".{rest}" if rest else ""
     else:
         where = ".".join(str(p) for p in loc)
     return RubricError(f"{path}: {where + ': ' if where else ''}{msg}")
@@ -250,6 +356,18 @@ def _parse(path: Path, data: dict[str, Any], label: Any = None) -> Rubric:
         return Rubric.model_validate(data)
     except ValidationError as err:
         raise _error(path, err, dims, label) from None
+
+
+def _merge_items(path: Path, dim: str, base: list[dict[str, Any]], given: list[Any]) -> list[dict[str, Any]]:
+    """A dimension's checklist with a user's items added, or overriding built-in ones field by field by id."""
+    merged = {i["id"]: dict(i) for i in base}
+    for j, item in enumerate(given):
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            raise RubricError(
+                f"{path}: dimension {dim!r} checklist[{j}].id: required field is missing; give the item an id"
+            )
+        merged[item["id"]] = {**merged.get(item["id"], {}), **item}
+    return list(merged.values())
 
 
 def load_rubric(path: str | Path | None = None, *, base: str | Path | None = DEFAULT_RUBRIC) -> Rubric:
@@ -281,6 +399,11 @@ def load_rubric(path: str | Path | None = None, *, base: str | Path | None = DEF
             raise RubricError(f"{path}: dimensions[{i}].id: required field is missing")
         ident = entry["id"]
         if ident in merged and entry.get("kind", merged[ident]["kind"]) == merged[ident]["kind"]:
+            if isinstance(entry.get("checklist"), list):
+                entry = {
+                    **entry,
+                    "checklist": _merge_items(path, ident, merged[ident]["checklist"], entry["checklist"]),
+                }
             merged[ident] = {**merged[ident], **entry}  # same kind: the fields given replace the built-in ones
         elif ident in merged:
             merged[ident] = dict(entry)  # a new kind: the entry replaces the dimension as a whole

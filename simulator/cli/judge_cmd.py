@@ -7,6 +7,7 @@ module-level `make_client` with a factory returning a fake client.
 from __future__ import annotations
 
 import asyncio
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -24,6 +25,12 @@ if TYPE_CHECKING:
     from simulator.llm.types import ModelClient
     from simulator.records import SessionRecord
     from simulator.runfolder import RunFolder
+
+
+class JudgeModeChoice(str, Enum):
+    checklist = "checklist"
+    verdict = "verdict"
+
 
 SESSIONS_AT_ONCE = 4  # sessions judged concurrently (the client still limits calls per provider)
 
@@ -44,6 +51,7 @@ async def judge_all(
     trials: int = 1,
     temperature: float = 0.0,
     all_trials: dict[str, list[SessionJudgment]] | None = None,
+    judge_mode: str = "checklist",
 ) -> list[SessionJudgment]:
     """Judge and write each session as soon as it is done (a killed run keeps what it finished).
 
@@ -61,7 +69,14 @@ async def judge_all(
         nonlocal done
         async with gate:
             judgment = await judge_session(
-                record, client, panel, rubric, per_intervention, trial=trial, temperature=temperature
+                record,
+                client,
+                panel,
+                rubric,
+                per_intervention,
+                trial=trial,
+                temperature=temperature,
+                judge_mode=judge_mode,  # type: ignore[arg-type]
             )
         if trial == 0:
             write_judgment(folder, judgment)
@@ -163,6 +178,55 @@ def _render_tall(judgments: list[SessionJudgment], dims: list[tuple[str, str]]) 
     return table
 
 
+def _fit_weights(run_dir: Path, out: Path) -> None:
+    """`judge --fit-weights`: fitted item weights, their held-out agreement, and the rubric file holding them."""
+    import yaml
+
+    from judges.ratings import fit_item_weights, weights_rubric
+
+    fitted = fit_item_weights([run_dir])
+    table = Table(
+        title=f"checklist item weights from the ratings in {escape(str(run_dir))}",
+        title_justify="left",
+        caption="held out: folds by session; MAE on the scale, Spearman rho with the ratings; equal = today's weights",
+        caption_justify="left",
+    )
+    for col in ("dimension", "rated", "sessions", "MAE equal", "MAE fitted", "rho equal", "rho fitted", "weights"):
+        table.add_column(col, justify="left" if col in ("dimension", "weights") else "right", overflow="fold")
+
+    def num(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    for f in fitted:
+        weights = ", ".join(f"{k} {w:.2f}" for k, w in f.weights.items()) or escape(f.note)
+        table.add_row(
+            header(f.dimension),
+            str(f.ratings),
+            str(f.sessions),
+            num(f.equal_mae),
+            num(f.fitted_mae),
+            num(f.equal_rho),
+            num(f.fitted_rho),
+            weights,
+        )
+    console.print(table)
+    rubric = weights_rubric(fitted)
+    if not rubric["dimensions"]:
+        err_console.print(
+            "[red]nothing fitted[/]: RUN_DIR needs imported ratings (`rescue-sim ratings import`) of sessions judged "
+            "with --judge-mode checklist, 6+ items over 2+ sessions per dimension"
+        )
+        raise typer.Exit(EXIT_FAILED)
+    out.write_text(
+        "# checklist item weights fitted by `rescue-sim judge --fit-weights` on the ratings of "
+        f"{run_dir}; judge other runs with --rubric {out.name}\n" + yaml.safe_dump(rubric, sort_keys=False),
+        encoding="utf-8",
+    )
+    console.print(
+        f"weights written to {escape(str(out))} (use: rescue-sim judge OTHER_RUN --rubric {escape(str(out))})"
+    )
+
+
 @user_errors
 def judge(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="Run folder (manifest.json, sessions/).")],
@@ -204,6 +268,24 @@ def judge(
         typer.Option(min=0.0, max=2.0, help="Judge sampling temperature (0: deterministic local judges never flip)."),
     ] = 0.0,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model call cache.")] = False,
+    judge_mode: Annotated[
+        JudgeModeChoice,
+        typer.Option(
+            "--judge-mode",
+            help="checklist: score each dimension from its rubric's yes/no items, read as the judge's P(yes); "
+            "verdict: ask for structured verdicts with scores and quotes.",
+        ),
+    ] = JudgeModeChoice.checklist,
+    fit_weights: Annotated[
+        Path | None,
+        typer.Option(
+            "--fit-weights",
+            metavar="OUT.yaml",
+            help="Judge nothing: learn checklist item weights from the ratings imported into RUN_DIR (`ratings "
+            "import`) and its checklist judgments, report held-out agreement, and write them as a rubric to judge "
+            "other runs with (--rubric OUT.yaml).",
+        ),
+    ] = None,
 ) -> None:
     """Judge a run's saved sessions with an LLM judge panel, without re-simulating.
 
@@ -217,6 +299,9 @@ def judge(
 
     folder = RunFolder(run_dir)
     folder.read_manifest()
+    if fit_weights is not None:
+        _fit_weights(run_dir, fit_weights)
+        return
     used = load_rubric(rubric)
     panel = parse_judges(judge_models)
     settings = model_settings(model, roles={"judge": panel[0] if panel else None}, no_cache=no_cache)
@@ -224,6 +309,7 @@ def judge(
     from judges import judging_mode
 
     per_intervention = judging_mode(panel, per_intervention)
+    mode = judge_mode.value
 
     records, skipped = [], []
     for sid in folder.session_ids():
@@ -241,11 +327,14 @@ def judge(
     if records:
         client = make_client(settings)
         all_trials: dict[str, list[SessionJudgment]] = {}
-        from judges import judge_calls
+        from judges import checklist_questions, judge_calls
         from simulator.cli._render import Tally, Waiting
         from simulator.llm.progress import watching
 
-        calls = sum(len(judge_calls(r, used, per_intervention)) for r in records) * len(panel) * repeat
+        if mode == "checklist":
+            calls = sum(checklist_questions(r, used) for r in records) * len(panel) * repeat
+        else:
+            calls = sum(len(judge_calls(r, used, per_intervention)) for r in records) * len(panel) * repeat
         with Waiting(console) as waiting, watching(waiting.hook):  # judge calls done/total with an ETA
             waiting.judging = Tally("judging", calls)
             judgments = asyncio.run(
@@ -259,6 +348,7 @@ def judge(
                     trials=repeat,
                     temperature=temperature,
                     all_trials=all_trials,
+                    judge_mode=mode,
                 )
             )
         console.print(render(judgments))
@@ -280,7 +370,7 @@ def judge(
                 problems.append(f"{j.session_id}: judge {v.judge} failed on {f.unit}: {f.reason}")
     for line in problems:
         console.print(f"[red]failed[/] {escape(line)}")
-    if any("n_ctx" in p or "context" in p.lower() for p in problems) and not per_intervention:
+    if any("n_ctx" in p or "context" in p.lower() for p in problems) and not per_intervention and mode == "verdict":
         console.print("[dim]hint: long sessions fit small judges better with --per-intervention[/]")
     if not records:
         console.print(f"nothing to judge: {folder.path} holds no completed sessions")

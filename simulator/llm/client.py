@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import os
 import random
 import re
@@ -46,6 +47,7 @@ from simulator.llm.types import (
     Prompt,
     Role,
     Usage,
+    YesProbability,
     is_local,
     provider_of,
 )
@@ -54,6 +56,8 @@ from simulator.redact import redact
 # Bumped whenever something outside the key changes answers (e.g. how a schema becomes a grammar), so stale
 # cached answers are never replayed.
 CACHE_VERSION = 2
+TOP_LOGPROBS = 20  # alternatives asked for the first answer token of a yes/no question (OpenAI allows up to 20)
+YES_WORDS, NO_WORDS = ("yes",), ("no",)  # compared stripped and lower-cased: " Yes", "YES" and "yes" count alike
 
 # Where litellm reads a provider's endpoint from the environment when a call names none, in litellm's own order
 # (the first one set wins; litellm/main.py's `_complete_<provider>` and get_llm_provider). Providers not listed
@@ -85,6 +89,7 @@ class _Attempt:
     seconds: float
     cache_hit: bool
     finish_reason: str | None = None
+    top_logprobs: dict[str, float] | None = None  # the first reply token's alternatives, when asked and given
 
 
 class ModelSettings(BaseModel):
@@ -148,6 +153,7 @@ class LiteLLMClient:
         self._schema_support: dict[str, bool] = {}  # model -> send response_format (looked up once per model)
         self._translation: LitellmTranslation | None = None
         self._prices: PriceMemo | None = None
+        self._no_logprobs: set[str] = set()  # models whose provider answered without log-probabilities
 
     def model_for(self, role: Role) -> str:
         return self.settings.model_for(role)
@@ -286,6 +292,135 @@ class LiteLLMClient:
             return str(self.settings.litellm_kwargs["api_base"])
         return None if is_local(model) else env_endpoint(provider_of(model))
 
+    async def yes_probability(
+        self,
+        prompt: Prompt,
+        *,
+        role: Role,
+        model: str | None = None,
+        samples: int = 5,
+        seed: int | None = None,
+        trial: int = 0,
+    ) -> YesProbability:
+        """P(yes) / (P(yes) + P(no)) for a question whose answer is one word, yes or no.
+
+        The embedded model: from llama.cpp's logits for the first answer token (the prompt is read through the
+        prefix cache, so questions after one shared context re-read only the question). Hosted models: from the
+        provider's `top_logprobs` for the first token; a provider that gives none is asked `samples` times at
+        temperature 1 and the share of yes is recorded as `samples` (remembered per model, so later questions
+        skip the logprobs call). Cached and retried like `complete`; raises ModelError when no answer said yes
+        or no."""
+        model = canonical_model_id(model or self.model_for(role))
+        self.check_environment(model)
+        messages = profile_for(model).render(prompt, None)
+        if is_local(model) and "mock_response" not in self.settings.litellm_kwargs:
+            return await self._local_yes_probability(model, messages, role, trial)
+        if model not in self._no_logprobs:
+            params = {"max_tokens": 1, "temperature": 0.0, "seed": seed, "stop": None, "trial": trial}
+            out = await self._call(model, messages, {**params, "logprobs": TOP_LOGPROBS}, None, role)
+            if out.top_logprobs:
+                yes = sum(math.exp(v) for t, v in out.top_logprobs.items() if t.strip().lower() in YES_WORDS)
+                no = sum(math.exp(v) for t, v in out.top_logprobs.items() if t.strip().lower() in NO_WORDS)
+                if yes + no <= 0:
+                    raise ModelError(model, f"neither yes nor no among the {len(out.top_logprobs)} likeliest answers")
+                return YesProbability(
+                    p_yes=yes / (yes + no), method="logprobs", yes=yes, no=no, call=self._record(model, role, [out])
+                )
+            self._no_logprobs.add(model)
+        outs = []
+        for i in range(samples):
+            params = {
+                "max_tokens": 3,
+                "temperature": 1.0,
+                "seed": None if seed is None else seed + 104729 * (i + 1),
+                "stop": None,
+                "trial": trial * 100 + i,
+            }
+            outs.append(await self._call(model, messages, params, None, role))
+        words = [_first_word(o.text) for o in outs]
+        yes, no = words.count("yes"), words.count("no")
+        if yes + no == 0:
+            raise ModelError(model, f"none of {samples} sampled answers said yes or no: {outs[0].text[:40]!r}")
+        return YesProbability(
+            p_yes=yes / (yes + no),
+            method="samples",
+            k=samples,
+            yes=yes / samples,
+            no=no / samples,
+            call=self._record(model, role, outs),
+        )
+
+    async def _local_yes_probability(
+        self, model: str, messages: list[dict[str, str]], role: Role, trial: int
+    ) -> YesProbability:
+        params = {"answer": "yes_no", "trial": trial}
+        key = self._key(model, messages, params, None) if self._cache is not None else ""
+        hit = self._cache.get(key) if self._cache is not None else None
+        watch = progress.start(role, model)  # None unless a live view is watching
+        if hit is None:
+            gguf = None if model == DEFAULT_LOCAL_MODEL else self.settings.gguf
+            engine = await asyncio.to_thread(get_embedded_model, gguf, self.settings.n_threads)
+            began = time.perf_counter()
+            try:
+                with progress.in_flight(watch):
+                    got = await asyncio.to_thread(engine.answer_probabilities, messages, YES_WORDS, NO_WORDS)
+            except ValueError as err:  # a prompt longer than the context
+                if watch is not None:
+                    watch.finish(failed=True)
+                raise ModelError(model, str(err)) from None
+            hit = {
+                "yes": got.yes,
+                "no": got.no,
+                "usage": Usage(
+                    prompt_tokens=got.prompt_tokens, cached_prompt_tokens=got.cached_prompt_tokens
+                ).model_dump(),
+                "seconds": time.perf_counter() - began,
+            }
+            if self._cache is not None:
+                self._cache.put(key, hit)
+            cache_hit = False
+        else:
+            cache_hit = True
+        if watch is not None:
+            usage = hit["usage"]
+            watch.finish(
+                prompt_tokens=usage["prompt_tokens"],
+                prompt_done=usage["prompt_tokens"],
+                cached_tokens=usage["cached_prompt_tokens"],
+            )
+        yes, no = hit["yes"], hit["no"]
+        if yes + no <= 0:
+            raise ModelError(model, "no probability on yes or no")
+        call = CallRecord(
+            model=model,
+            role=role,
+            latency_s=0.0 if cache_hit else round(hit["seconds"], 4),
+            usage=Usage(**hit["usage"]),
+            cost_usd=0.0,
+            attempts=0 if cache_hit else 1,
+            cache_hit=cache_hit,
+            finish_reason="stop",
+        )
+        return YesProbability(p_yes=yes / (yes + no), method="logprobs", yes=yes, no=no, call=call)
+
+    @staticmethod
+    def _record(model: str, role: str, outs: list[_Attempt]) -> CallRecord:
+        costs = [o.cost for o in outs]
+        return CallRecord(
+            model=model,
+            role=role,
+            latency_s=round(sum(o.seconds for o in outs), 4),
+            usage=Usage(
+                prompt_tokens=sum(o.usage.prompt_tokens for o in outs),
+                completion_tokens=sum(o.usage.completion_tokens for o in outs),
+                cached_prompt_tokens=sum(o.usage.cached_prompt_tokens for o in outs),
+            ),
+            cost_usd=None if any(c is None for c in costs) else sum(costs),  # type: ignore[arg-type]
+            attempts=sum(o.attempts for o in outs),
+            cache_hit=all(o.cache_hit for o in outs),
+            finish_reason=outs[-1].finish_reason,
+        )
+
     def _key(self, model: str, messages: list[dict[str, str]], params: dict[str, Any], schema: dict | None) -> str:
         """The call's cache key: everything that changes the answer, the server asked included (the same model id
         at another endpoint is another model). API keys never enter it: they do not change the answer."""
@@ -311,7 +446,9 @@ class LiteLLMClient:
             if (watch := progress.start(role, model)) is not None:  # a watcher counts replayed calls too
                 watch.finish()
             finish = hit.get("finish_reason")
-            return _Attempt(hit["text"], Usage(**hit["usage"]), hit.get("cost"), 0, 0.0, True, finish)
+            return _Attempt(
+                hit["text"], Usage(**hit["usage"]), hit.get("cost"), 0, 0.0, True, finish, hit.get("top_logprobs")
+            )
         endpoint = self._direct(model)
         direct = self._http if endpoint is not None else None
         lib = self._lib() if direct is None else None
@@ -328,6 +465,8 @@ class LiteLLMClient:
             kwargs["seed"] = params["seed"]
         if params["stop"]:
             kwargs["stop"] = params["stop"]
+        if params.get("logprobs"):
+            kwargs["logprobs"], kwargs["top_logprobs"] = True, params["logprobs"]
         if params.get("avoid") and is_local(model):  # a hosted API would reject the argument
             kwargs["avoid_texts"] = params["avoid"]
         if schema is not None and self._wants_schema(model, lean=direct is not None):
@@ -400,9 +539,13 @@ class LiteLLMClient:
                 cached_tokens=usage.cached_prompt_tokens,
                 completion_tokens=usage.completion_tokens,
             )
+        tops = _first_token_logprobs(response.choices[0]) if params.get("logprobs") else None
         if self._cache is not None:
-            self._cache.put(key, {"text": text, "usage": usage.model_dump(), "cost": cost, "finish_reason": finish})
-        return _Attempt(text, usage, cost, attempt, seconds, False, finish)
+            entry = {"text": text, "usage": usage.model_dump(), "cost": cost, "finish_reason": finish}
+            if tops is not None:
+                entry["top_logprobs"] = tops
+            self._cache.put(key, entry)
+        return _Attempt(text, usage, cost, attempt, seconds, False, finish, tops)
 
     def _direct(self, model: str) -> tuple[str, str] | None:
         """The lean HTTP path's (api_base, api_key) for an OpenAI-compatible endpoint at a known URL: the
@@ -467,6 +610,30 @@ def _wants_response_format(lib: Any, model: str) -> bool:
         return bool(lib.supports_response_schema(model=model))
     except Exception:  # noqa: BLE001 - unknown to litellm's map: describe the schema in the prompt only
         return False
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def _first_token_logprobs(choice: Any) -> dict[str, float] | None:
+    """token -> log-probability of the first reply token's alternatives (OpenAI's `logprobs.content[0]`, as a
+    dict or litellm's objects); None when the provider gave none."""
+    content = _get(_get(choice, "logprobs") or {}, "content")
+    if not content:
+        return None
+    first = content[0]
+    out: dict[str, float] = {}
+    for alt in [first, *(_get(first, "top_logprobs") or [])]:
+        token, logprob = _get(alt, "token"), _get(alt, "logprob")
+        if isinstance(token, str) and isinstance(logprob, int | float):
+            out[token] = max(out.get(token, -math.inf), float(logprob))
+    return out or None
+
+
+def _first_word(text: str) -> str:
+    words = re.findall(r"[a-z]+", text.lower())
+    return words[0] if words else ""
 
 
 _OBJECT_REPR = re.compile(r"(?:\w+:)?<([\w.]+) object at 0x[0-9a-fA-F]+>")

@@ -86,6 +86,7 @@ class _Message:
 class _Choice:
     message: _Message
     finish_reason: str | None
+    logprobs: dict[str, Any] | None = None  # OpenAI's `logprobs` object, as sent, when asked for
 
 
 @dataclass
@@ -181,9 +182,13 @@ class DirectOpenAI:
         seed: int | None = None,
         stop: list[str] | None = None,
         response_format: dict | None = None,
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
         **_: Any,
     ) -> _Response:
         body = chat_body(model, messages, max_tokens, temperature, seed, stop, response_format)
+        if logprobs:  # only then: every other request body stays as it was
+            body["logprobs"], body["top_logprobs"] = True, top_logprobs
         url = api_base.rstrip("/") + "/chat/completions"
         headers = {"Content-Type": "application/json", "Authorization": f"Bearer {api_key}"}
         status, raw, _ = await self.post(url, json.dumps(body), headers, timeout)
@@ -199,7 +204,13 @@ class DirectOpenAI:
         u = data.get("usage") or {}
         details = u.get("prompt_tokens_details") or {}
         return _Response(
-            choices=[_Choice(message=_Message(content=content), finish_reason=choice.get("finish_reason"))],
+            choices=[
+                _Choice(
+                    message=_Message(content=content),
+                    finish_reason=choice.get("finish_reason"),
+                    logprobs=choice.get("logprobs") if logprobs else None,
+                )
+            ],
             usage=_Usage(
                 prompt_tokens=int(u.get("prompt_tokens") or 0),
                 completion_tokens=int(u.get("completion_tokens") or 0),

@@ -364,6 +364,55 @@ class EmbeddedModel:
         assert job.result is not None
         return job.result
 
+    def answer_probabilities(
+        self, messages: list[dict[str, str]], yes_words: tuple[str, ...], no_words: tuple[str, ...]
+    ) -> AnswerProbabilities:
+        """The next-token probabilities of the answer words after the prompt, from the last logits row only.
+
+        No token is generated: the prompt is read after the prefix already in llama.cpp's cache (or the best
+        saved state), its last token evaluated, and the softmax of that one logits row summed over the single
+        tokens that spell each word (`yes`, ` Yes`, `YES`...). Questions asked one after another on the same
+        context therefore read the context once. Not saved as a prefix state: the next question extends the
+        cache as it stands."""
+        from simulator.llm.decoding import logits_at
+
+        tokens = self._llm.tokenize(render_chatml(messages).encode("utf-8"), add_bos=False, special=True)
+        if len(tokens) + 1 > self.n_ctx:
+            raise ValueError(f"prompt of {len(tokens)} tokens exceeds n_ctx={self.n_ctx}")
+        yes_ids, no_ids = self._word_tokens(yes_words), self._word_tokens(no_words)
+        started = time.perf_counter()
+        with self._lock:
+            llm = self._llm
+            cached = self._states.prepare(llm, tokens)
+            self._read_prompt(tokens, cached, None)
+            target = np.asarray(tokens, dtype=np.intc)
+            llm.n_tokens = min(common_prefix(llm.input_ids[: llm.n_tokens], target), len(tokens) - 1)
+            llm.eval(tokens[llm.n_tokens :])
+            row = np.array(logits_at(llm._ctx.ctx, -1, llm.n_vocab()), dtype=np.float64)
+            self.stats.calls += 1
+            self.stats.prompt_tokens += len(tokens)
+            self.stats.cached_prompt_tokens += min(cached, len(tokens))
+            self.stats.seconds += time.perf_counter() - started
+        probs = np.exp(row - row.max())
+        probs /= probs.sum()
+        return AnswerProbabilities(
+            yes=float(probs[yes_ids].sum()),
+            no=float(probs[no_ids].sum()),
+            prompt_tokens=len(tokens),
+            cached_prompt_tokens=min(cached, len(tokens)),
+        )
+
+    def _word_tokens(self, words: tuple[str, ...]) -> list[int]:
+        """Token ids that spell one of `words` alone, in any case, with or without a leading space."""
+        ids: set[int] = set()
+        for word in words:
+            for form in {word, word.capitalize(), word.upper()}:
+                for text in (form, " " + form):
+                    toks = self._tokens_of(text)
+                    if len(toks) == 1:
+                        ids.add(toks[0])
+        return sorted(ids)
+
     def _tokens_of(self, text: str) -> list[int]:
         return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
@@ -452,6 +501,16 @@ class EmbeddedModel:
             finish_reason=r.finish_reason,
         )
         job.done.set()
+
+
+@dataclass
+class AnswerProbabilities:
+    """Probability mass the model puts on each answer's first token, and what reading the prompt cost."""
+
+    yes: float
+    no: float
+    prompt_tokens: int
+    cached_prompt_tokens: int
 
 
 @dataclass

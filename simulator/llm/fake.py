@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from simulator.llm.structured import ParseError, check_reply
-from simulator.llm.types import CallRecord, Completion, ModelError, Prompt, Role
+from simulator.llm.types import CallRecord, Completion, ModelError, Prompt, Role, YesProbability
 
 Reply = str | BaseModel | dict | Exception | Callable[["FakeCall"], Any]
 
@@ -51,6 +51,8 @@ class FakeModelClient:
     model: str = "fake/model"
     parse_attempts: int = 3
     calls: list[FakeCall] = field(default_factory=list)
+    yes: Callable[[FakeCall], float | Exception] | None = None  # P(yes) for `yes_probability`, per call
+    yes_method: str = "logprobs"  # `samples`: answers as a provider without log-probabilities would
 
     def model_for(self, role: Role) -> str:
         return self.model
@@ -113,3 +115,36 @@ class FakeModelClient:
             attempts=self.parse_attempts,
             raw=last_text,
         )
+
+    async def yes_probability(
+        self,
+        prompt: Prompt,
+        *,
+        role: Role,
+        model: str | None = None,
+        samples: int = 5,
+        seed: int | None = None,
+        trial: int = 0,
+    ) -> YesProbability:
+        """P(yes) from `yes(call)`: as read from log-probabilities, or as the share of yes among `samples`
+        answers (rounded to what k answers can say) when `yes_method` is `samples`."""
+        model = model or self.model
+        call = FakeCall(prompt=prompt, role=role, model=model, schema=None, seed=seed, trial=trial, max_tokens=1)
+        self.calls.append(call)
+        if self.yes is None:
+            raise AssertionError("FakeModelClient.yes is not set: it answers no yes/no questions")
+        p = self.yes(call)
+        if isinstance(p, Exception):
+            raise ModelError(model, str(p) or type(p).__name__)
+        record = CallRecord(model=model, role=role, latency_s=0.0, finish_reason="stop")
+        if self.yes_method == "samples":
+            said_yes = round(p * samples)
+            return YesProbability(
+                p_yes=said_yes / samples,
+                method="samples",
+                k=samples,
+                yes=said_yes / samples,
+                no=1 - said_yes / samples,
+                call=record,
+            )
+        return YesProbability(p_yes=p, method="logprobs", yes=p, no=1 - p, call=record)

@@ -72,6 +72,21 @@ class Completion(BaseModel):
     call: CallRecord
 
 
+class YesProbability(BaseModel):
+    """How likely a model answers "yes" to a yes/no question: P(yes) / (P(yes) + P(no)).
+
+    `logprobs`: read from the first answer token's probabilities (llama.cpp's logits, or a provider's
+    `top_logprobs`); `samples`: the share of yes among `k` sampled answers, where the provider gives no
+    log-probabilities."""
+
+    p_yes: float = Field(ge=0, le=1, description="P(yes) / (P(yes) + P(no)).")
+    method: Literal["logprobs", "samples"] = Field(description="How p_yes was read.")
+    k: int = Field(default=1, ge=1, description="Answers sampled (`samples`); 1 for `logprobs`.")
+    yes: float = Field(description="Raw probability mass (logprobs) or share of answers (samples) that said yes.")
+    no: float = Field(description="The same for no; yes + no < 1 when some mass went to other words.")
+    call: CallRecord = Field(description="Accounting of the call(s): usage, latency, cache hit.")
+
+
 class ModelError(Exception):
     """A call that failed after its retries; carries the reason so the item is recorded as failed."""
 
@@ -103,3 +118,19 @@ class ModelClient(Protocol):
     ) -> Completion: ...
 
     def model_for(self, role: Role) -> str: ...
+
+
+@runtime_checkable
+class AnswerProbabilityClient(Protocol):
+    """A client that can say how likely a model answers yes (checklist judges need it)."""
+
+    async def yes_probability(
+        self,
+        prompt: Prompt,
+        *,
+        role: Role,
+        model: str | None = None,
+        samples: int = 5,
+        seed: int | None = None,
+        trial: int = 0,
+    ) -> YesProbability: ...

@@ -31,12 +31,14 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import random
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,12 +88,25 @@ class _Stats:
     bad_content: int = 0
 
 
+YesNo = Callable[[dict[str, Any]], float | None]
+
+
 class _App:
     def __init__(
-        self, *, latency_s: float, faults: FaultRates, seed: int, hang_s: float, record: bool, canonical: bool = False
+        self,
+        *,
+        latency_s: float,
+        faults: FaultRates,
+        seed: int,
+        hang_s: float,
+        record: bool,
+        canonical: bool = False,
+        yes_no: YesNo | None = None,
+        logprobs: bool = True,
     ):
         self.latency_s, self.faults, self.seed, self.hang_s, self.record = latency_s, faults, seed, hang_s, record
         self.canonical = canonical
+        self.yes_no, self.logprobs = yes_no, logprobs
         self.rng = random.Random(seed)
         self.stats = _Stats()
         self.recorded: list[str] = []
@@ -162,13 +177,24 @@ class _App:
                 # send the same request (litellm and the lean path, say) get the same answer
                 key = json.dumps(body, sort_keys=True).encode() if self.canonical else raw
                 text = reply_for(body, key, self.seed)
+            p_yes = self.yes_no(body) if self.yes_no is not None else None
+            logprobs = None
+            if p_yes is not None:  # a yes/no question with a chosen answer probability
+                text, logprobs = self._answer(body, p_yes)
             prompt_chars = sum(len(m.get("content") or "") for m in body.get("messages") or [] if isinstance(m, dict))
             payload = {
                 "id": f"chatcmpl-fake{s.requests}",
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": body.get("model", "fake"),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                        **({"logprobs": logprobs} if logprobs is not None else {}),
+                    }
+                ],
                 "usage": {
                     "prompt_tokens": max(1, prompt_chars // 4),
                     "completion_tokens": tokens_of(text),
@@ -178,6 +204,21 @@ class _App:
             return web.Response(body=json.dumps(payload).encode(), content_type="application/json")
         finally:
             s.in_flight -= 1
+
+    def _answer(self, body: dict[str, Any], p_yes: float) -> tuple[str, dict[str, Any] | None]:
+        """The reply to a yes/no question answered yes with probability `p_yes`: with log-probabilities when asked
+        and this server gives them (the likelier word as text), else one answer sampled from its seed."""
+        if body.get("logprobs") and self.logprobs:
+            tops = [("yes", p_yes), ("no", 1 - p_yes)]
+            tops = [(t, p) for t, p in sorted(tops, key=lambda tp: -tp[1]) if p > 0]
+            first = tops[0][0]
+            alts = [{"token": t, "logprob": math.log(p), "bytes": list(t.encode())} for t, p in tops]
+            content = [
+                {"token": first, "logprob": alts[0]["logprob"], "bytes": list(first.encode()), "top_logprobs": alts}
+            ]
+            return first, {"content": content}
+        draw = random.Random(f"{self.seed}:{body.get('seed')}:{body.get('temperature')}").random()
+        return ("yes" if draw < p_yes else "no"), None
 
     async def models(self, request: Any) -> Any:
         from aiohttp import web
@@ -216,7 +257,11 @@ class FakeOpenAIServer:
         record: bool = False,
         port: int = 0,
         canonical: bool = False,
+        yes_no: YesNo | None = None,
+        logprobs: bool = True,
     ):
+        """`yes_no(body)`: P(yes) for a request that asks a yes/no question (None: answer it as any other);
+        `logprobs=False` plays a provider that gives no log-probabilities (answers are sampled instead)."""
         self._app = _App(
             latency_s=latency_s,
             faults=faults or FaultRates(),
@@ -224,6 +269,8 @@ class FakeOpenAIServer:
             hang_s=hang_s,
             record=record,
             canonical=canonical,
+            yes_no=yes_no,
+            logprobs=logprobs,
         )
         self._port = port
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -158,7 +158,15 @@ def main() -> None:
     ap.add_argument("--seeds", default="0-1")
     ap.add_argument("--model", default="local/qwen2.5-coder-1.5b")
     ap.add_argument("--out", type=Path, help="write every line and the table as JSON")
+    ap.add_argument(
+        "--tables", type=Path, nargs="+", help="print the table of earlier --out files together; run nothing"
+    )
     args = ap.parse_args()
+    if args.tables:
+        rows = [r for f in args.tables for r in json.loads(f.read_text(encoding="utf-8"))["rows"]]
+        rungs = list(dict.fromkeys(r["rung"] for r in rows))
+        _print(summary(rows, rungs), rungs)
+        return
     from personas.library import load_library
     from simulator.cli.run_cmd import parse_seeds
     from simulator.llm.client import LiteLLMClient, ModelSettings

@@ -1,0 +1,337 @@
+"""Checklist judging: every dimension scored from short yes/no items, each read as the model's P(yes).
+
+A small judge asked for a long structured verdict (quotes, reasons, 1-5 scores) mostly reports its own
+uncertainty and position bias; asked one narrow question whose answer is a word, it reads the room. So each
+rubric dimension lists binary, observable items (`checklist:` in the rubric), instantiated per member, pair of
+members, strategy or case risk, and each is asked as its own short call: the case and the transcript up to the
+turn it concerns (as data), then the question last. Items about one turn share that prefix, so the embedded
+model's prefix cache reads the transcript once per turn. The answer is never sampled where log-probabilities
+exist: `ModelClient.yes_probability` returns P(yes) / (P(yes) + P(no)).
+
+A dimension's score is then arithmetic on those probabilities (`score_dimension`): scales, the weighted mean of
+the items' yes-shares (direction applied) mapped linearly onto min..max; labels, the label whose strongest item
+says yes above 0.5, else the neutral label, with a strength from that probability; strategies, the most
+probable strategy. A failed item leaves its dimension unscored (recorded, never filled in).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from judges.scoring._facts import apply_copy_caps, copied_lines, speakers_of
+from judges.scoring._records import (
+    CopiedLine,
+    DimensionScore,
+    ItemAnswer,
+    JudgeFailure,
+    JudgeVerdict,
+    JudgmentStatus,
+)
+from judges.scoring._render import PROMPTS, as_data, judge_context
+from judges.scoring._rubric import MEMBER_LABEL, OTHERS_LABEL, ChecklistItem, Dimension, Rubric
+from personas.common.prompts import render_prompt
+from personas.taxonomy import strategies_for
+from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt, YesProbability, is_local
+from simulator.records import SUPPORTER, SessionRecord
+
+CHECKLIST_PROMPTS = PROMPTS / "checklist"
+SAMPLES = 5  # answers sampled per question where a provider gives no log-probabilities
+CONTEXTS_AT_ONCE = 8  # turns asked about concurrently on hosted models (the embedded model: one, prefix kept warm)
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One instantiated item of one dimension about one scored object (a turn, the session, a member)."""
+
+    dim: str
+    unit: str  # `t<turn>`, `session` or `member:<name>`
+    item: ChecklistItem
+    turn: int | None  # the supporter turn asked about; None: the whole session
+    member: str | None
+    other: str | None
+    strategy: str | None
+    questions: tuple[str, ...]  # one, or both member orders of a comparison
+
+
+def _fill(item: ChecklistItem, record: SessionRecord, **values: str) -> str:
+    case = record.case
+    text = item.question
+    base = {
+        "pattern": case.relation_pattern.replace("_", " "),
+        "risks": as_data("; ".join(f.description for f in case.risk_flags)),
+        **values,
+    }
+    for key, value in base.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+def _instances(
+    dim: Dimension, item: ChecklistItem, record: SessionRecord, unit: str, turn: int | None, rated: str | None
+) -> list[Ask]:
+    """The asks one item makes about one scored object: per member, pair (both orders), strategy."""
+    ph = item.placeholders()
+    if "risks" in ph and not record.case.risk_flags:
+        return []
+    members = record.case.member_names
+    if "other" in ph:
+        pairs = [(rated, o) for o in members if o != rated] if rated else list(itertools.combinations(members, 2))
+    elif "member" in ph:
+        pairs = [(m, None) for m in ([rated] if rated else members)]
+    else:
+        pairs = [(None, None)]
+    strategies = list(strategies_for(record.case.group).items()) if "strategy" in ph else [(None, "")]
+    out = []
+    for (member, other), (strategy, definition) in itertools.product(pairs, strategies):
+        values = {"strategy": strategy or "", "definition": definition}
+        if member is None:
+            questions: tuple[str, ...] = (_fill(item, record, **values),)
+        elif other is None:
+            questions = (_fill(item, record, member=member, **values),)
+        else:  # a comparison: both orders, averaged (position bias)
+            questions = (
+                _fill(item, record, member=member, other=other, **values),
+                _fill(item, record, member=other, other=member, **values),
+            )
+        out.append(Ask(dim.id, unit, item, turn, member, other, strategy, questions))
+    return out
+
+
+def plan_asks(record: SessionRecord, rubric: Rubric) -> list[Ask]:
+    """Every ask of a checklist judgment of this session, in rubric order."""
+    turns = [t for t in record.turns if t.kind == "supporter"]
+    asks: list[Ask] = []
+    for dim in rubric.active:
+        if dim.level == "intervention":
+            for t in turns:
+                for item in dim.items:
+                    asks += _instances(dim, item, record, f"t{t.index}", t.index, None)
+            continue
+        objects = [("session", None)] if dim.level == "session" else [(f"member:{m}", m) for m in speakers_of(record)]
+        for unit, rated in objects:
+            for item in dim.items:
+                if (item.level or "session") == "intervention":
+                    for t in turns:
+                        asks += _instances(dim, item, record, unit, t.index, rated)
+                else:
+                    asks += _instances(dim, item, record, unit, None, rated)
+    return asks
+
+
+def checklist_questions(record: SessionRecord, rubric: Rubric) -> int:
+    """How many distinct questions a checklist judgment of this session asks (for progress displays)."""
+    return len({(a.turn, q) for a in plan_asks(record, rubric) for q in a.questions})
+
+
+def _upto(record: SessionRecord, turn: int) -> SessionRecord:
+    return record.model_copy(update={"turns": [t for t in record.turns if t.index <= turn]})
+
+
+def _context(record: SessionRecord, copies: Sequence[CopiedLine], turn: int | None) -> tuple[str, str]:
+    """(shared prefix, what the question is about): the transcript up to the turn, or the whole session."""
+    if turn is None:
+        return judge_context(record, copies), "the whole session"
+    shown = [c for c in copies if c.turn <= turn]
+    about = f"{SUPPORTER}'s turn [{turn}], the last turn of the transcript"
+    return judge_context(_upto(record, turn), shown), about
+
+
+def _weighted(pairs: list[tuple[float, float]]) -> float | None:
+    total = sum(w for w, _ in pairs)
+    return sum(w * p for w, p in pairs) / total if total > 0 else None
+
+
+def score_dimension(
+    dim: Dimension, unit: str, answers: list[ItemAnswer], members: list[str], stated: str | None = None
+) -> DimensionScore | str:
+    """A dimension's score from its item answers, or why there is none."""
+    level = dim.level
+    turn = int(unit[1:]) if unit.startswith("t") else None
+    member = unit.split(":", 1)[1] if unit.startswith("member:") else None
+    base: dict[str, Any] = {"item": unit, "dimension": dim.id, "level": level, "turn": turn, "member": member}
+    base.update(evidence=[], answers=answers)
+    if not answers:
+        return "no checklist item applies (add items to the rubric or judge with --judge-mode verdict)"
+    if dim.kind == "scale":
+        by_item: dict[str, list[ItemAnswer]] = {}
+        for a in answers:
+            by_item.setdefault(a.item, []).append(a)
+        share = _weighted([(group[0].weight, sum(_q_of(a) for a in group) / len(group)) for group in by_item.values()])
+        if share is None:
+            return "every item weighs 0"
+        assert dim.min is not None and dim.max is not None
+        value = dim.min + (dim.max - dim.min) * share
+        return DimensionScore(
+            **base,
+            reasoning=f"checklist: {len(answers)} answers, weighted good share {share:.2f}",
+            score=min(dim.max, max(dim.min, int(value + 0.5))),
+            value=round(value, 4),
+        )
+    support: dict[str, list[tuple[float, float]]] = {}
+    for a in answers:
+        if dim.kind == "taxonomy_strategy":
+            targets = [a.strategy or ""]
+        elif a.supports == MEMBER_LABEL:
+            targets = [a.member or ""]
+        elif a.supports == OTHERS_LABEL:
+            targets = [m for m in members if m != a.member]
+        else:
+            targets = [a.supports or ""]
+        for t in targets:
+            support.setdefault(t, []).append((a.weight, a.p_yes))
+    # a label rests on its strongest item (a turn that blames one member takes a side even if it does not say so
+    # twice); an item weighing 0 is ignored
+    evidence = {
+        label: max(p for w, p in pairs if w > 0) for label, pairs in support.items() if any(w > 0 for w, _ in pairs)
+    }
+    if not evidence:
+        return "every item weighs 0"
+    if dim.kind == "taxonomy_strategy":
+        label = max(evidence, key=lambda k: evidence[k])
+        return DimensionScore(
+            **base,
+            reasoning=f"checklist: most probable strategy {label} ({evidence[label]:.2f})",
+            label=label,
+            value=round(evidence[label], 4),
+            supporter_label=stated,
+            supporter_label_ok=(evidence[stated] > 0.5) if stated in evidence else None,
+        )
+    candidates = {k: v for k, v in evidence.items() if k != dim.neutral}
+    top = max(candidates, key=lambda k: candidates[k]) if candidates else None
+    strength = None
+    if top is not None and candidates[top] > 0.5:
+        label, value = top, candidates[top]
+        if dim.strength is not None:
+            span = dim.strength.max - dim.strength.min - 1
+            strength = dim.strength.min + 1 + int((value - 0.5) / 0.5 * span + 0.5)
+            strength = min(dim.strength.max, strength)
+    else:
+        label = dim.neutral or (top or "")
+        value = 1.0 - (candidates[top] if top is not None else 0.0)
+        strength = dim.strength.min if dim.strength is not None else None
+    return DimensionScore(
+        **base,
+        reasoning=f"checklist: {label} ({value:.2f})" + (f"; strongest other {top}" if label != top and top else ""),
+        label=label,
+        strength=strength,
+        value=round(value, 4),
+    )
+
+
+def _q_of(a: ItemAnswer) -> float:
+    return a.p_yes if a.direction == "yes_good" else 1.0 - a.p_yes
+
+
+async def judge_checklist(
+    record: SessionRecord,
+    client: ModelClient,
+    model: str,
+    rubric: Rubric,
+    *,
+    trial: int = 0,
+) -> JudgeVerdict:
+    """One judge model's checklist verdict on one session: every item asked once, every dimension scored."""
+    copies = copied_lines(record)
+    asks = plan_asks(record, rubric)
+    by_context: dict[int | None, list[str]] = {}
+    for a in asks:
+        for q in a.questions:
+            if q not in by_context.setdefault(a.turn, []):
+                by_context[a.turn].append(q)
+    got: dict[tuple[int | None, str], YesProbability | str] = {}
+    calls: list[CallRecord] = []
+    gate = asyncio.Semaphore(1 if is_local(model) else CONTEXTS_AT_ONCE)
+    ask = getattr(client, "yes_probability", None)
+    if ask is None:
+        raise TypeError(f"{type(client).__name__} cannot read answer probabilities (no yes_probability)")
+
+    async def one_context(turn: int | None, questions: list[str]) -> None:
+        context, about = _context(record, copies, turn)
+        async with gate:
+            for q in questions:  # one after another: the shared prefix stays in the model's cache
+                prompt = Prompt(
+                    context=context,
+                    instructions=render_prompt("item", CHECKLIST_PROMPTS, about=about, question=q),
+                )
+                try:
+                    answer = await ask(
+                        prompt, role="judge", model=model, samples=SAMPLES, seed=record.seed + 31 * trial, trial=trial
+                    )
+                except ModelError as err:
+                    got[(turn, q)] = err.reason
+                    continue
+                got[(turn, q)] = answer
+                calls.append(answer.call)
+
+    await asyncio.gather(*(one_context(t, qs) for t, qs in by_context.items()))
+
+    grouped: dict[tuple[str, str], list[Ask]] = {}
+    for a in asks:
+        grouped.setdefault((a.unit, a.dim), []).append(a)
+    for dim in rubric.active:  # dimensions without applicable items are reported, not skipped silently
+        units = (
+            [f"t{t.index}" for t in record.turns if t.kind == "supporter"]
+            if dim.level == "intervention"
+            else ["session"]
+            if dim.level == "session"
+            else [f"member:{m}" for m in speakers_of(record)]
+        )
+        for unit in units:
+            grouped.setdefault((unit, dim.id), [])
+    stated_of = {t.index: t.decision.strategy for t in record.turns if t.decision}
+    dims = {d.id: d for d in rubric.active}
+    scores: list[DimensionScore] = []
+    failures: list[JudgeFailure] = []
+    for (unit, dim_id), dim_asks in grouped.items():
+        dim = dims[dim_id]
+        answers, failed = [], []
+        for a in dim_asks:
+            results = [got.get((a.turn, q)) for q in a.questions]
+            bad = [r for r in results if not isinstance(r, YesProbability)]
+            if bad:
+                failed.append(f"item {a.item.id} ({a.questions[0][:60]}): {bad[0] or 'not asked'}")
+                continue
+            ok = [r for r in results if isinstance(r, YesProbability)]
+            answers.append(
+                ItemAnswer(
+                    item=a.item.id,
+                    question=a.questions[0],
+                    turn=a.turn,
+                    member=a.member,
+                    other=a.other,
+                    strategy=a.strategy,
+                    direction=a.item.direction,
+                    supports=a.item.supports,
+                    weight=a.item.weight,
+                    p_yes=round(sum(r.p_yes for r in ok) / len(ok), 6),
+                    method="samples" if any(r.method == "samples" for r in ok) else "logprobs",
+                    k=max(r.k for r in ok),
+                )
+            )
+        if failed:
+            failures.append(JudgeFailure(unit=f"{unit}/{dim_id}", reason=f"{len(failed)} item(s) failed: {failed[0]}"))
+            continue
+        turn = int(unit[1:]) if unit.startswith("t") else None
+        stated = stated_of.get(turn) if turn is not None else None
+        result = score_dimension(dim, unit, answers, record.case.member_names, stated)
+        if isinstance(result, str):
+            failures.append(JudgeFailure(unit=f"{unit}/{dim_id}", reason=result))
+        else:
+            scores.append(result)
+    capped = [
+        sc.model_copy(update={"value": float(sc.score)})
+        if sc.capped_from is not None and sc.value is not None and sc.score is not None and sc.value > sc.score
+        else sc
+        for sc in apply_copy_caps(scores, copies, rubric)
+    ]
+    if not asks and not failures:
+        status = JudgmentStatus.OK
+    elif not capped and failures:
+        status = JudgmentStatus.FAILED
+    else:
+        status = JudgmentStatus.PARTIAL if failures else JudgmentStatus.OK
+    return JudgeVerdict(judge=model, status=status, scores=capped, failures=failures, calls=calls)

@@ -1,0 +1,351 @@
+"""Checklist judging with answer probabilities: known answers from fake providers that give chosen
+log-probabilities (the project's fake OpenAI server, and the fake client), through the library and the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from itertools import groupby
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from judges import build_leaderboard, judge_session, load_rubric, read_judgment, write_judgment
+from judges.scoring import ItemAnswer, RubricError, score_dimension
+from simulator.cli import app as cli_app
+from simulator.cli import judge_cmd
+from simulator.llm.client import LiteLLMClient, ModelSettings
+from simulator.llm.fake import FakeModelClient
+from simulator.llm.types import Prompt
+from simulator.runfolder import RunFolder
+from simulator.testing.fake_openai import FakeOpenAIServer
+from tests._session_fixtures import couple_session, fill_reply
+from tests.test_judge_splices import FIRST_COMMAND, transcript
+
+WIDE = {"COLUMNS": "240", "RESCUE_SIM_MODEL": "", "RESCUE_SIM_JUDGES": ""}
+QUESTION = Prompt(
+    context="Ana: I am tired.", instructions="Question about the session:\nIs Ana tired?\nAnswer yes or no."
+)
+
+
+def one_item_rubric(tmp_path: Path) -> Path:
+    """A complete rubric of one intervention scale with one item: one question per supporter turn."""
+    path = tmp_path / "one.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "one",
+                "dimensions": [
+                    {
+                        "id": "responds",
+                        "level": "intervention",
+                        "kind": "scale",
+                        "min": 1,
+                        "max": 5,
+                        "question": "Does it respond?",
+                        "anchors": {i: f"point {i}" for i in range(1, 6)},
+                        "checklist": [{"id": "responds", "question": "Does the turn respond to what was said?"}],
+                    }
+                ],
+            }
+        )
+    )
+    return path
+
+
+def hosted(server: FakeOpenAIServer) -> LiteLLMClient:
+    return LiteLLMClient(ModelSettings(default="openai/fake", api_bases={"openai/fake": server.url}, cache=False))
+
+
+# ---- answer probabilities in the model client ------------------------------------------------------------------
+
+
+def test_an_item_answered_yes_at_0_8_scores_0_8() -> None:
+    with FakeOpenAIServer(yes_no=lambda body: 0.8, record=True) as server:
+        got = asyncio.run(hosted(server).yes_probability(QUESTION, role="judge"))
+        sent = json.loads(server.recorded[0])
+    assert got.method == "logprobs" and got.k == 1
+    assert got.p_yes == pytest.approx(0.8) and (got.yes, got.no) == (pytest.approx(0.8), pytest.approx(0.2))
+    assert (sent["logprobs"], sent["top_logprobs"], sent["max_tokens"]) == (True, 20, 1)
+    # and on a 1-5 scale one such item is 1 + 4 * 0.8
+    dim = load_rubric().get("strategy_fit")
+    answer = ItemAnswer(
+        item="responds", question="?", turn=3, direction="yes_good", weight=1, p_yes=0.8, method="logprobs"
+    )
+    score = score_dimension(dim, "t3", [answer], ["Ana", "Ben"])
+    assert (score.value, score.score, score.answers) == (pytest.approx(4.2), 4, [answer])
+    bad = answer.model_copy(update={"direction": "yes_bad"})
+    assert score_dimension(dim, "t3", [bad], ["Ana", "Ben"]).value == pytest.approx(1.8)
+
+
+def test_a_provider_without_logprobs_falls_back_to_k_samples_and_says_so(tmp_path: Path) -> None:
+    with FakeOpenAIServer(yes_no=lambda body: 0.8, logprobs=False) as server:
+        client = hosted(server)
+        got = asyncio.run(client.yes_probability(QUESTION, role="judge", samples=5, seed=3))
+        asked = server.stats()["requests"]
+        judgment = asyncio.run(
+            judge_session(
+                couple_session(),
+                client,
+                ["openai/fake"],
+                load_rubric(one_item_rubric(tmp_path), base=None),
+                judge_mode="checklist",
+            )
+        )
+        after = server.stats()["requests"] - asked
+    assert got.method == "samples" and got.k == 5 and got.p_yes in {i / 5 for i in range(6)}
+    assert got.yes + got.no == pytest.approx(1.0)
+    (verdict,) = judgment.verdicts
+    answers = [a for s in verdict.scores for a in s.answers]
+    assert len(answers) == 2 and {(a.method, a.k) for a in answers} == {("samples", 5)}
+    assert after == 2 * 5  # the model is remembered as giving no logprobs: two turns, five samples each
+
+
+def test_a_failed_item_is_recorded_never_scored() -> None:
+    client = FakeModelClient(
+        yes=lambda call: RuntimeError("provider down") if "[5]" in call.prompt.instructions else 0.9
+    )
+    judgment = asyncio.run(judge_session(couple_session(), client, ["fake/judge"], judge_mode="checklist"))
+    (verdict,) = judgment.verdicts
+    assert verdict.status.value == "partial"
+    assert {s.turn for s in verdict.scores if s.level == "intervention"} == {3}
+    assert any(f.unit == "t5/target_fit" and "provider down" in f.reason for f in verdict.failures)
+
+
+# ---- scores from items ------------------------------------------------------------------------------------------
+
+
+def blame(name: str, turn: int, p: float = 0.9):
+    def yes(call) -> float:
+        text = call.prompt.instructions
+        if f"[{turn}]" in text and f"that {name} is at fault" in text:
+            return p
+        return 0.2
+
+    return yes
+
+
+def test_a_turn_that_blames_ana_moves_side_taking_and_balance_as_the_rubric_declares() -> None:
+    record = couple_session()
+    neutral = asyncio.run(judge_session(record, FakeModelClient(yes=blame("Nobody", 3)), ["j"], judge_mode="checklist"))
+    blamed = asyncio.run(judge_session(record, FakeModelClient(yes=blame("Ana", 3)), ["j"], judge_mode="checklist"))
+    before, after = neutral.aggregate("t3", "side_taking"), blamed.aggregate("t3", "side_taking")
+    assert before.majority == "none" and before.strength_mean == 0
+    assert after.majority == "Ben" and after.strength_mean >= 2  # blaming Ana sides with Ben
+    assert blamed.aggregate("t5", "side_taking").majority == "none"  # the other turn did not blame anyone
+    assert blamed.aggregate("session", "balance").mean < neutral.aggregate("session", "balance").mean
+    (score,) = [s for s in blamed.verdicts[0].scores if s.item == "t3" and s.dimension == "side_taking"]
+    at_fault = [a for a in score.answers if a.item == "at_fault"]
+    assert {(a.member, a.turn, a.p_yes) for a in at_fault} == {("Ana", 3, 0.9), ("Ben", 3, 0.2)}
+    assert blamed.judge_mode == "checklist" and blamed.schema_version == 3
+
+
+def test_items_about_one_turn_share_one_prefix_built_once_per_turn() -> None:
+    client = FakeModelClient(yes=lambda call: 0.3)
+    record = couple_session()
+    judgment = asyncio.run(judge_session(record, client, ["fake/judge"], judge_mode="checklist"))
+    contexts = [c.prompt.context for c in client.calls]
+    runs = [k for k, _ in groupby(contexts)]
+    # one context per supporter turn (the transcript up to it) and one for the whole session, each asked in one
+    # unbroken run of questions, so a prefix cache reads each transcript once
+    assert len(runs) == len(set(runs)) == len(judgment.interventions) + 1
+    assert "[4] Ana" not in runs[0] and "[4] Ana" in runs[1]  # turn 3's context ends at turn 3
+    asked = [(c.prompt.context, c.prompt.instructions) for c in client.calls]
+    assert len(asked) == len(set(asked))  # a question shared by two dimensions is asked once
+    assert all(c.prompt.instructions.rstrip().endswith("Answer with one word: yes or no.") for c in client.calls)
+
+
+def test_comparisons_are_asked_in_both_member_orders_and_averaged() -> None:
+    def yes(call) -> float:
+        return 0.9 if "Did Ana and Ben get about equal" in call.prompt.instructions else 0.5
+
+    client = FakeModelClient(yes=yes)
+    judgment = asyncio.run(judge_session(couple_session(), client, ["j"], judge_mode="checklist"))
+    asked = [c.prompt.instructions for c in client.calls if "get about equal attention" in c.prompt.instructions]
+    assert len(asked) == 2 and any("Did Ben and Ana" in q for q in asked)
+    (balance,) = [s for s in judgment.verdicts[0].scores if s.dimension == "balance"]
+    (equal,) = [a for a in balance.answers if a.item == "equal"]
+    assert (equal.member, equal.other, equal.p_yes) == ("Ana", "Ben", pytest.approx(0.7))
+
+
+def test_the_copy_cap_applies_to_checklist_scores() -> None:
+    record = transcript(FIRST_COMMAND)
+    judgment = asyncio.run(judge_session(record, FakeModelClient(yes=lambda call: 0.99), ["j"], judge_mode="checklist"))
+    scores = {(s.item, s.dimension): s for s in judgment.verdicts[0].scores}
+    capped = scores[("t6", "strategy_fit")]  # turn 6 copies members' lines
+    # every item says yes: two good, two bad items, a share of 0.5, 3 on 1-5; capped at the rubric's 2
+    assert (capped.score, capped.capped_from, capped.value) == (2, 3, 2.0)
+    assert judgment.aggregate("t6", "strategy_fit").mean == 2.0
+
+
+def test_a_user_rubric_adds_overrides_and_drops_items(tmp_path: Path) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "dimensions": [
+                    {
+                        "id": "side_taking",
+                        "checklist": [
+                            {"id": "at_fault", "weight": 2},
+                            {"id": "sides_with", "enabled": False},
+                            {"id": "praises", "supports": "$member", "question": "Does the turn praise {member}?"},
+                        ],
+                    }
+                ]
+            }
+        )
+    )
+    items = {i.id: i for i in load_rubric(path).get("side_taking").items}
+    assert sorted(items) == ["at_fault", "praises"]
+    assert items["at_fault"].weight == 2 and "{member} is at fault" in items["at_fault"].question
+
+
+def test_an_old_judgment_still_loads_is_shown_and_enters_the_leaderboard(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    folder.open({"supporter": "fake/supporter"})
+    record = couple_session()
+    folder.write_session(record)
+    client = FakeModelClient(default=lambda call: fill_reply(call.schema))
+    judgment = asyncio.run(judge_session(record, client, ["fake/judge"]))
+    path = write_judgment(folder, judgment)
+    old = json.loads(path.read_text())  # as schema 2 wrote it: no judge mode, no values or answers
+    old["schema_version"] = 2
+    del old["judge_mode"]
+    for verdict in old["verdicts"]:
+        for score in verdict["scores"]:
+            del score["value"], score["answers"]
+    old["rubric"]["dimensions"] = [
+        {k: v for k, v in d.items() if k != "checklist"} for d in old["rubric"]["dimensions"]
+    ]
+    path.write_text(json.dumps(old))
+    back = read_judgment(folder, record.session_id)
+    assert back is not None and back.judge_mode == "verdict" and back.schema_version == 2
+    (row,) = build_leaderboard([folder.path]).rows
+    assert row.scored == 1
+    cli_app._register()
+    shown = CliRunner().invoke(cli_app.app, ["show", str(folder.path), "--session", record.session_id], env=WIDE)
+    assert shown.exit_code == 0, shown.output
+    assert "overall" in shown.output.lower() and "not judged yet" not in shown.output
+
+
+# ---- the CLI ----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cli(monkeypatch):
+    cli_app._register()
+    client = FakeModelClient(default=lambda call: fill_reply(call.schema), yes=blame("Ana", 3))
+    monkeypatch.setattr(judge_cmd, "make_client", lambda settings: client)
+
+    def run(*args):
+        result = CliRunner().invoke(cli_app.app, [str(a) for a in args], env=WIDE)
+        assert "Traceback" not in result.output
+        return result
+
+    run.client = client
+    return run
+
+
+def test_judge_defaults_to_checklist_and_the_leaderboard_reads_it(cli, tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    folder.open({"supporter": "fake/supporter"})
+    folder.write_session(couple_session())
+    result = cli("judge", folder.path)
+    assert result.exit_code == 0, result.output
+    judgment = read_judgment(folder, "s1")
+    assert judgment.judge_mode == "checklist" and all(c.schema is None for c in cli.client.calls)
+    assert judgment.aggregate("t3", "side_taking").majority == "Ben"
+    board = json.loads(cli("leaderboard", folder.path, "--json").stdout)
+    dims = {d["dimension"]: d for d in board["rows"][0]["dimensions"]}
+    assert dims["side_taking"]["value"]["mean"] == 0.5  # one of the two turns took a side
+    assert 1 <= dims["overall_quality"]["value"]["mean"] <= 5
+
+
+@pytest.mark.parametrize(
+    ("item", "needle"),
+    [
+        ({"id": "empty", "question": ""}, "item 'empty': question: must not be empty"),
+        ({"id": "lvl", "question": "Q?", "level": "turn"}, "item 'lvl': level: unknown value 'turn'"),
+        ({"id": "neg", "question": "Q?", "weight": -1}, "item 'neg': weight: must be 0 or more"),
+        (
+            {"id": "dir", "question": "Q?", "direction": "up"},
+            "item 'dir': direction: unknown value 'up'; use 'yes_good'",
+        ),
+        ({"id": "ph", "question": "Is {someone} ok?"}, "unknown placeholder {someone}"),
+    ],
+)
+def test_bad_rubric_items_are_refused_in_one_line(cli, tmp_path: Path, item, needle) -> None:
+    folder = RunFolder(tmp_path / "run")
+    folder.open({"supporter": "fake/supporter"})
+    folder.write_session(couple_session())
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"dimensions": [{"id": "timing", "checklist": [item]}]}))
+    result = cli("judge", folder.path, "--rubric", bad)
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: {bad}: dimension 'timing'") and needle in line, line
+
+
+def test_an_item_without_an_id_is_refused_in_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"dimensions": [{"id": "timing", "checklist": [{"question": "Q?"}]}]}))
+    with pytest.raises(RubricError, match=r"dimension 'timing' checklist\[0\]\.id: required field is missing"):
+        load_rubric(bad)
+
+
+# ---- item weights from ratings ---------------------------------------------------------------------------------
+
+
+def test_fit_weights_learns_from_imported_ratings_and_reports_held_out_agreement(cli, tmp_path: Path) -> None:
+    from judges.ratings import RatingsFile, StoredRating, write_ratings
+
+    def yes(call) -> float:  # `responds` tracks the session; every other item is noise
+        text, i = call.prompt.instructions, call.seed
+        if "actually said" in text:
+            return 0.05 + 0.11 * i
+        return 0.3 + 0.4 * ((i * 7 + len(text)) % 5) / 4
+
+    folder = RunFolder(tmp_path / "rated")
+    folder.open({"supporter": "fake/supporter"})
+    ratings = []
+    client = FakeModelClient(yes=yes)
+    for i in range(8):
+        record = couple_session(f"s{i}", seed=i)
+        folder.write_session(record)
+        write_judgment(folder, asyncio.run(judge_session(record, client, ["j"], judge_mode="checklist")))
+        human = round(1 + 4 * (0.05 + 0.11 * i))
+        ratings.append(
+            StoredRating(
+                item_id=f"it-{i}",
+                session_id=f"s{i}",
+                unit="intervention",
+                turn=3,
+                dimension="strategy_fit",
+                rater="r1",
+                value=human,
+                import_id="imp",
+            )
+        )
+    write_ratings(folder, RatingsFile(ratings=ratings))
+    out = tmp_path / "weights.yaml"
+    result = cli("judge", folder.path, "--fit-weights", out)
+    assert result.exit_code == 0, result.output
+    assert "MAE" in result.output and "strategy fit" in result.output.lower()
+    items = {i.id: i.weight for i in load_rubric(out).get("strategy_fit").items}
+    assert max(items, key=items.get) == "responds" and items["responds"] > 0.5
+    from judges.ratings import fit_item_weights
+
+    (fitted,) = fit_item_weights([folder.path])
+    assert fitted.ratings == 8 and fitted.folds == 5
+    assert fitted.fitted_mae < fitted.equal_mae  # held out, the fitted weights agree better with the raters
+
+
+def test_fit_weights_without_ratings_says_what_it_needs(cli, tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    folder.open({"supporter": "fake/supporter"})
+    result = cli("judge", folder.path, "--fit-weights", tmp_path / "w.yaml")
+    assert result.exit_code == 1 and "nothing fitted" in result.stderr
+    assert not (tmp_path / "w.yaml").exists()
