@@ -143,3 +143,14 @@ def test_judgments_and_rubrics_written_before_repeats_were_measured_still_load(t
         ],
     }  # fmt: skip
     assert Rubric.model_validate(mini).digest == "f358fe84ba50"
+
+
+def test_the_repeat_cap_applies_to_checklist_scores():
+    """Checklist scores are capped like verdict scores: every item says yes (two good and two bad items on
+    strategy fit: 3 on 1-5), and the repeated turn 7 is held to the rubric's 2."""
+    record = transcript(REPEATING)
+    client = FakeModelClient(yes=lambda call: 0.99)
+    j = asyncio.run(judge_session(record, client, ["fake/judge"], load_rubric(), judge_mode="checklist"))
+    capped = score_of(j, "t7", "strategy_fit")
+    assert (capped.score, capped.capped_from, capped.value) == (2, 3, 2.0)
+    assert score_of(j, "t3", "strategy_fit").score == 3  # the first time it was said is not capped

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from judges.scoring._facts import apply_copy_caps, copied_lines, speakers_of
+from judges.scoring._facts import apply_copy_caps, apply_repeat_caps, copied_lines, repeated_lines, speakers_of
 from judges.scoring._records import (
     CopiedLine,
     DimensionScore,
@@ -235,7 +235,7 @@ async def judge_checklist(
     trial: int = 0,
 ) -> JudgeVerdict:
     """One judge model's checklist verdict on one session: every item asked once, every dimension scored."""
-    copies = copied_lines(record)
+    copies, repeats = copied_lines(record), repeated_lines(record)
     asks = plan_asks(record, rubric)
     by_context: dict[int | None, list[str]] = {}
     for a in asks:
@@ -326,7 +326,7 @@ async def judge_checklist(
         sc.model_copy(update={"value": float(sc.score)})
         if sc.capped_from is not None and sc.value is not None and sc.score is not None and sc.value > sc.score
         else sc
-        for sc in apply_copy_caps(scores, copies, rubric)
+        for sc in apply_repeat_caps(apply_copy_caps(scores, copies, rubric), repeats, rubric)
     ]
     if not asks and not failures:
         status = JudgmentStatus.OK
