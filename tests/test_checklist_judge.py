@@ -349,3 +349,50 @@ def test_fit_weights_without_ratings_says_what_it_needs(cli, tmp_path: Path) -> 
     result = cli("judge", folder.path, "--fit-weights", tmp_path / "w.yaml")
     assert result.exit_code == 1 and "nothing fitted" in result.stderr
     assert not (tmp_path / "w.yaml").exists()
+
+
+# ---- the embedded model ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.embedded
+def test_the_embedded_model_reads_each_turns_transcript_once(tmp_path: Path) -> None:
+    """P(yes) from llama.cpp's last logits row; the questions after a turn's first read only themselves."""
+    path = tmp_path / "two.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "two",
+                "dimensions": [
+                    {
+                        "id": "side_taking",
+                        "level": "intervention",
+                        "kind": "label",
+                        "allowed": ["none", "$members"],
+                        "neutral": "none",
+                        "question": "Sides?",
+                        "checklist": [
+                            {
+                                "id": "at_fault",
+                                "supports": "$others",
+                                "question": "Does the counsellor's turn say or imply that {member} is at fault?",
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    )
+    client = LiteLLMClient(ModelSettings(cache=False))
+    record = couple_session()
+    judgment = asyncio.run(
+        judge_session(
+            record, client, ["local/qwen2.5-coder-1.5b"], load_rubric(path, base=None), judge_mode="checklist"
+        )
+    )
+    (verdict,) = judgment.verdicts
+    assert verdict.status.value == "ok" and len(verdict.calls) == 4  # two turns, two members
+    answers = [a for s in verdict.scores for a in s.answers]
+    assert all(a.method == "logprobs" and 0 < a.p_yes < 1 for a in answers)
+    fresh = [c.usage.prompt_tokens - c.usage.cached_prompt_tokens for c in verdict.calls]
+    assert sum(f < 40 for f in fresh) >= 2, fresh  # each turn's second question reads only itself
+    assert sum(f > 200 for f in fresh) <= 2, fresh  # at most each turn's context read in full
