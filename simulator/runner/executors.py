@@ -269,10 +269,13 @@ async def execute_ray(
     env = runtime_env(options)  # a forwarded variable missing here fails before connecting
     started_ray = not ray.is_initialized()
     if started_ray:
+        import logging
+
+        quiet = {"log_to_driver": options.debug, "logging_level": logging.INFO if options.debug else logging.WARNING}
         if options.address:
-            ray.init(address=options.address, log_to_driver=options.debug)
+            ray.init(address=options.address, **quiet)
         else:
-            ray.init(include_dashboard=False, log_to_driver=options.debug)
+            ray.init(include_dashboard=False, **quiet)
     try:
         payload = _client_payload(client.inner)
         worker_models = session_models(models, [s.supporter for s in pending])
