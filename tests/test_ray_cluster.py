@@ -159,9 +159,12 @@ def stress(config: Path, out: Path, url: str, *args: str, background: bool = Fal
         COLUMNS="200",
     )
     cmd = [sys.executable, "-m", "simulator.cli.app", "stress", str(config), "--out", str(out), "--no-cache", *args]
+    # not from the checkout: Ray puts the driver's working folder on its workers' sys.path, which would hide what
+    # the nodes have installed
+    cwd = config.parent
     if background:
-        return subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=240)
+        return subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=240)
 
 
 def transcripts(out: Path) -> dict:

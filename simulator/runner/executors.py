@@ -268,18 +268,21 @@ async def execute_ray(
         return []
     env = runtime_env(options)  # a forwarded variable missing here fails before connecting
     started_ray = not ray.is_initialized()
-    if started_ray:
+    if started_ray:  # the whole job gets the runtime_env (Ray uploads local py_modules only for a whole job)
         import logging
 
         quiet = {"log_to_driver": options.debug, "logging_level": logging.INFO if options.debug else logging.WARNING}
         if options.address:
-            ray.init(address=options.address, **quiet)
+            ray.init(address=options.address, runtime_env=env or None, **quiet)
         else:
-            ray.init(include_dashboard=False, **quiet)
+            ray.init(include_dashboard=False, runtime_env=env or None, **quiet)
+    elif options.ship_code:
+        raise UserError("--ray-ship-code: Ray is already connected in this process; let rescue-sim connect to it")
+    task_env = {} if started_ray else env  # tasks and actors inherit the job's; else each is given its own
     try:
         payload = _client_payload(client.inner)
         worker_models = session_models(models, [s.supporter for s in pending])
-        for note in preflight(ray, env, payload, worker_models, client.inner, options):
+        for note in preflight(ray, task_env, payload, worker_models, client.inner, options):
             hooks.note(note)
         if options.ship_code:
             hooks.note(
@@ -287,7 +290,7 @@ async def execute_ray(
             )
         if options.env:
             hooks.note(f"forwarding {', '.join(options.env)} to the workers (names only are recorded)")
-        return await _run_on_ray(ray, env, pending, client, factory, models, hooks, concurrency, payload, options)
+        return await _run_on_ray(ray, task_env, pending, client, factory, models, hooks, concurrency, payload, options)
     finally:
         if started_ray:
             ray.shutdown()
