@@ -222,7 +222,7 @@ def test_forwarded_sessions_spread_over_both_nodes_like_the_local_executor(clust
         "2",
     )
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "forwarding OPENAI_API_KEY, OPENAI_API_BASE" in res.stdout and "Traceback" not in res.stderr
+    assert "forwarding OPENAI_API_KEY, OPENAI_API_BASE to the Ray workers" in res.stdout and "Traceback" not in res.stderr
     nodes = read_nodes(out)
     assert sorted(nodes) == sorted(RunFolder(out).session_ids()) and len(nodes) == 4
     assert len(set(nodes.values())) == 2  # both nodes ran sessions

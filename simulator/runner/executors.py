@@ -289,7 +289,7 @@ async def execute_ray(
                 "shipping this driver's rescue-sim (personas, simulator, judges) to the workers (--ray-ship-code)"
             )
         if options.env:
-            hooks.note(f"forwarding {', '.join(options.env)} to the workers (names only are recorded)")
+            hooks.note(f"forwarding {', '.join(options.env)} to the Ray workers (values are written nowhere)")
         return await _run_on_ray(ray, task_env, pending, client, factory, models, hooks, concurrency, payload, options)
     finally:
         if started_ray:
