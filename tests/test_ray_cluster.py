@@ -222,7 +222,9 @@ def test_forwarded_sessions_spread_over_both_nodes_like_the_local_executor(clust
         "2",
     )
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "forwarding OPENAI_API_KEY, OPENAI_API_BASE to the Ray workers" in res.stdout and "Traceback" not in res.stderr
+    assert (
+        "forwarding OPENAI_API_KEY, OPENAI_API_BASE to the Ray workers" in res.stdout and "Traceback" not in res.stderr
+    )
     nodes = read_nodes(out)
     assert sorted(nodes) == sorted(RunFolder(out).session_ids()) and len(nodes) == 4
     assert len(set(nodes.values())) == 2  # both nodes ran sessions
@@ -292,3 +294,115 @@ def _cmdline(proc) -> list[str]:
         return proc.cmdline()
     except Exception:  # noqa: BLE001 - gone, or not ours to read
         return []
+
+
+# -- in this process, on the same cluster ------------------------------------------------------------------------
+
+
+def _raises_on_the_worker(spec, client):
+    """A supporter factory that fails on the worker for one case, as a bad configuration there would."""
+    from personas.common.errors import UserError
+    from simulator.runner.session import default_supporter_factory
+
+    if spec.case.id == "arjun-and-meera":
+        raise UserError("model 'openai/x': missing API key; set OPENAI_API_KEY")
+    return default_supporter_factory(spec, client)
+
+
+def test_an_exception_on_a_worker_is_that_sessions_failure_and_the_run_goes_on(cluster, server, tmp_path):
+    import asyncio
+
+    from simulator.runner.ray_cluster import RayOptions
+    from simulator.runner.runs import run_specs
+    from tests._runner_child import client as child_client
+    from tests._runner_child import specs as child_specs
+
+    specs = child_specs(2, turns=2)
+    assert {s.case.id for s in specs} >= {"arjun-and-meera"}
+    summary = asyncio.run(
+        run_specs(
+            specs,
+            child_client(server.url, None),
+            tmp_path / "run",
+            concurrency=2,
+            executor="ray",
+            ray_options=RayOptions(address=cluster.address),
+            supporter_factory=_raises_on_the_worker,
+        )
+    )
+    assert not ray.is_initialized()  # rescue-sim connected, so rescue-sim disconnected
+    assert len(summary.completed) == 1 and len(summary.failed) == 1
+    failure = summary.failed[0].failure or ""
+    assert summary.failed[0].case.id == "arjun-and-meera" and "UserError" in failure and "OPENAI_API_KEY" in failure
+    assert sorted(read_nodes(tmp_path / "run")) == sorted(s.session_id for s in specs)
+
+
+# -- the checks themselves, without a cluster ----------------------------------------------------------------------
+
+
+def _report(**over):
+    from simulator.runner.ray_cluster import package_data_digest, rescue_sim_version
+
+    base = {
+        "node": "f" * 56,
+        "ip": "10.0.0.7",
+        "version": rescue_sim_version(),
+        "digest": package_data_digest(),
+        "problems": [],
+        "endpoints": {},
+    }
+    return {**base, **over}
+
+
+def test_reports_from_the_nodes_decide_the_preflight(monkeypatch):
+    from personas.common.errors import UserError
+    from simulator.runner.ray_cluster import RayOptions, check_reports
+
+    monkeypatch.setenv("OPENAI_API_BASE", "http://10.0.0.1:8000/v1")
+    notes = check_reports([_report()], None, RayOptions())
+    assert len(notes) == 1 and "10.0.0.7" in notes[0]
+    with pytest.raises(UserError, match=r"rescue-sim 0\.0\.1 .* --ray-ship-code"):
+        check_reports([_report(version="0.0.1")], None, RayOptions())
+    check_reports([_report(version="0.0.1")], None, RayOptions(ship_code=True))  # the shipped code decides
+    with pytest.raises(UserError, match="prompt/rubric data 0123"):
+        check_reports([_report(digest="0123")], None, RayOptions(ship_code=True))
+    missing = [("tracker", "openai/gpt-4o-mini", "model 'openai/gpt-4o-mini': missing API key; set OPENAI_API_KEY")]
+    with pytest.raises(UserError) as err:
+        check_reports([_report(problems=missing)], None, RayOptions())
+    line = str(err.value)
+    assert "role tracker, model openai/gpt-4o-mini: missing OPENAI_API_KEY" in line
+    assert "--ray-env OPENAI_API_KEY,OPENAI_API_BASE" in line and "10.0.0.1" not in line
+
+    class Driver:
+        def endpoint(self, model):
+            return "http://10.0.0.1:8000/v1"
+
+    with pytest.raises(UserError) as err:
+        check_reports([_report(endpoints={"openai/m": None})], Driver(), RayOptions(env=("OPENAI_API_KEY",)))
+    assert "--ray-env OPENAI_API_KEY,OPENAI_API_BASE" in str(err.value) and "10.0.0.1" not in str(err.value)
+
+
+def test_ray_env_names_are_checked_and_left_out_of_the_run_folders_name(tmp_path, monkeypatch):
+    from personas.common.errors import UserError
+    from simulator.runner.ray_cluster import forwarded_env, parse_env_names
+    from simulator.runner.stress import StressConfigError, build_matrix, default_out_dir, load_stress_config
+
+    assert parse_env_names("A_KEY, B_BASE,A_KEY") == ("A_KEY", "B_BASE")
+    with pytest.raises(UserError, match="not a variable name"):
+        parse_env_names("sk-123")
+    monkeypatch.setenv("A_KEY", SECRET)
+    monkeypatch.delenv("B_BASE", raising=False)
+    with pytest.raises(UserError, match="B_BASE not set in this shell") as err:
+        forwarded_env(["A_KEY", "B_BASE"])
+    assert SECRET not in str(err.value)
+
+    plain = _config(tmp_path)
+    with_env = tmp_path / "e.yaml"
+    with_env.write_text(plain.read_text() + "ray_env: [OPENAI_API_KEY, OPENAI_API_BASE]\n", encoding="utf-8")
+    a, b = load_stress_config(plain), load_stress_config(with_env)
+    assert b.ray_env == ["OPENAI_API_KEY", "OPENAI_API_BASE"]
+    assert default_out_dir(a, build_matrix(a, tmp_path)) == default_out_dir(b, build_matrix(b, tmp_path))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(plain.read_text() + "ray_env: [sk-live-123]\n", encoding="utf-8")
+    with pytest.raises(StressConfigError, match=r"bad\.yaml: ray_env: .*not a variable name"):
+        load_stress_config(bad)
