@@ -112,7 +112,7 @@ class Cluster:
                 pass
         for proc in reversed(self.nodes):
             try:
-                proc.wait(timeout=10)
+                proc.wait(timeout=3)
             except subprocess.TimeoutExpired:
                 pass
             try:
@@ -260,10 +260,10 @@ def test_other_prompt_data_on_a_node_is_refused_unless_the_code_is_shipped(serve
 
 
 def test_an_actor_killed_mid_run_fails_its_sessions_and_a_rerun_completes_them(cluster, tmp_path):
-    config = _config(tmp_path)
+    config = _config(tmp_path, seeds="[0]")  # two sessions: one on each node
     out = tmp_path / "run"
     args = ("--executor", "ray", "--ray-address", cluster.address, "--ray-env", FORWARD, "--concurrency", "2")
-    with FakeOpenAIServer(latency_s=0.4) as slow:  # sessions long enough to be caught in flight
+    with FakeOpenAIServer(latency_s=0.5) as slow:  # sessions long enough to be caught in flight
         proc = stress(config, out, slow.url, *args, background=True)
         victim = None
         deadline = time.monotonic() + 120
@@ -274,18 +274,18 @@ def test_an_actor_killed_mid_run_fails_its_sessions_and_a_rerun_completes_them(c
             )
             time.sleep(0.2)
         assert victim is not None, "no session worker appeared on the second node"
-        time.sleep(2.0)  # its first session is in flight
+        time.sleep(1.5)  # its session is in flight (about 7 calls of 0.5 s)
         victim.kill()
         stdout, stderr = proc.communicate(timeout=240)
         assert proc.returncode == 1, stdout + stderr  # failed sessions, not a dead run
-        assert "Traceback" not in stderr, stderr
+        assert "Traceback" not in stderr + stdout, stderr
         failed = [r for r in RunFolder(out).results() if r.status.value == "failed"]
         assert failed and all("Ray worker lost" in (r.failure or "") for r in failed)
-        assert len(RunFolder(out).results()) == 4  # every session has its line: the rest ran on
+        assert len(RunFolder(out).results()) == 2  # every session has its line: the other one ran on
         rerun = stress(config, out, slow.url, *args)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     results = RunFolder(out).results()
-    assert len(results) == 4 and all(r.status.value == "completed" for r in results)
+    assert len(results) == 2 and all(r.status.value == "completed" for r in results)
     assert_secret_nowhere(out, stdout, stderr, rerun.stdout, rerun.stderr)
 
 
