@@ -349,6 +349,7 @@ async def _run_on_ray(
         try:
             record_json, counts, node = await ref
         except asyncio.CancelledError:
+            load[worker] -= 1
             raise
         except Exception as err:  # noqa: BLE001 - the worker raised outside the session, or died: failed, with why
             load[worker] -= 1

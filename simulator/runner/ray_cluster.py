@@ -159,7 +159,7 @@ def _fix(provider: str, missing: Sequence[str], options: RayOptions) -> str:
     return f"forward it from this shell with --ray-env {forward} (or ray_env: in the config), or start the cluster with it set"
 
 
-def check_reports(reports: list[dict[str, Any]], driver_client: Any, options: RayOptions) -> list[str]:  # noqa: C901 - one pass over the reports, one reason per problem
+def check_reports(reports: list[dict[str, Any]], driver_client: Any, options: RayOptions) -> list[str]:
     """The first problem across the nodes' reports as a UserError; else one note per node (for the terminal)."""
     from simulator.llm.types import provider_of
 
@@ -209,6 +209,8 @@ def preflight(
 
     task = ray.remote(num_cpus=0, max_retries=0)(node_report)
     nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
+    if not nodes:
+        raise UserError("the Ray cluster has no live node with CPUs; start one with `ray start --num-cpus N`")
     refs = [
         task.options(
             runtime_env=env or None, scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
