@@ -360,9 +360,8 @@ async def _run_on_ray(
             cause = getattr(err, "cause", None)
             if isinstance(err, ray.exceptions.RayTaskError) and isinstance(cause, Exception):
                 record = _crashed(spec, models, cause, None)
-            else:
-                if isinstance(err, ray.exceptions.RayActorError):
-                    alive[worker] = False  # never given another session
+            else:  # the actor, its process or its node is gone (ActorDiedError, ActorUnavailableError, ...)
+                alive[worker] = False  # never given another session (actors are not restarted)
                 record = _crashed(spec, models, err, None, reason=_lost_reason(err, await where(worker)))
             hooks.placed(spec, await where(worker))
             await hooks.finished(spec, record)
