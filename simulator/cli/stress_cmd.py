@@ -82,6 +82,21 @@ def stress(
     ray_address: Annotated[
         str | None, typer.Option(help="Ray cluster address (default: start a local Ray instance).")
     ] = None,
+    ray_env: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME[,NAME...]",
+            help="Forward these variables from this shell to the Ray workers (e.g. OPENAI_API_KEY,OPENAI_API_BASE); "
+            "added to the config's ray_env. Values are never written anywhere.",
+        ),
+    ] = None,
+    ray_ship_code: Annotated[
+        bool,
+        typer.Option("--ray-ship-code", help="Send this rescue-sim to the Ray workers (runtime_env py_modules)."),
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show Ray worker logs and the tracebacks of sessions that crashed there.")
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the matrix size and an estimate of calls and tokens; run nothing.")
     ] = False,
@@ -91,11 +106,18 @@ def stress(
     session and run its perturbation's check. Re-running the same command resumes. Exit 1 when sessions,
     judgments or checks failed; 2 for a bad config."""
     from personas.common.errors import UserError
+    from simulator.runner.ray_cluster import RayOptions, forwarded_env, parse_env_names
     from simulator.runner.stress import build_matrix, default_out_dir, estimate, load_stress_config
 
     if executor not in ("local", "ray"):
         raise UserError(f"--executor {executor!r}: use local or ray")
     config = load_stress_config(config_path)
+    env_names = (*parse_env_names(ray_env), *config.ray_env)
+    ray_options = RayOptions(
+        address=ray_address, env=tuple(dict.fromkeys(env_names)), ship_code=ray_ship_code, debug=debug
+    )
+    if executor == "ray":
+        forwarded_env(ray_options.env, "--ray-env" if ray_env else f"{config_path}: ray_env")  # set here? (names only)
     base = config_path.resolve().parent
     matrix = build_matrix(config, base, config_path)
     _check_supporters(config, config_path)
@@ -149,7 +171,11 @@ def stress(
     from simulator.cli._progress import RunProgress
 
     board = RunProgress(console)  # sessions done / failed / running, calls, tokens, cost, ETA
-    events = RunEvents(session_finished=finished, progress=board.update)
+
+    def note(text: str) -> None:
+        console.print(f"[dim]{escape(text)}[/]", soft_wrap=True)
+
+    events = RunEvents(session_finished=finished, progress=board.update, note=note)
     try:
         with board:
             summary = run_sync(  # not asyncio.run: it would repr every record at exit
@@ -161,7 +187,7 @@ def stress(
                     base=base,
                     concurrency=concurrency,
                     executor=executor,  # type: ignore[arg-type]
-                    ray_address=ray_address,
+                    ray_options=ray_options,
                     events=events,
                     on_checked=checked,
                 )

@@ -10,9 +10,13 @@ folder. So a cluster needs no shared filesystem for results, and kill-safety is 
   (`SessionWorker`) that each run up to concurrency / workers sessions at once in their own event loop, so
   sessions waiting on a model cost no CPU slot. Each actor builds its own client: from the picklable
   `ModelSettings` when the client is the litellm client (the usual case), else from a pickled copy of it (a
-  test fake). A task returns the finished record and its call counts; nothing is checkpointed mid-session, so
-  a killed driver (its actors die with it) reruns the sessions that were in flight, and each node's call cache
-  replays what had succeeded.
+  test fake). A task returns the finished record, its call counts and its node (`ray_nodes.jsonl` in the run
+  folder); nothing is checkpointed mid-session, so a killed driver (its actors die with it) reruns the sessions
+  that were in flight, and each node's call cache replays what had succeeded. Before any session, a preflight
+  task on every node checks that its workers can call the models and run the driver's code
+  (`simulator.runner.ray_cluster`). Whatever a session raises on a worker is its recorded failure; an actor or
+  node lost mid-run fails the sessions it held (never half-written: only the driver writes, atomically), gets no
+  more, and a rerun runs them again.
 """
 
 from __future__ import annotations
@@ -28,18 +32,25 @@ from simulator.records import EndReason, SessionRecord, SessionStatus
 from simulator.redact import redact
 
 if TYPE_CHECKING:
+    from simulator.runner.ray_cluster import RayOptions
     from simulator.runner.session import Hooks, MeteredClient, SessionSpec, SupporterFactory
 
 
 def _crashed(
-    spec: SessionSpec, models: dict[str, str], err: BaseException, last: SessionRecord | None
+    spec: SessionSpec,
+    models: dict[str, str],
+    err: BaseException,
+    last: SessionRecord | None,
+    *,
+    reason: str | None = None,
 ) -> SessionRecord:
-    """A session that raised something the engine does not turn into a failure: recorded as failed, with why."""
+    """A session that raised something the engine does not turn into a failure: recorded as failed, with why
+    (`reason`, else the exception and where in rescue-sim it was raised)."""
     from datetime import datetime, timezone
 
     if last is not None and last.status == SessionStatus.FAILED and last.failure:
         return last  # the engine already recorded why it stopped
-    reason = redact(f"crashed: {type(err).__name__}: {' '.join(str(err).split())}{_where(err)}"[:400])
+    reason = reason or redact(f"crashed: {type(err).__name__}: {' '.join(str(err).split())}{_where(err)}"[:400])
     base = last or SessionRecord(
         session_id=spec.session_id,
         case=spec.case,
@@ -197,8 +208,14 @@ class SessionWorker:
         self.client = _build_client(payload)
         self.factory, self.models = factory, models
 
-    async def run(self, spec_json: str) -> tuple[str, tuple]:
-        """One session: the record (JSON) and its call counts (calls, tokens, cost, cache hits, failed calls)."""
+    def node(self) -> str:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
+    async def run(self, spec_json: str) -> tuple[str, tuple, str]:
+        """One session: the record (JSON), its call counts (calls, tokens, cost, cache hits, failed calls) and the
+        node it ran on. Whatever the session raises, a bad configuration included, is its recorded failure."""
         from simulator.runner.session import MeteredClient, SessionSpec, run_one
 
         spec = SessionSpec.model_validate_json(spec_json)
@@ -211,12 +228,19 @@ class SessionWorker:
         try:
             supporter = self.factory(spec, client)
             record = await run_one(spec, client, supporter, models=self.models, on_update=update, update_every_s=60.0)
-        except UserError:
-            raise
-        except Exception as err:  # noqa: BLE001 - recorded as a failed session, as locally
+        except Exception as err:  # noqa: BLE001 - recorded as a failed session; the run goes on
             record = _crashed(spec, self.models, err, state.get("last"))
         counts = (client.calls, client.tokens, client.cost_usd, client.cache_hits, client.failed_calls)
-        return record.model_dump_json(), counts
+        return record.model_dump_json(), counts, self.node()
+
+
+def _lost_reason(err: BaseException, node: str | None) -> str:
+    """Why a session's worker never returned it: the actor, its process or its node died (retryable)."""
+    first = next((line.strip() for line in str(err).splitlines() if line.strip()), "")
+    where = f" on node {node[:8]}" if node else ""
+    return redact(
+        f"Ray worker lost{where} ({type(err).__name__}: {first[:200]}); rerun the same command to run it again"
+    )
 
 
 async def execute_ray(
@@ -228,55 +252,130 @@ async def execute_ray(
     *,
     concurrency: int,
     address: str | None = None,
+    options: RayOptions | None = None,
 ) -> list[str]:
+    """Run the sessions on Ray: the cluster at `options.address` (or `address`), else a local instance. A preflight
+    task on every node checks the workers' configuration and code first (`ray_cluster.preflight`); a session whose
+    worker raises or dies is recorded as failed, the others go on, and a rerun runs it again."""
     try:
         import ray
     except ImportError:
         raise UserError("--executor ray needs Ray: pip install 'rescue-sim[ray]'") from None
-    if not ray.is_initialized():
-        if address:
-            ray.init(address=address, log_to_driver=False)
+    from simulator.runner.ray_cluster import RayOptions, preflight, runtime_env, session_models
+
+    options = options or RayOptions(address=address)
+    if not pending:
+        return []
+    env = runtime_env(options)  # a forwarded variable missing here fails before connecting
+    started_ray = not ray.is_initialized()
+    if started_ray:  # the whole job gets the runtime_env (Ray uploads local py_modules only for a whole job)
+        import logging
+
+        quiet = {"log_to_driver": options.debug, "logging_level": logging.INFO if options.debug else logging.WARNING}
+        if options.address:
+            ray.init(address=options.address, runtime_env=env or None, **quiet)
         else:
-            ray.init(include_dashboard=False, log_to_driver=False)
+            ray.init(include_dashboard=False, runtime_env=env or None, **quiet)
+    elif options.ship_code:
+        raise UserError("--ray-ship-code: Ray is already connected in this process; let rescue-sim connect to it")
+    task_env = {} if started_ray else env  # tasks and actors inherit the job's; else each is given its own
+    try:
+        payload = _client_payload(client.inner)
+        worker_models = session_models(models, [s.supporter for s in pending])
+        for note in preflight(ray, task_env, payload, worker_models, client.inner, options):
+            hooks.note(note)
+        if options.ship_code:
+            hooks.note(
+                "shipping this driver's rescue-sim (personas, simulator, judges) to the workers (--ray-ship-code)"
+            )
+        if options.env:
+            hooks.note(f"forwarding {', '.join(options.env)} to the Ray workers (values are written nowhere)")
+        return await _run_on_ray(ray, task_env, pending, client, factory, models, hooks, concurrency, payload, options)
+    finally:
+        if started_ray:
+            ray.shutdown()
+
+
+async def _run_on_ray(
+    ray: Any,
+    env: dict[str, Any],
+    pending: list[SessionSpec],
+    client: MeteredClient,
+    factory: SupporterFactory,
+    models: dict[str, str],
+    hooks: Hooks,
+    concurrency: int,
+    payload: tuple[str, Any],
+    options: RayOptions,
+) -> list[str]:
     cpus = int(ray.cluster_resources().get("CPU", 1)) or 1
     n_workers = max(1, min(concurrency, cpus))
     per_worker = -(-concurrency // n_workers)
     worker_cls = ray.remote(num_cpus=1, max_concurrency=per_worker, max_restarts=0)(SessionWorker)
-    payload = _client_payload(client.inner)
-    workers = [worker_cls.remote(payload, factory, models) for _ in range(n_workers)]
+    workers = [worker_cls.options(runtime_env=env or None).remote(payload, factory, models) for _ in range(n_workers)]
+    node_refs = [w.node.remote() for w in workers]
+    nodes: list[str | None] = [None] * n_workers
+    alive = [True] * n_workers
     load = [0] * n_workers
     refs: dict[asyncio.Future, Any] = {}
 
+    async def where(i: int) -> str | None:
+        if nodes[i] is None:
+            try:
+                nodes[i] = await asyncio.wait_for(node_refs[i], timeout=5)
+            except Exception:  # noqa: BLE001 - a dead actor has no node to name
+                return None
+        return nodes[i]
+
     def start(spec: SessionSpec) -> asyncio.Future:
         hooks.started(spec)
-        i = min(range(n_workers), key=load.__getitem__)  # the least busy worker
+        live = [i for i in range(n_workers) if alive[i]]
+        if not live:
+            fut = asyncio.ensure_future(_no_worker(spec))
+            refs[fut] = None
+            return fut
+        i = min(live, key=load.__getitem__)  # the least busy live worker
         load[i] += 1
         ref = workers[i].run.remote(spec.model_dump_json())
         fut = asyncio.ensure_future(_collect(spec, ref, i))
         refs[fut] = ref
         return fut
 
+    async def _no_worker(spec: SessionSpec) -> None:
+        reason = "no Ray worker left (every one was lost); rerun the same command to run it again"
+        await hooks.finished(spec, _crashed(spec, models, RuntimeError(), None, reason=reason))
+
     async def _collect(spec: SessionSpec, ref: Any, worker: int) -> None:
         try:
-            record_json, counts = await ref
+            record_json, counts, node = await ref
         except asyncio.CancelledError:
-            raise
-        except UserError:
-            raise
-        except Exception as err:  # noqa: BLE001 - a worker that died: the session failed, with why
-            cause = getattr(err, "cause", None) or err
-            if isinstance(cause, UserError):
-                raise cause from None
-            await hooks.finished(spec, _crashed(spec, models, cause, None))
-            return
-        finally:
             load[worker] -= 1
+            raise
+        except Exception as err:  # noqa: BLE001 - the worker raised outside the session, or died: failed, with why
+            load[worker] -= 1
+            if options.debug:
+                import traceback
+
+                traceback.print_exception(err)
+            cause = getattr(err, "cause", None)
+            if isinstance(err, ray.exceptions.RayTaskError) and isinstance(cause, Exception):
+                record = _crashed(spec, models, cause, None)
+            else:  # the actor, its process or its node is gone (ActorDiedError, ActorUnavailableError, ...)
+                alive[worker] = False  # never given another session (actors are not restarted)
+                record = _crashed(spec, models, err, None, reason=_lost_reason(err, await where(worker)))
+            hooks.placed(spec, await where(worker))
+            await hooks.finished(spec, record)
+            return
+        load[worker] -= 1
+        nodes[worker] = node
         client.add(*counts)
+        hooks.placed(spec, node)
         await hooks.finished(spec, SessionRecord.model_validate_json(record_json))
 
     async def stop(running: dict[asyncio.Future, SessionSpec]) -> None:
         for fut, spec in running.items():
-            ray.cancel(refs[fut])  # an async actor task: cancelled in its event loop
+            if refs.get(fut) is not None:
+                ray.cancel(refs[fut])  # an async actor task: cancelled in its event loop
             fut.cancel()
             hooks.abandoned(spec)
         await asyncio.gather(*running, return_exceptions=True)

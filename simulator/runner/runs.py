@@ -40,6 +40,7 @@ from simulator.llm.types import ModelClient, ModelError
 from simulator.records import EndReason, SessionRecord, SessionStatus
 from simulator.redact import redact
 from simulator.runfolder import RunFolder, config_hash
+from simulator.runner.ray_cluster import RayOptions, record_node
 from simulator.runner.session import (
     Hooks,
     MeteredClient,
@@ -159,6 +160,7 @@ class RunEvents:
     session_update: Callable[[SessionRecord], None] | None = None
     session_finished: Callable[[SessionRecord, Path], None] | None = None
     progress: Callable[[Progress], None] | None = None
+    note: Callable[[str], None] | None = None  # a line about the run itself (what the Ray preflight found)
 
 
 @dataclass
@@ -207,6 +209,7 @@ async def run_specs(
     concurrency: int = 1,
     executor: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
+    ray_options: RayOptions | None = None,
     budget: Budget | None = None,
     manifest: dict | None = None,
     events: RunEvents | None = None,
@@ -219,7 +222,8 @@ async def run_specs(
 
     `manifest` is the config recorded in manifest.json (a different one in an existing folder is refused);
     default: a hash of the specs. `models` (role -> model id, recorded on each session) defaults to the
-    client's. `supporter_factory(spec, client)` builds each session's supporter (default: from `spec.supporter`).
+    client's. `ray_options` (forwarded variables, shipped code, the address) are used with `executor="ray"`;
+    `ray_address` alone is the short form. `supporter_factory(spec, client)` builds each session's supporter (default: from `spec.supporter`).
     `judge_hook(record, folder)` runs after each completed session, and for completed sessions of an earlier
     attempt that have no judgment yet. See the module docstring for what happens on kill, failure and budget.
     """
@@ -341,6 +345,10 @@ async def run_specs(
             progress.interrupted += 1
             summary.incomplete.append(spec.session_id)
 
+        def placed(spec: SessionSpec, node: str | None) -> None:
+            if node:
+                record_node(folder.path, spec.session_id, node)
+
         # a live view of each session wants every step; otherwise a record per checkpoint is all that is needed
         every = 0.0 if events.session_update else CHECKPOINT_EVERY_S
         hooks = Hooks(
@@ -350,6 +358,8 @@ async def run_specs(
             abandoned=abandoned,
             stop=stop,
             update_every_s=every,
+            placed=placed,
+            note=events.note or (lambda text: None),
         )
         if executor == "local":
             not_started = await execute_local(
@@ -358,8 +368,9 @@ async def run_specs(
         elif executor == "ray":
             if human_input is not None:
                 raise ValueError("a human supporter cannot run on Ray")
+            options = ray_options or RayOptions(address=ray_address)
             not_started = await execute_ray(
-                pending, metered, factory, models, hooks, concurrency=concurrency, address=ray_address
+                pending, metered, factory, models, hooks, concurrency=concurrency, options=options
             )
         else:
             raise ValueError(f"unknown executor {executor!r}; use local or ray")

@@ -193,3 +193,5 @@ class Hooks:
     abandoned: Callable[[SessionSpec], None]
     stop: asyncio.Event
     update_every_s: float = 0.0
+    placed: Callable[[SessionSpec, str | None], None] = lambda spec, node: None  # the Ray node a session ran on
+    note: Callable[[str], None] = lambda text: None  # one line for the terminal (what a cluster was told)

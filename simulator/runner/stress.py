@@ -18,6 +18,7 @@ from simulator.llm.types import ModelClient
 from simulator.perturbations import Perturbation
 from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder
+from simulator.runner.ray_cluster import RayOptions
 from simulator.runner.runs import RunEvents, RunSummary, run_specs
 from simulator.runner.stress_config import (
     BASELINE,
@@ -154,6 +155,7 @@ async def run_stress(
     concurrency: int | None = None,
     executor: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
+    ray_options: RayOptions | None = None,
     events: RunEvents | None = None,
     supporter_factory: Any = None,
     on_judged: Callable[[Any], None] | None = None,
@@ -182,6 +184,7 @@ async def run_stress(
         concurrency=concurrency or config.concurrency,
         executor=executor,
         ray_address=ray_address,
+        ray_options=ray_options,
         budget=config.budget,
         manifest=stress_manifest(config, matrix),
         events=events,

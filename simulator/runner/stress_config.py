@@ -70,6 +70,10 @@ class StressConfig(BaseModel):
     window: int = Field(default=16, ge=2, description="Transcript turns shown to models.")
     concurrency: int = Field(default=1, ge=1, le=1024, description="Sessions in flight (--concurrency overrides).")
     budget: Budget | None = Field(default=None, description="Caps: max_calls, max_tokens, max_cost_usd.")
+    ray_env: list[str] = Field(
+        default_factory=list,
+        description="Variables forwarded from the driver to Ray workers (--executor ray); names only, never values.",
+    )
 
     @field_validator("seeds", mode="before")
     @classmethod
@@ -84,6 +88,20 @@ class StressConfig(BaseModel):
                 raise ValueError("use a list like [0, 1, 2] or a range like 0-9") from None
         if isinstance(v, int):
             return [v]
+        return v
+
+    @field_validator("ray_env", mode="before")
+    @classmethod
+    def _env_names(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = v.split(",")
+        if isinstance(v, list):
+            from simulator.runner.ray_cluster import parse_env_names
+
+            try:
+                return list(parse_env_names([str(x) for x in v], source="ray_env"))
+            except UserError as err:
+                raise ValueError(str(err).removeprefix("ray_env: ")) from None
         return v
 
     @field_validator("supporters", "cases", "perturbations", "judges")
@@ -250,7 +268,8 @@ def stress_manifest(config: StressConfig, matrix: Matrix) -> dict[str, Any]:
     """The manifest config: the experiment, each perturbation's full definition, and the session ids."""
     return {
         "kind": "stress",
-        "stress": config.model_dump(mode="json"),
+        # ray_env changes where sessions run, not what they are: left out, so the folder and its hash stay the same
+        "stress": config.model_dump(mode="json", exclude={"ray_env"}),
         "perturbations": {p.name: p.model_dump(mode="json") for p in matrix.perturbations},
         "sessions": len(matrix.specs),
         "session_ids_hash": config_hash({"ids": [s.session_id for s in matrix.specs]}),
