@@ -153,16 +153,22 @@ def apply_copy_caps(
 ) -> list[DimensionScore]:
     """Scores with each dimension's `copy_cap` applied: an intervention that copied, and the session if any did.
     A capped score keeps the judge's own value in `capped_from`."""
-    if not copies:
-        return list(scores)
-    copied = {c.turn for c in copies}
     caps = {d.id: d.copy_cap for d in rubric.active if d.copy_cap is not None}
+    return _apply_caps(scores, {c.turn for c in copies}, caps)
+
+
+def _apply_caps(scores: Sequence[DimensionScore], turns: set[int], caps: dict[str, int]) -> list[DimensionScore]:
+    """`caps` (dimension -> highest score) applied to the interventions at `turns`, and to the session when any
+    turn is there; `capped_from` keeps the judge's own value, also when an earlier cap came first."""
+    if not turns:
+        return list(scores)
     out = []
     for sc in scores:
         cap = caps.get(sc.dimension)
-        hit = sc.level == "session" or (sc.level == "intervention" and sc.turn in copied)
+        hit = sc.level == "session" or (sc.level == "intervention" and sc.turn in turns)
         if cap is not None and hit and sc.score is not None and sc.score > cap:
-            sc = sc.model_copy(update={"score": cap, "capped_from": sc.score})
+            own = sc.capped_from if sc.capped_from is not None else sc.score
+            sc = sc.model_copy(update={"score": cap, "capped_from": own})
         out.append(sc)
     return out
 
@@ -205,16 +211,5 @@ def apply_repeat_caps(
 ) -> list[DimensionScore]:
     """Scores with each dimension's `repeat_cap` applied: an intervention that repeated, and the session if any
     did. `capped_from` keeps the judge's own value (also when a copy cap came first)."""
-    if not repeats:
-        return list(scores)
-    repeated = {r.turn for r in repeats}
     caps = {d.id: d.repeat_cap for d in rubric.active if d.repeat_cap is not None}
-    out = []
-    for sc in scores:
-        cap = caps.get(sc.dimension)
-        hit = sc.level == "session" or (sc.level == "intervention" and sc.turn in repeated)
-        if cap is not None and hit and sc.score is not None and sc.score > cap:
-            own = sc.capped_from if sc.capped_from is not None else sc.score
-            sc = sc.model_copy(update={"score": cap, "capped_from": own})
-        out.append(sc)
-    return out
+    return _apply_caps(scores, {r.turn for r in repeats}, caps)
