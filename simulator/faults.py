@@ -57,8 +57,14 @@ class FaultThresholds:
 
 
 @functools.lru_cache(maxsize=1)
+def _faults_section() -> dict:
+    """The `faults` section of simulator/data/fidelity.yaml, read once for both kinds of threshold."""
+    return yaml.safe_load(LEXICON_PATH.read_text(encoding="utf-8"))["faults"]
+
+
+@functools.lru_cache(maxsize=1)
 def fault_thresholds() -> FaultThresholds:
-    data = yaml.safe_load(LEXICON_PATH.read_text(encoding="utf-8"))["faults"]
+    data = _faults_section()
     return FaultThresholds(
         flagged_turn_share=float(data["flagged_turn_share"]),
         min_member_turns=int(data["min_member_turns"]),
@@ -88,7 +94,7 @@ class RoomThresholds:
 
 @functools.lru_cache(maxsize=1)
 def room_thresholds() -> RoomThresholds:
-    data = yaml.safe_load(LEXICON_PATH.read_text(encoding="utf-8"))["faults"]
+    data = _faults_section()
     return RoomThresholds(
         silent_min_member_turns=int(data["silent_min_member_turns"]),
         dominant_min_member_turns=int(data["dominant_min_member_turns"]),

@@ -31,7 +31,7 @@ from simulator.fidelity import tagged_speaker
 from simulator.llm.structured import soft_max_length as _soft_max
 from simulator.llm.structured import soft_max_words
 from simulator.llm.types import ModelClient, ModelError, Prompt
-from simulator.records import SupporterDecision
+from simulator.records import SupporterDecision, Turn
 from simulator.transcript import last_line, shared_context
 from simulator.view import Intake, SessionView
 
@@ -322,7 +322,6 @@ class ModelSupporter:
 
     async def _blames_a_target(self, view: SessionView, decision: SupporterDecision) -> tuple[bool, list]:
         from simulator.members import appraise, is_yes
-        from simulator.records import Turn
 
         names = list(view.intake.member_names)
         said = Turn(index=view.after_turn + 1, speaker=SUPPORTER_NAME, kind="supporter",
