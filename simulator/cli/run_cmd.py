@@ -126,9 +126,7 @@ def run(
     uses += [("judge", j) for j in config.judges] if config.judge else []
     labels = {sup.model: redact(spec)} if isinstance(sup, FreeTextSupporter) else {}
     preflight(settings, client, uses, labels)  # every model checked once, before anything is written
-    console.print(
-        escape(models_line(f"supporter={spec}", settings, judges=config.judges, judge=config.judge)), soft_wrap=True
-    )
+    console.print(escape(models_line(f"supporter={spec}", settings, judges=config.judges, judge=config.judge)))
     live = None
     waiting = Waiting(console)
     board = None

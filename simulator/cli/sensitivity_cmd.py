@@ -183,7 +183,7 @@ def sensitivity(
     settings = model_settings(config.model, roles=roles, no_cache=no_cache)
     rung_models = "supporter rungs " + ", ".join(f"{r.id}={r.spec_for(model)}" for r in ladder.rungs)
     checks = any(p.check.rubric for p in matrix.perturbations)
-    console.print(escape(models_line(rung_models, settings, judges=config.judges, check=checks)), soft_wrap=True)
+    console.print(escape(models_line(rung_models, settings, judges=config.judges, check=checks)))
     if dry_run:
         console.print(
             f"[bold]ladder matrix[/]: {len(ladder.rungs)} rungs x {len(matrix.cases)} cases x {len(config.seeds)} "

@@ -155,7 +155,7 @@ def stress(
     checks = any(p.check.rubric for p in matrix.perturbations)
     supporters = "supporters " + ", ".join(config.supporters)
     line = models_line(supporters, settings, judges=config.judges, judge=config.judge, check=checks)
-    console.print(escape(line), soft_wrap=True)
+    console.print(escape(line))
     console.print(f"[bold]{est.sessions} sessions[/] → {escape(str(out_dir))}")
     done = 0
 
