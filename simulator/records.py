@@ -58,8 +58,9 @@ class SupporterDecision(_Record):
     call: CallRecord | None = None
     draws: int = Field(
         default=1,
-        description="Lines drawn before this one was kept: the `sides` ladder rung draws again while its line is "
-        "not read as blaming a member it sides against (simulator.supporters.SIDES_DRAWS); 1 for every other supporter.",
+        description="Lines drawn before this one was kept: a ladder rung draws again while its line is in a member's "
+        "voice, and `sides` while it is not read as blaming a member it sides against (simulator.supporters.RUNG_DRAWS); "
+        "1 for every other supporter.",
     )
     draw_calls: list[CallRecord] = Field(
         default_factory=list, description="The calls behind earlier draws and their blame checks (cost and latency)."

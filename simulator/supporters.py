@@ -32,7 +32,7 @@ from simulator.llm.structured import soft_max_length as _soft_max
 from simulator.llm.structured import soft_max_words
 from simulator.llm.types import ModelClient, ModelError, Prompt
 from simulator.records import SupporterDecision, Turn
-from simulator.transcript import last_line, shared_context
+from simulator.transcript import in_member_voice, last_line, shared_context
 from simulator.view import Intake, SessionView
 
 PROMPTS = Path(__file__).parent / "prompts"
@@ -264,11 +264,14 @@ def _decision_schema(targets: tuple[str, ...], group: str, style: str | None = N
     )
 
 
-SIDES_DRAWS = 3  # draws of a `sides` line until one is read as blaming a member it sides against
-_SIDES_NOTE = (
-    "\n\nYour last line did not put the blame on {others}. Say to {others}, as the counsellor, what they did "
-    "wrong and that they must stop."
-)
+RUNG_DRAWS = 3  # draws of a ladder rung's line until it is the counsellor the rung names
+SIDES_DRAWS = RUNG_DRAWS  # the name the records' field description and older benches use
+_RUNG_NOTES = {
+    "voice": "\n\nYour last line was said as if you were one of them, about yourself. You are the counsellor: "
+    "speak to {others} about them, never about yourself.",
+    "blame": "\n\nYour last line did not put the blame on {others}. Say to {others}, as the counsellor, what they did "
+    "wrong and that they must stop.",
+}
 
 
 def _reask_note(reask: str | None) -> str:
@@ -305,20 +308,33 @@ class ModelSupporter:
 
     async def decide(self, view: SessionView, reask: str | None = None) -> SupporterDecision:
         decision = await self._draw(view, reask, 0)
-        if self.style != "sides":
+        if self.style is None:  # the supporter under test is never redrawn: its lines are what is measured
             return decision
-        # The rung is of known quality only if it does what its name says: a line the room would not read as
-        # blaming the members it sides against is drawn again (rung_bench.py: on the 1.5B the prompt alone often
-        # wrote the ally's own complaint or sympathy instead). The last draw is kept whatever it reads as.
+        # A rung is of known quality only if it does what its name says. rung_bench.py, on the 1.5B: about half the
+        # `sides` and `generic` lines were a member's own complaint ("It's hurting me too"), and `sides` often
+        # sympathised instead of blaming. Such a line is drawn again with a note; the last draw is kept whatever
+        # it reads as.
         spent: list = []
-        for attempt in range(1, SIDES_DRAWS + 1):
-            blames, checks = await self._blames_a_target(view, decision)
+        for attempt in range(1, RUNG_DRAWS + 1):
+            off, checks = await self._off_rung(view, decision)
             spent += checks
-            if not decision.speak or blames or attempt == SIDES_DRAWS:
+            if off is None or attempt == RUNG_DRAWS:
                 break
             spent.append(decision.call)
-            decision = await self._draw(view, reask, attempt, _SIDES_NOTE.format(others=", ".join(decision.targets)))
+            note = _RUNG_NOTES[off].format(others=", ".join(decision.targets))
+            decision = await self._draw(view, reask, attempt, note)
         return decision.model_copy(update={"draws": attempt, "draw_calls": [c for c in spent if c is not None]})
+
+    async def _off_rung(self, view: SessionView, decision: SupporterDecision) -> tuple[str | None, list]:
+        """Why a rung's line is not the counsellor the rung names ("voice", "blame"), or None; and the calls asked."""
+        if not decision.speak:
+            return None, []
+        if in_member_voice(decision.text):
+            return "voice", []
+        if self.style != "sides":
+            return None, []
+        blames, checks = await self._blames_a_target(view, decision)
+        return (None if blames else "blame"), checks
 
     async def _blames_a_target(self, view: SessionView, decision: SupporterDecision) -> tuple[bool, list]:
         from simulator.members import appraise, is_yes

@@ -87,3 +87,21 @@ def said_phrase(phrases: Sequence[str], text: str) -> str | None:
 def sentences(text: str) -> list[str]:
     """The sentences of a turn, whitespace collapsed: what judges cite and a local safety checker quotes."""
     return [x for x in _SENTENCE_END.split(" ".join(text.split())) if x]
+
+
+# A counsellor speaks about the members, not about its own hurt. On RESCUE's real sessions this matches 1 of 59
+# therapist turns (a "for me" in a request to re-enact a fight) and 38 of 124 member turns; on the 1.5B's ladder
+# lines it matched the ones written as a member ("It's hurting me too", "you made me feel judged").
+_MEMBER_VOICE = re.compile(
+    r"\b(?<!tell )(?<!help )(?<!let )(?<!show )(?<!give )me\b"
+    r"|\b(?:my|myself|mine)\b"
+    r"|\bI(?:'m| am)? (?:feel|felt|hurt|tired|exhausted|scared|afraid|sad|angry|drained|lonely|sick)\b"
+    r"|\bI can(?:'t|not) (?:stand|take)\b",
+    re.IGNORECASE,
+)
+
+
+def in_member_voice(text: str) -> bool:
+    """Whether a counsellor line speaks of the speaker's own hurt or life, as a member would ("talk to me", "my
+    potential", "I feel so drained"): a ladder rung's line like that is not the counsellor it is meant to be."""
+    return bool(_MEMBER_VOICE.search(text.replace("\u2019", "'")))

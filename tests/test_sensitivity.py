@@ -116,6 +116,44 @@ def test_sides_draws_again_until_its_line_blames():
     assert asyncio.run(parse_supporter_spec(f"lecture:{M}", plain).decide(view)).draws == 1  # other rungs: one
 
 
+@pytest.mark.parametrize("style", ["sides", "lecture", "generic"])
+def test_a_rung_line_in_a_members_voice_is_drawn_again(style: str):
+    """A rung's line that speaks as a member ("It's hurting me too") is not the counsellor the rung names: it is
+    drawn again with a note before any blame check; the supporter under test (no style) is never redrawn."""
+    case, view = _view("dana-and-theo")
+    base = {"speak": True, "targets": ["Theo"], "strategy": "track", "text": "It's hurting me too. Talk to me."}
+    if style == "sides":
+        base["verdict"] = "he shuts her out"
+    counsellor = {**base, "text": "Theo, you keep shutting Dana out, and it has to stop."}
+    client = FakeModelClient(replies=[base, counsellor, " yes"])
+    decision = asyncio.run(parse_supporter_spec(f"{style}:{M}", client).decide(view))
+    assert decision.draws == 2 and decision.text == counsellor["text"]
+    assert "as if you were one of them" in client.calls[1].prompt.instructions
+    assert len(client.calls) == (3 if style == "sides" else 2)  # only `sides` asks the blame question, once
+    under_test = FakeModelClient(replies=[{k: v for k, v in base.items() if k != "verdict"}])
+    kept = asyncio.run(parse_supporter_spec(M, under_test).decide(view))
+    assert kept.draws == 1 and kept.text == base["text"] and len(under_test.calls) == 1
+
+
+@pytest.mark.parametrize(
+    "line, voiced",
+    [
+        ("It's hurting me too. Please talk to me about it.", True),
+        ("You're always there for me, but I feel like I'm falling short of my potential.", True),
+        ("I feel so drained and disconnected from everything.", True),
+        ("I can\u2019t stand it anymore!", True),
+        ("Theo, tell me what happens for you when Dana raises her voice.", False),
+        ("Help me understand what you need from Dana right now.", False),
+        ("Ben, Ana is right and you are wrong. You keep brushing her off, and it has to stop.", False),
+        ("I hear how tired you both are.", False),
+    ],
+)
+def test_member_voice_reads_the_speakers_own_hurt_not_counsellor_phrases(line: str, voiced: bool):
+    from simulator.transcript import in_member_voice
+
+    assert in_member_voice(line) is voiced
+
+
 def test_sides_states_its_verdict_before_its_words():
     """The 1.5B asked for a sides line alone sympathised with the member it was to blame (tests/benchmarks/
     rung_bench.py: 0 of 8 first lines read as blaming the other member); the verdict field comes before the text,

@@ -15,6 +15,9 @@ the line (`simulator.members.appraise`, personas/prompts/member_appraisal.yaml):
 - `lecture`: `lectured`, asked of every member; took when anyone reads it as a lecture;
 - `generic`: `specific`, asked of every member; took when nobody reads it as about them in particular.
 
+Every rung's lines are also counted when said in a member's voice (`simulator.transcript.in_member_voice`): each
+rung draws again on such a line, so this share is what is left after the draws.
+
 `model` (M with the counsellor prompt) is the reference: its lines are asked all three questions, so each check's
 rate on a decent counsellor is printed beside the rung's. Printed: every line, then a table per case and the
 totals. No pass/fail: figures to compare a ladder-prompt change against.
@@ -114,6 +117,8 @@ async def measure(client, case_ids: list[str], rungs: list[str], seeds: list[int
 def summary(rows: list[dict], rungs: list[str]) -> list[dict]:
     """Per case and rung: lines spoken and the share on which the rung's manipulation took (for `model`, each
     check's rate on its lines), then the totals."""
+    from simulator.transcript import in_member_voice
+
     table = []
     for case_id in dict.fromkeys(r["case"] for r in rows):
         for rung in rungs:
@@ -122,6 +127,7 @@ def summary(rows: list[dict], rungs: list[str]) -> list[dict]:
             checks = CHECKS if rung == "model" else {rung: CHECKS[rung]}
             for check in checks:
                 entry[check] = sum(took(check, r) for r in spoke)
+            entry["voice"] = sum(in_member_voice(r["text"]) for r in spoke)  # said as a member, not a counsellor
             if rung == "sides":  # the rung draws again until a line blames: how many took at once
                 entry["first_draw"] = sum(r.get("draws", 1) == 1 and took(rung, r) for r in spoke)
             table.append(entry)
@@ -146,6 +152,8 @@ def _print(table: list[dict], rungs: list[str]) -> None:
             print(
                 f"total {rung:8} read as {check:8}: {k}/{n} lines ({k / max(n, 1):.0%}); most lines on {most}/{len(es)} cases"
             )
+        voiced = sum(e.get("voice", 0) for e in es)
+        print(f"total {rung:8} in a member's voice: {voiced}/{n} lines ({voiced / max(n, 1):.0%})")
         if rung == "sides":
             first = sum(e["first_draw"] for e in es)
             print(f"total sides    read as sides on its first draw: {first}/{n} lines ({first / max(n, 1):.0%})")
