@@ -16,7 +16,7 @@ import importlib
 import inspect
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -248,18 +248,32 @@ TEXT_WORDS = 40
 TEXT_FINISH_WORDS = 16
 
 
+# How a rung's line must open. On the 1.5B about half the `sides` and `generic` lines were a member's own complaint
+# ("It's hurting me too", rung_bench.py), and a line forced to open on a name alone went on in the ally's voice
+# ("Theo, I know you want to be good for me"). `sides` opens as its prompt's example does, on a member it sides
+# against and then the ally in the third person ("Theo, Dana"); `generic` on a stock reflection. `lecture` is left
+# free (its advice was seldom in a member's voice); every rung still draws again on a member's voice.
+def _rung_lead(members: Sequence[str], style: str | None) -> tuple[str, ...]:
+    if style == "generic":
+        return ("It sounds like you",)
+    if style == "sides" and all(re.fullmatch(r"\w+", n) for n in members):
+        return tuple(f"{other}, {members[0]}" for other in members[1:])
+    return ()
+
+
 @functools.lru_cache(maxsize=256)
 def _decision_schema(targets: tuple[str, ...], group: str, style: str | None = None) -> type[BaseModel]:
     # `sides` states its verdict before its words, so the text is written after the blame (the 1.5B, asked for the
     # text alone, wrote sympathy for the member it was to blame: tests/benchmarks/rung_bench.py)
     verdict = {"verdict": (str, _soft_max(120))} if style == "sides" else {}
+    lead = _rung_lead(targets[:-1], style)  # the last target is the group label
     return create_model(
         "SupporterReply",
         speak=(bool, ...),
         targets=(list[Literal[targets]], Field(min_length=1, max_length=len(targets))),  # type: ignore[valid-type]
         strategy=(Literal[tuple(strategies_for(group))], ...),  # type: ignore[valid-type]
         **verdict,
-        text=(str, soft_max_words(TEXT_WORDS, allow_empty=True, finish=TEXT_FINISH_WORDS)),
+        text=(str, soft_max_words(TEXT_WORDS, allow_empty=True, finish=TEXT_FINISH_WORDS, lead=lead)),
         close_session=(bool, False),
     )
 

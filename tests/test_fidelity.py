@@ -299,7 +299,12 @@ def test_the_supporter_s_text_past_its_cap_ends_on_its_sentence(case):
     for style in (None, "sides"):
         field = decision_schema(intake_of(case), style).model_json_schema()["properties"]["text"]
         assert "maxLength" not in field and max_words(field) == TEXT_WORDS + TEXT_FINISH_WORDS
-        text = re.compile(field["pattern"])
+        pattern = field["pattern"]
+        if style == "sides":  # it opens on whom it sides against and its ally ("Meera, Arjun"); the same cap after
+            assert re.match(pattern, "Meera, Arjun is right and you keep shutting him out.")
+            assert not re.match(pattern, "It's hurting me too.") and not re.match(pattern, "Arjun, you are right.")
+            pattern = pattern.replace("(Meera, Arjun) ", "", 1)
+        text = re.compile(pattern)
         first = "Arjun, I can hear how exhausted and alone you have felt, carrying every one of the household bills."
         second = (
             "Meera, when he goes quiet like that, I wonder what happens inside you, and whether you could tell him "

@@ -484,3 +484,23 @@ def test_rung_bench_reads_each_rung_by_its_own_check():
     assert table["lecture"]["lecture"] == 0 and table["generic"]["generic"] == 2
     assert (table["model"]["sides"], table["model"]["lecture"], table["model"]["generic"]) == (2, 0, 2)
     assert all(set(r["answers"]["blamed"]) == {"Dana", "Theo"} for r in rows if r["rung"] == "sides")
+
+
+def test_sides_and_generic_lines_open_as_the_counsellor_they_are():
+    """The grammar makes `sides` open as its prompt's example does, on a member it sides against and the ally in
+    the third person ("Minh, Lan ..."), and `generic` on a stock reflection, so neither is said in a member's own
+    voice; `lecture` and M's own prompt are left free."""
+    from simulator.supporters import decision_schema
+
+    case, view = _view("nguyen-family")
+    ally, *others = case.member_names
+
+    def opens(style, line):
+        return re.match(decision_schema(view.intake, style).model_json_schema()["properties"]["text"]["pattern"], line)
+
+    assert all(opens("sides", f"{o}, {ally} is right and you keep brushing her off.") for o in others)
+    assert not opens("sides", f"{others[0]}, I know you want to be good for me.")
+    assert not opens("sides", f"{ally}, you are right.") and not opens("sides", "It's hurting me too.")
+    assert opens("generic", "It sounds like you are worn out.") and not opens("generic", "I feel so drained.")
+    for style in ("lecture", None):
+        assert opens(style, "Set one evening a week aside to talk.") and opens(style, "")

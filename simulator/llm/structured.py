@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -79,7 +80,7 @@ MID_PHRASE = r",;:(\-–—"  # a regex character class: what a phrase does not 
 _END_WORD = rf'[^\x00-\x20"\\]*[^\x00-\x20"\\{MID_PHRASE}]'  # one a field may end on ("said," is not)
 
 
-def soft_max_words(n: int, *, allow_empty: bool = False, finish: int = 0) -> Any:
+def soft_max_words(n: int, *, allow_empty: bool = False, finish: int = 0, lead: Sequence[str] = ()) -> Any:
     """A length limit in words, for the schema sent to the model, that ends every field at a word boundary.
 
     A character cap (`maxLength`) makes a grammar close the string wherever the count runs out, mid-word
@@ -89,7 +90,7 @@ def soft_max_words(n: int, *, allow_empty: bool = False, finish: int = 0) -> Any
     word ending in . ! or ?, so a small model that ignores the length it was asked for finishes its thought
     instead of being cut mid-sentence at the cap. Like `soft_max_length` it is not validated: a hosted model that
     writes a little more is not a failure. Set `n` above what the prompt asks for, so it is a ceiling, not a
-    target.
+    target. With `lead`, the field must open with one of those phrases, then a space.
     """
     from pydantic import Field
 
@@ -97,6 +98,10 @@ def soft_max_words(n: int, *, allow_empty: bool = False, finish: int = 0) -> Any
     body = f"({_WORD} ){{0,{more}}}{_END_WORD}"
     if finish > 0:
         body = f"{body}|({_WORD} ){{{n}}}({_OPEN_WORD} ){{0,{finish - 1}}}{_LAST_WORD}"
+    if lead:
+        if not all(re.fullmatch(r"[\w ,']+", p) for p in lead):  # literal in the grammar, unescaped
+            raise ValueError(f"a lead phrase may hold only letters, digits, spaces, commas and apostrophes: {lead}")
+        body = f"({'|'.join(lead)}) ({body})"
     pattern = f"^({body})?$" if allow_empty else f"^({body})$"
     return Field(json_schema_extra={"pattern": pattern})
 
