@@ -2,8 +2,8 @@
 score distributions, filters and a session viewer (transcript, decisions, judge evidence, inner states, relation
 graphs and trajectories). `write_report(run_dirs, out)`; `build_report_data` and `render_html` are its parts."""
 
-from judges.report._data import ReportData, SessionDetail, SessionSummary, build_report_data
-from judges.report._html import json_for_script, render_html, write_report
+from judges.report._data import ReportData, SessionDetail, SessionSummary, build_report_data, session_detail
+from judges.report._html import json_for_script, render_html, report_script_hash, write_report
 
 __all__ = [
     "ReportData",
@@ -12,5 +12,7 @@ __all__ = [
     "build_report_data",
     "json_for_script",
     "render_html",
+    "report_script_hash",
+    "session_detail",
     "write_report",
 ]

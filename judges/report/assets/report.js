@@ -387,8 +387,23 @@
   }
 
   function openSession(i) {
+    // a served page (rescue-sim serve) carries no details: it fetches the session's detail from its own server
+    if (D.details[i] || !D.detail_url) { showSession(i, D.details[i]); return; }
+    var v = clear(document.getElementById("viewer"));
+    v.hidden = false;
+    v.appendChild(el("p", { "class": "note", text: "loading session " + D.sessions[i].id + "…" }));
+    fetch(D.detail_url + encodeURIComponent(D.sessions[i].id), { credentials: "same-origin" })
+      .then(function (r) {
+        if (!r.ok) return r.text().then(function (t) { throw new Error(t || r.statusText); });
+        return r.json();
+      })
+      .then(function (d) { D.details[i] = d; showSession(i, d); })
+      .catch(function (e) { clear(v).appendChild(el("p", { "class": "note", text: "could not load the session: " + e.message })); });
+  }
+
+  function showSession(i, d) {
     state.open = i;
-    var s = D.sessions[i], d = D.details[i];
+    var s = D.sessions[i];
     var v = clear(document.getElementById("viewer"));
     v.hidden = false;
     v.appendChild(el("h2", { id: "viewer-title" }, "Session " + s.id));
