@@ -1,0 +1,43 @@
+"""`rescue-sim serve [RUNS_DIR]`: the room in a browser. Thin over `simulator.serve.serve`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from simulator.cli._common import console, user_errors
+from simulator.cli._models import make_client, model_settings
+
+
+@user_errors
+def serve(
+    runs_dir: Annotated[Path, typer.Argument(metavar="RUNS_DIR", help="Folder of run folders.")] = Path("runs"),
+    host: Annotated[str, typer.Option(help="Interface to listen on; beyond loopback needs --token.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")] = 8000,
+    token: Annotated[
+        str | None,
+        typer.Option(help="Secret every request must carry (needed beyond loopback).", envvar="RESCUE_SIM_SERVE_TOKEN"),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help="Model playing the personas and tracker in played sessions.", envvar="RESCUE_SIM_MODEL"),
+    ] = None,
+) -> None:
+    """Browse run folders and play the counsellor in a browser (a local web app).
+
+    Pages: the runs under RUNS_DIR, each run as the HTML report shows it, and a room where you are the counsellor
+    (recorded as supporter human:<name> in a new run folder under RUNS_DIR).
+    """
+    from simulator.serve import serve as run_server
+
+    settings = model_settings(model)
+
+    def ready(url: str) -> None:
+        console.print(f"serving {escape(str(runs_dir))} at [bold]{escape(url)}[/] (Ctrl-C stops)")
+
+    run_server(
+        runs_dir, host=host, port=port, token=token, client_factory=lambda: make_client(settings), on_ready=ready
+    )
