@@ -38,7 +38,7 @@
     var f = el("form", { id: "start" },
       el("label", { "for": "case", text: "case" }),
       el("select", { id: "case" }, cases.map(function (c) { return el("option", { value: c.id, text: c.id + " — " + c.title + " (" + c.group + ")" }); })),
-      el("label", { "for": "name", text: "your name (recorded as human:<name>)" }), el("input", { id: "name", value: "counsellor", pattern: "[A-Za-z0-9_.-]{1,40}", required: true }),
+      el("label", { "for": "name", text: "your name (recorded as human:<name>)" }), el("input", { id: "name", value: "counsellor", pattern: "[A-Za-z0-9_.\\-]{1,40}", required: true }),
       el("label", { "for": "turns", text: "member turns" }), el("input", { id: "turns", type: "number", min: 1, max: 60, value: 6 }),
       el("label", { "for": "seed", text: "seed" }), el("input", { id: "seed", type: "number", min: 0, value: 0 }),
       el("span"), el("button", { type: "submit", id: "start-btn", text: "Start the session" }));

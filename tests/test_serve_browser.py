@@ -1,0 +1,150 @@
+"""`rescue-sim serve` in a real headless chromium (as the report test drives it), on a real uvicorn server and the
+fake model: the runs page, a run's report page with a session fetched on demand whose `<script>` and
+`<img onerror>` stay text, and a whole session played as the counsellor by clicking and typing (speak with a
+target and strategy, stay silent once, speak to everyone) whose record equals what was entered. No console errors.
+Screenshots go to tmp_path (and to $RESCUE_SIM_SHOTS when set, to look at them)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from personas.library import resolve_case
+from simulator.llm.fake import FakeModelClient
+from simulator.records import SessionStatus
+from simulator.runfolder import RunFolder
+from simulator.serve import bind_socket, build_app
+from tests._browser import Browser, Page
+from tests._rating_fixtures import SessionSpec, make_judged_run
+from tests._sim_fakes import RoomScript
+from tests.test_report import browser_or_skip
+
+EVIL = 'I am done. <script>window.__xss = 1</script> <img src=x onerror="window.__xss = 2"> & more'
+
+
+@contextlib.contextmanager
+def live_server(runs_dir: Path) -> Iterator[str]:
+    import uvicorn
+
+    def client() -> FakeModelClient:
+        return FakeModelClient(default=RoomScript(resolve_case("dana-and-theo"), line=EVIL))
+
+    sock = bind_socket("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(build_app(runs_dir, client_factory=client), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(20)
+
+
+def goto(page: Page, url: str, ready: str) -> None:
+    page.send("Page.navigate", {"url": url})
+    page.wait_event("Page.loadEventFired", 60)
+    page.wait_for(ready, 60)
+
+
+def shot(page: Page, tmp_path: Path, name: str) -> Path:
+    page.pump(0.3)
+    path = page.screenshot(tmp_path / f"serve-{name}.png")
+    if os.environ.get("RESCUE_SIM_SHOTS"):
+        shutil.copy(path, Path(os.environ["RESCUE_SIM_SHOTS"]) / path.name)
+    assert path.stat().st_size > 5_000
+    return path
+
+
+def pause_label(page: Page) -> str:
+    return page.eval("(document.querySelector('#move .status') || {}).textContent || ''")
+
+
+def next_pause(page: Page, before: str) -> str:
+    """Wait until the room asks for the next move (or ends); returns the new pause label ('' when it ended)."""
+    page.wait_for(
+        "document.body.dataset.status === 'finished' || (document.getElementById('speak') !== null && "
+        f"document.querySelector('#move .status').textContent !== {json.dumps(before)})",
+        60,
+    )
+    return "" if page.eval("document.body.dataset.status") == "finished" else pause_label(page)
+
+
+def test_serve_in_headless_chromium(tmp_path: Path) -> None:
+    browser_or_skip()
+    runs_dir = tmp_path / "runs"
+    make_judged_run(
+        runs_dir / "run-a",
+        "openai/gpt-4o-mini",
+        [SessionSpec("c0__s0", case_id="c0", text={1: EVIL}), SessionSpec("c1__s0", case_id="c1")],
+        lambda judge, sid, item, dim: 3,
+    )
+    with live_server(runs_dir) as base, Browser(tmp_path / "profile") as browser:
+        page = browser.page()
+        goto(page, base + "/", "document.querySelectorAll('main table tbody tr').length === 1")
+        shot(page, tmp_path, "index")
+        # a run, through the report's own page and script; the session's detail is fetched when it is opened
+        page.eval("document.querySelector('main table a').click()")
+        page.wait_for("window.__report && window.__report.ready === true", 60)
+        page.eval("document.querySelector('#session-table tr.row').click()")
+        page.wait_for("document.querySelector('#turn-1 .text') !== null", 30)
+        assert page.eval("document.querySelector('#turn-1 .text').textContent") == EVIL
+        assert page.eval("document.querySelectorAll('#viewer script, #viewer img').length") == 0
+        assert page.eval("document.querySelectorAll('#viewer svg.graph').length") == 3
+        shot(page, tmp_path, "run")
+        # play: start, speak to Dana with `evoke`, stay silent once, then speak to the couple
+        goto(page, base + "/play", "document.getElementById('start-btn') !== null")
+        page.eval(
+            "document.getElementById('case').value = 'dana-and-theo'; document.getElementById('name').value = 'zoe';"
+        )
+        page.eval("document.getElementById('turns').value = '3'; document.getElementById('start-btn').click()")
+        first = next_pause(page, "")
+        assert page.eval("Array.from(document.querySelectorAll('#targets input')).map(x => x.value)") == [
+            "Dana",
+            "Theo",
+            "Couple",
+        ]
+        assert "evoke" in page.eval("Array.from(document.querySelectorAll('#strategy option')).map(x => x.value)")
+        shot(page, tmp_path, "play")
+        page.eval(
+            "document.querySelector('#targets input[value=Couple]').checked = false;"
+            "document.querySelector('#targets input[value=Dana]').checked = true;"
+            "document.getElementById('strategy').value = 'evoke';"
+            "document.getElementById('text').value = 'What hurts most, Dana?';"
+            "document.getElementById('speak').click()"
+        )
+        second = next_pause(page, first)
+        assert second, "the session ended before the second move"
+        page.eval("document.getElementById('silent').click()")
+        third = next_pause(page, second)
+        assert third, "the session ended before the third move"
+        page.eval(
+            "document.getElementById('text').value = 'What do you both need?'; document.getElementById('speak').click()"
+        )
+        page.wait_for("document.body.dataset.status === 'finished'", 60)
+        # member lines carry markup too: still text on the play page
+        assert EVIL in page.eval("document.getElementById('transcript').textContent")
+        assert page.eval("document.querySelectorAll('#transcript script, #transcript img').length") == 0
+        assert page.eval("typeof window.__xss") == "undefined"
+        shot(page, tmp_path, "played")
+        run = page.eval("document.querySelector('#play a').textContent")
+        errors = page.errors()
+        page.close()
+    assert errors == []
+    rec = RunFolder(runs_dir / run).load_session("dana-and-theo__s0")
+    assert rec.supporter == "human:zoe" and rec.status == SessionStatus.COMPLETED
+    spoken = [t.decision for t in rec.turns if t.kind == "supporter"]
+    assert [(d.text, d.targets, d.strategy) for d in spoken] == [
+        ("What hurts most, Dana?", ["Dana"], "evoke"),
+        ("What do you both need?", ["Couple"], None),
+    ]
+    assert [d.speak for d in rec.decisions] == [True, False, True]
