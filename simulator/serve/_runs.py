@@ -120,5 +120,11 @@ class RunsRoot:
             except (RunFolderError, PathRefused):
                 continue
 
+    def is_built(self, name: str) -> bool:
+        """Whether the run's page data is built and still current (the benchmark waits for the start-up build)."""
+        run = self.resolve(name)
+        hit = self._cache.get(run)
+        return hit is not None and hit[0] == self._fingerprint(run)
+
     def detail(self, name: str, session_id: str) -> SessionDetail:
         return session_detail(self.resolve(name), session_id)
