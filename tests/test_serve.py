@@ -271,3 +271,79 @@ def test_cli_refusals_are_one_line(tmp_path: Path, runs_dir: Path) -> None:
         r = runner.invoke(cli_app.app, ["serve", str(runs_dir), "--port", str(port)], env=env)
     assert r.exit_code == 2 and f"--port {port}" in r.output and "another --port" in r.output
     assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+
+
+def sse_events(text: str) -> list[tuple[str, dict]]:
+    out = []
+    for block in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        out.append((lines["event"], json.loads(lines["data"])))
+    return out
+
+
+def test_start_a_session_and_watch_it_to_the_end(runs_dir: Path) -> None:
+    with client_for(runs_dir) as c:
+        r = c.post("/api/run", json={"case": "dana-and-theo", "supporter": "scripted", "turns": 3, "seed": 2})
+        assert r.status_code == 200, r.text
+        run, sid = r.json()["run"], r.json()["session"]
+        assert sid == "dana-and-theo__s2" and run.startswith("web-dana-and-theo-")
+        assert sid in [s["id"] for s in report_payload(c.get("/run", params={"name": run}).text)["sessions"]]
+        events = sse_events(c.get("/api/live", params={"name": run, "id": sid}).text)
+    kinds = [k for k, _ in events]
+    assert kinds[-1] == "end" and events[-1][1]["status"] == "completed" and "session" in kinds
+    last = [d for k, d in events if k == "session"][-1]
+    rec = RunFolder(runs_dir / run).load_session(sid)
+    assert last["status"] == "completed" and last["turns"] == len(rec.turns) > 3
+    assert [t["text"] for t in last["detail"]["turns"]] == [t.text for t in rec.turns]
+    assert rec.supporter == "scripted"
+
+
+def test_watch_tails_a_session_another_process_writes(runs_dir: Path) -> None:
+    import threading
+
+    folder = RunFolder(runs_dir / "run-a")
+    done = folder.load_session("c1__s0")
+    partial = done.model_copy(
+        update={"turns": done.turns[:2], "status": SessionStatus.INCOMPLETE, "end_reason": None, "finished_at": None}
+    )
+    folder.write_session(partial)
+    finish = threading.Timer(1.2, lambda: folder.write_session(done))
+    with client_for(runs_dir) as c:
+        finish.start()
+        events = sse_events(c.get("/api/live", params={"name": "run-a", "id": "c1__s0"}).text)
+    finish.join()
+    sessions = [d for k, d in events if k == "session"]
+    assert [s["status"] for s in sessions] == ["incomplete", "completed"]
+    assert [s["turns"] for s in sessions] == [2, len(done.turns)]
+    assert events[-1][0] == "end"
+
+
+@pytest.mark.parametrize(
+    "spec, needle",
+    [
+        ("human", "Play page"),
+        ("human:ana", "Play page"),
+        ("http://localhost:9/v1#bot", "model id"),
+        ("os:system", "model id"),
+        ("whatever", "model id"),
+    ],
+)
+def test_start_refuses_code_urls_and_humans(runs_dir: Path, spec: str, needle: str) -> None:
+    with client_for(runs_dir) as c:
+        r = c.post("/api/run", json={"case": "dana-and-theo", "supporter": spec})
+        assert r.status_code == 400 and needle in r.text and len(r.text.splitlines()) == 1
+    assert not list(runs_dir.glob("web-*"))
+
+
+def test_posts_from_another_origin_are_refused(runs_dir: Path) -> None:
+    with client_for(runs_dir) as c:
+        body = {"case": "dana-and-theo", "supporter": "scripted"}
+        r = c.post("/api/run", json=body, headers={"origin": "http://evil.example"})
+        assert r.status_code == 403 and "origin" in r.text
+        assert (
+            c.post("/api/play", json={"case": "dana-and-theo", "name": "x"}, headers={"origin": "null"}).status_code
+            == 403
+        )
+        assert not list(runs_dir.glob("web-*")) and not list(runs_dir.glob("play-*"))
+        ok = c.post("/api/run", json={**body, "turns": 1}, headers={"origin": LOCAL})
+        assert ok.status_code == 200, ok.text

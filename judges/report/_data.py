@@ -100,6 +100,10 @@ class ReportData(_Record):
         description="Served pages (`rescue-sim serve`) fetch a session's detail from this URL plus its id instead "
         "of carrying every detail in the page; None: the details are embedded.",
     )
+    live_url: str | None = Field(
+        default=None,
+        description="Served pages: server-sent events of a session still running, at this URL plus its id.",
+    )
     unreadable: list[str] = Field(default_factory=list, description="Session files that could not be read.")
 
 
@@ -213,6 +217,13 @@ def _ratings_by_session(folder: RunFolder) -> dict[str, list[dict]]:
             }
         )
     return by_session
+
+
+def record_detail(
+    record: SessionRecord, judgment: SessionJudgment | None = None, ratings: Sequence[dict] = ()
+) -> SessionDetail:
+    """One session's detail from a record in hand (a session still running has no judgment or ratings yet)."""
+    return _detail(record, judgment, list(ratings))
 
 
 def session_detail(run_dir: str | Path, session_id: str) -> SessionDetail:

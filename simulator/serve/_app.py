@@ -19,7 +19,15 @@ from urllib.parse import parse_qsl, urlencode
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -29,11 +37,12 @@ from personas.common.errors import UserError
 from personas.library import load_library
 from simulator.llm.types import ModelClient
 from simulator.runfolder import RunFolderError
+from simulator.serve._live import LiveRuns, LiveStart
 from simulator.serve._play import MoveRefused, PlayMove, PlayRooms, PlayStart
 from simulator.serve._runs import PathRefused, RunsRoot, ServeError
 
 ASSETS = Path(__file__).parent / "assets"
-STATIC = {"play.js": "text/javascript", "serve.css": "text/css"}
+STATIC = {"play.js": "text/javascript", "start.js": "text/javascript", "serve.css": "text/css"}
 TOKEN_COOKIE = "rescue_sim_token"
 TOKEN_HEADER = "x-rescue-sim-token"
 PAGE_CSP = (
@@ -102,6 +111,11 @@ class Gate:
         await self.app(scope, receive, with_headers)
 
     def refuse(self, request: Request) -> Response | None:
+        origin = request.headers.get("origin")
+        if request.method not in ("GET", "HEAD") and origin is not None:
+            host = request.headers.get("host") or ""
+            if origin.split("://", 1)[-1] != host:  # a form on another site posting here (CSRF)
+                return _line(403, f"origin {origin!r} refused: changes come only from this server's own pages")
         if self.token:
             given = request.headers.get(TOKEN_HEADER) or request.cookies.get(TOKEN_COOKIE) or ""
             given = given or request.query_params.get("token", "")
@@ -135,7 +149,7 @@ def _index_page(runs: RunsRoot) -> str:
     )
     return _shell(
         "rescue-sim",
-        f'<p>Run folders in {escape(str(runs.root))}. <a href="/play">Play the counsellor</a></p>'
+        f'<p>Run folders in {escape(str(runs.root))}. <a href="/start">Start a session</a> · <a href="/play">Play the counsellor</a></p>'
         f"<section><h2>Runs</h2>{body}</section>",
     )
 
@@ -147,7 +161,8 @@ def _shell(title: str, main: str, script: str | None = None) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<title>{escape(title)}</title><link rel="stylesheet" href="/assets/report.css">'
         '<link rel="stylesheet" href="/assets/serve.css"></head>'
-        f'<body><header><h1>{escape(title)}</h1><nav><a href="/">All runs</a> · <a href="/play">Play</a></nav>'
+        f'<body><header><h1>{escape(title)}</h1><nav><a href="/">All runs</a> · <a href="/start">Start a session</a> · '
+        '<a href="/play">Play</a></nav>'
         f"</header><main>{main}</main>{tag}</body></html>"
     )
 
@@ -165,6 +180,7 @@ def build_app(
     `warm` builds each run's report data in a thread at start, so first page loads do not wait for it."""
     runs = RunsRoot(runs_dir)
     rooms = PlayRooms(runs, client_factory, **({"idle_s": idle_s} if idle_s is not None else {}))
+    lives = LiveRuns(runs, client_factory)
 
     async def index(request: Request) -> Response:
         return HTMLResponse(_index_page(runs))
@@ -177,7 +193,8 @@ def build_app(
             return _line(404, f"run {name!r}: not a run folder inside RUNS_DIR")
         except RunFolderError as err:
             return _line(422, str(err))
-        data = data.model_copy(update={"detail_url": "/api/session?" + urlencode({"name": name}) + "&id="})
+        query = urlencode({"name": name})
+        data = data.model_copy(update={"detail_url": f"/api/session?{query}&id=", "live_url": f"/api/live?{query}&id="})
         html = render_html(data, served=True, home="/")
         csp = PAGE_CSP.replace("script-src 'self'", f"script-src {report_script_hash()}").replace(
             "style-src 'self'", "style-src 'unsafe-inline'"
@@ -201,6 +218,28 @@ def build_app(
         if name not in STATIC:
             return _line(404, f"no asset {name!r}")
         return FileResponse(ASSETS / name, media_type=STATIC[name])
+
+    async def live_api(request: Request) -> Response:
+        name, sid = request.query_params.get("name", ""), request.query_params.get("id", "")
+        try:
+            runs.resolve(name)
+        except PathRefused:
+            return _line(404, f"run {name!r}: not a run folder inside RUNS_DIR")
+        return StreamingResponse(
+            lives.events(name, sid, request.is_disconnected),
+            media_type="text/event-stream",
+            headers={"x-accel-buffering": "no"},
+        )
+
+    async def start_page(request: Request) -> Response:
+        return HTMLResponse(_shell("Start a session", '<div id="start-run"></div>', "start.js"))
+
+    async def run_start(request: Request) -> Response:
+        try:
+            live = await lives.start(await json_body(request, LiveStart))
+        except (MoveRefused, UserError) as err:
+            return _line(400, str(err))
+        return JSONResponse({"run": live.run, "session": live.session_id})
 
     async def play_page(request: Request) -> Response:
         return HTMLResponse(_shell("Play the counsellor", '<div id="play"></div>', "play.js"))
@@ -260,6 +299,7 @@ def build_app(
             threading.Thread(target=runs.warm, name="warm-runs", daemon=True).start()
         yield
         await rooms.close()
+        await lives.close()
 
     app = Starlette(
         routes=[
@@ -267,6 +307,9 @@ def build_app(
             Route("/run", run_page),
             Route("/api/session", session_api),
             Route("/assets/{name}", asset),
+            Route("/api/live", live_api),
+            Route("/start", start_page),
+            Route("/api/run", run_start, methods=["POST"]),
             Route("/play", play_page),
             Route("/api/cases", cases_api),
             Route("/api/play", play_start, methods=["POST"]),
