@@ -6,6 +6,7 @@ Screenshots go to tmp_path (and to $RESCUE_SIM_SHOTS when set, to look at them).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from personas.library import resolve_case
+from simulator.llm import progress
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder
@@ -28,12 +30,32 @@ from tests.test_report import browser_or_skip
 EVIL = 'I am done. <script>window.__xss = 1</script> <img src=x onerror="window.__xss = 2"> & more'
 
 
+class SlowClient:
+    """The fake model at a human pace (each call waits `delay` s first), so a watcher sees the session grow; it
+    reports each call to the progress watcher as the real client does."""
+
+    def __init__(self, inner: FakeModelClient, delay: float):
+        self.inner, self.delay = inner, delay
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    async def complete(self, *args, **kwargs):
+        watch = progress.start(kwargs["role"], self.inner.model)
+        await asyncio.sleep(self.delay)
+        try:
+            return await self.inner.complete(*args, **kwargs)
+        finally:
+            if watch is not None:
+                watch.finish()
+
+
 @contextlib.contextmanager
 def live_server(runs_dir: Path) -> Iterator[str]:
     import uvicorn
 
-    def client() -> FakeModelClient:
-        return FakeModelClient(default=RoomScript(resolve_case("dana-and-theo"), line=EVIL))
+    def client() -> SlowClient:
+        return SlowClient(FakeModelClient(default=RoomScript(resolve_case("dana-and-theo"), line=EVIL)), 0.15)
 
     sock = bind_socket("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(build_app(runs_dir, client_factory=client), log_level="warning"))
@@ -137,9 +159,31 @@ def test_serve_in_headless_chromium(tmp_path: Path) -> None:
         assert page.eval("typeof window.__xss") == "undefined"
         shot(page, tmp_path, "played")
         run = page.eval("document.querySelector('#play a').textContent")
+        # watch live: start a scripted session from the page; its run page opens it and redraws it as it grows
+        goto(page, base + "/start", "document.getElementById('run-btn') !== null")
+        shot(page, tmp_path, "start")
+        page.eval(
+            "document.getElementById('case').value = 'dana-and-theo'; document.getElementById('turns').value = '4';"
+            "document.getElementById('run-btn').click()"
+        )
+        page.wait_for(
+            "window.__report && window.__report.ready === true && document.getElementById('live') !== null", 60
+        )
+        growing = [page.eval("document.querySelectorAll('#transcript .turn').length")]
+        page.wait_for(
+            "document.getElementById('live') !== null && /in flight/.test(document.getElementById('live').textContent)",
+            30,
+        )
+        calls_line = page.eval("(document.getElementById('live') || {}).textContent || ''")
+        shot(page, tmp_path, "live")
+        page.wait_for("document.getElementById('live') === null", 120)
+        growing.append(page.eval("document.querySelectorAll('#transcript .turn').length"))
+        live_status = page.eval("document.querySelector('#session-table tbody tr').textContent")
         errors = page.errors()
         page.close()
     assert errors == []
+    assert growing[0] < growing[1] and "completed" in live_status
+    assert "fake/model" in calls_line and ("member" in calls_line or "tracker" in calls_line), calls_line
     rec = RunFolder(runs_dir / run).load_session("dana-and-theo__s0")
     assert rec.supporter == "human:zoe" and rec.status == SessionStatus.COMPLETED
     spoken = [t.decision for t in rec.turns if t.kind == "supporter"]

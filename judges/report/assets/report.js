@@ -392,7 +392,6 @@
     // a session still running (started from the page, or written by another process) is redrawn as it grows
     if (live) { live.close(); live = null; }
     if (!D.live_url || D.sessions[i].status !== "incomplete") return;
-    var box = document.getElementById("live");
     live = new EventSource(D.live_url + encodeURIComponent(D.sessions[i].id));
     live.addEventListener("session", function (ev) {
       var m = JSON.parse(ev.data), s = D.sessions[i];
@@ -406,11 +405,9 @@
     });
     live.addEventListener("end", function () {
       live.close(); live = null;
-      var b = document.getElementById("live");
-      if (b) b.textContent = "";
       renderList();
+      if (state.open === i && D.details[i]) showSession(i, D.details[i], true);
     });
-    return box;
   }
 
   function openSession(i) {
