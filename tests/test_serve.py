@@ -347,3 +347,78 @@ def test_posts_from_another_origin_are_refused(runs_dir: Path) -> None:
         assert not list(runs_dir.glob("web-*")) and not list(runs_dir.glob("play-*"))
         ok = c.post("/api/run", json={**body, "turns": 1}, headers={"origin": LOCAL})
         assert ok.status_code == 200, ok.text
+
+
+@pytest.fixture
+def batch(runs_dir: Path, tmp_path: Path) -> Path:
+    from judges.ratings import export_items
+
+    out = tmp_path / "rate" / "batch.jsonl"
+    out.parent.mkdir()
+    export_items([runs_dir / "run-a"], select=["random"], n=2, out=out, fmt="jsonl")
+    return out
+
+
+def test_rating_saves_each_rating_and_ratings_import_reads_the_file_unchanged(runs_dir, batch: Path) -> None:
+    from judges.ratings import import_ratings, read_ratings
+
+    with client_for(runs_dir, rate=[batch]) as c:
+        assert c.get("/api/rate/batches").json()[0]["name"] == "batch.jsonl"
+        got = c.get("/api/rate/batch", params={"batch": "0", "rater": "rita"})
+        assert got.status_code == 200
+        body = got.text
+        data = got.json()
+        assert len(data["items"]) == 2 and data["given"] == [] and data["instructions"]
+        # blind: no supporter id, no model name, nothing from the key file
+        key = json.loads(batch.with_name("batch.key.json").read_text())
+        for secret in [SUP, "gpt-4o", *[k["session_id"] for k in key["items"]], *key["aliases"].values()]:
+            assert secret not in body, secret
+        assert {i["supporter"] for i in data["items"]} <= set(key["aliases"])
+        dim = data["items"][0]["dimensions"][0]
+        info = data["dimensions"][dim]
+        rated = []
+        for item in data["items"]:
+            r = c.post(
+                "/api/rate/save?batch=0",
+                json={"rater": "rita", "item_id": item["item_id"], "dimension": dim, "value": info["max"]},
+            )
+            assert r.status_code == 200, r.text
+            rated.append(item["item_id"])
+        # a changed rating replaces the earlier one
+        c.post(
+            "/api/rate/save?batch=0",
+            json={"rater": "rita", "item_id": rated[0], "dimension": dim, "value": info["min"]},
+        )
+        assert len(c.get("/api/rate/batch", params={"batch": "0", "rater": "rita"}).json()["given"]) == 2
+        for bad, needle in [
+            ({"rater": "rita", "item_id": "nope", "dimension": dim, "value": 3}, "not an item of batch.jsonl"),
+            ({"rater": "rita", "item_id": rated[0], "dimension": "nope", "value": 3}, "rate one of"),
+            (
+                {"rater": "rita", "item_id": rated[0], "dimension": dim, "value": info["max"] + 1},
+                f"rated {info['min']}-{info['max']}",
+            ),
+            ({"rater": "rita ok", "item_id": rated[0], "dimension": dim, "value": 3}, "rater:"),
+            ({"rater": "rita", "item_id": rated[0], "dimension": dim, "value": "x"}, "value:"),
+        ]:
+            r = c.post("/api/rate/save?batch=0", json=bad)
+            assert r.status_code == 400 and needle in r.text and len(r.text.splitlines()) == 1, (bad, r.text)
+        assert c.get("/api/rate/batch", params={"batch": "1", "rater": "rita"}).status_code == 404
+    sheet = batch.with_name("batch.rita.ratings.jsonl")
+    lines = [json.loads(x) for x in sheet.read_text().splitlines()]
+    assert {(x["item_id"], x["value"]) for x in lines} == {(rated[0], info["min"]), (rated[1], info["max"])}
+    result = import_ratings(sheet, [runs_dir / "run-a"])
+    assert result.added == {str(runs_dir / "run-a"): 2} and result.raters == ["rita"]
+    stored = read_ratings(runs_dir / "run-a").ratings
+    assert sorted((r.item_id, r.value) for r in stored) == sorted((x["item_id"], x["value"]) for x in lines)
+    assert {r.design for r in stored} == {"random"} and all(r.pi is not None for r in stored)  # the design's pi kept
+
+
+def test_rate_refuses_a_key_file_or_a_bad_batch(runs_dir: Path, batch: Path, tmp_path: Path) -> None:
+    with pytest.raises(ServeError, match="unblinding key"):
+        build_app(runs_dir, client_factory=fake_client, warm=False, rate=[batch.with_name("batch.key.json")])
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(batch.read_text().splitlines()[0] + "\n{not json\n")
+    with pytest.raises(ServeError, match=r"broken.jsonl:2: not an exported item"):
+        build_app(runs_dir, client_factory=fake_client, warm=False, rate=[broken])
+    with pytest.raises(ServeError, match="no such file"):
+        build_app(runs_dir, client_factory=fake_client, warm=False, rate=[tmp_path / "nope.jsonl"])

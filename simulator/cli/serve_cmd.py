@@ -21,15 +21,20 @@ def serve(
         str | None,
         typer.Option(help="Secret every request must carry (needed beyond loopback).", envvar="RESCUE_SIM_SERVE_TOKEN"),
     ] = None,
+    rate: Annotated[
+        list[Path] | None,
+        typer.Option(help="An `export --format jsonl` items file to rate on /rate (repeatable; never the key)."),
+    ] = None,
     model: Annotated[
         str | None,
         typer.Option(help="Model playing the personas and tracker in played sessions.", envvar="RESCUE_SIM_MODEL"),
     ] = None,
 ) -> None:
-    """Browse run folders and play the counsellor in a browser (a local web app).
+    """Browse run folders, watch sessions live, play the counsellor and rate in a browser (a local web app).
 
-    Pages: the runs under RUNS_DIR, each run as the HTML report shows it, and a room where you are the counsellor
-    (recorded as supporter human:<name> in a new run folder under RUNS_DIR).
+    Pages: the runs under RUNS_DIR, each run as the HTML report shows it (running sessions redrawn as they grow),
+    a form to start a session, a room where you are the counsellor (recorded as supporter human:<name> in a new
+    run folder under RUNS_DIR), and a blind rating page for each --rate batch.
     """
     from simulator.serve import serve as run_server
 

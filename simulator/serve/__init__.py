@@ -1,5 +1,6 @@
 """`rescue-sim serve`: the room in a browser. Browse run folders (the HTML report's own page and script, one
-renderer), play the counsellor as a `human:<name>` supporter, all over one small local web app.
+renderer), watch sessions live, play the counsellor as a `human:<name>` supporter and rate an exported batch
+blind, all in one small local web app.
 
 Why Starlette + uvicorn: a small ASGI toolkit (no ORM, no template engine we need, no build step), the same shape
 as Datasette (a few routes over files, plain JavaScript on the pages), already in our environment through
@@ -14,7 +15,7 @@ from the browser is resolved and must stay inside RUNS_DIR.
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from simulator.llm.types import ModelClient
@@ -58,6 +59,7 @@ def serve(
     port: int,
     token: str | None,
     client_factory: Callable[[], ModelClient],
+    rate: Sequence[str | Path] = (),
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
     """Check everything that can be wrong before starting (RUNS_DIR, host without token, port), then serve until
@@ -65,7 +67,7 @@ def serve(
     import uvicorn
 
     check_bind(host, token)
-    app = build_app(runs_dir, client_factory=client_factory, token=token, loopback_only=is_loopback(host))
+    app = build_app(runs_dir, client_factory=client_factory, token=token, loopback_only=is_loopback(host), rate=rate)
     sock = bind_socket(host, port)
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     url = f"http://{shown}:{sock.getsockname()[1]}/" + (f"?token={token}" if token else "")

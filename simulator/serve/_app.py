@@ -11,7 +11,7 @@ import contextlib
 import hmac
 import ipaddress
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from html import escape
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
@@ -39,10 +39,16 @@ from simulator.llm.types import ModelClient
 from simulator.runfolder import RunFolderError
 from simulator.serve._live import LiveRuns, LiveStart
 from simulator.serve._play import MoveRefused, PlayMove, PlayRooms, PlayStart
+from simulator.serve._rate import RatingGiven, RatingRefused, RatingSheets
 from simulator.serve._runs import PathRefused, RunsRoot, ServeError
 
 ASSETS = Path(__file__).parent / "assets"
-STATIC = {"play.js": "text/javascript", "start.js": "text/javascript", "serve.css": "text/css"}
+STATIC = {
+    "play.js": "text/javascript",
+    "start.js": "text/javascript",
+    "rate.js": "text/javascript",
+    "serve.css": "text/css",
+}
 TOKEN_COOKIE = "rescue_sim_token"
 TOKEN_HEADER = "x-rescue-sim-token"
 PAGE_CSP = (
@@ -162,7 +168,7 @@ def _shell(title: str, main: str, script: str | None = None) -> str:
         f'<title>{escape(title)}</title><link rel="stylesheet" href="/assets/report.css">'
         '<link rel="stylesheet" href="/assets/serve.css"></head>'
         f'<body><header><h1>{escape(title)}</h1><nav><a href="/">All runs</a> · <a href="/start">Start a session</a> · '
-        '<a href="/play">Play</a></nav>'
+        '<a href="/play">Play</a> · <a href="/rate">Rate</a></nav>'
         f"</header><main>{main}</main>{tag}</body></html>"
     )
 
@@ -175,10 +181,13 @@ def build_app(
     loopback_only: bool = True,
     warm: bool = True,
     idle_s: float | None = None,
+    rate: Sequence[str | Path] = (),
 ) -> ASGIApp:
     """The whole app over RUNS_DIR. `client_factory` makes the model client of played sessions (on first use).
-    `warm` builds each run's report data in a thread at start, so first page loads do not wait for it."""
+    `warm` builds each run's report data in a thread at start, so first page loads do not wait for it. `rate`:
+    exported JSONL batches to rate on `/rate`."""
     runs = RunsRoot(runs_dir)
+    sheets = RatingSheets(list(rate))
     rooms = PlayRooms(runs, client_factory, **({"idle_s": idle_s} if idle_s is not None else {}))
     lives = LiveRuns(runs, client_factory)
 
@@ -240,6 +249,37 @@ def build_app(
         except (MoveRefused, UserError) as err:
             return _line(400, str(err))
         return JSONResponse({"run": live.run, "session": live.session_id})
+
+    async def rate_page(request: Request) -> Response:
+        return HTMLResponse(_shell("Rate", '<div id="rate"></div>', "rate.js"))
+
+    async def rate_batches(request: Request) -> Response:
+        return JSONResponse(
+            [
+                {"batch": str(k), "name": b.name, "items": len(b.items), "dimensions": list(b.dimensions)}
+                for k, b in enumerate(sheets.batches)
+            ]
+        )
+
+    async def rate_batch(request: Request) -> Response:
+        try:
+            batch = sheets.batch(request.query_params.get("batch", ""))
+            given = sheets.given(batch, request.query_params.get("rater", ""))
+        except KeyError:
+            return _line(404, "no such batch: the server rates the files given with --rate")
+        except RatingRefused as err:
+            return _line(400, str(err))
+        return JSONResponse({**batch.public(), "given": given})
+
+    async def rate_save(request: Request) -> Response:
+        try:
+            batch = sheets.batch(request.query_params.get("batch", ""))
+            saved = sheets.save(batch, await json_body(request, RatingGiven))
+        except KeyError:
+            return _line(404, "no such batch: the server rates the files given with --rate")
+        except (RatingRefused, MoveRefused) as err:
+            return _line(400, str(err))
+        return JSONResponse({"saved": saved})
 
     async def play_page(request: Request) -> Response:
         return HTMLResponse(_shell("Play the counsellor", '<div id="play"></div>', "play.js"))
@@ -310,6 +350,10 @@ def build_app(
             Route("/api/live", live_api),
             Route("/start", start_page),
             Route("/api/run", run_start, methods=["POST"]),
+            Route("/rate", rate_page),
+            Route("/api/rate/batches", rate_batches),
+            Route("/api/rate/batch", rate_batch),
+            Route("/api/rate/save", rate_save, methods=["POST"]),
             Route("/play", play_page),
             Route("/api/cases", cases_api),
             Route("/api/play", play_start, methods=["POST"]),
