@@ -51,14 +51,14 @@ class SlowClient:
 
 
 @contextlib.contextmanager
-def live_server(runs_dir: Path) -> Iterator[str]:
+def live_server(runs_dir: Path, rate: tuple[Path, ...] = ()) -> Iterator[str]:
     import uvicorn
 
     def client() -> SlowClient:
         return SlowClient(FakeModelClient(default=RoomScript(resolve_case("dana-and-theo"), line=EVIL)), 0.15)
 
     sock = bind_socket("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(build_app(runs_dir, client_factory=client), log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(build_app(runs_dir, client_factory=client, rate=rate), log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -192,3 +192,55 @@ def test_serve_in_headless_chromium(tmp_path: Path) -> None:
         ("What do you both need?", ["Couple"], None),
     ]
     assert [d.speak for d in rec.decisions] == [True, False, True]
+
+
+def test_rating_two_items_in_headless_chromium(tmp_path: Path) -> None:
+    """A rater rates two items with the keyboard; `ratings import` reads the saved sheet back."""
+    from judges.ratings import export_items, import_ratings, read_ratings
+
+    browser_or_skip()
+    runs_dir = tmp_path / "runs"
+    run = make_judged_run(
+        runs_dir / "run-a",
+        "openai/gpt-4o-mini",
+        [SessionSpec("c0__s0", case_id="c0", text={1: EVIL}), SessionSpec("c1__s0", case_id="c1")],
+        lambda judge, sid, item, dim: 3,
+    ).path
+    out = tmp_path / "rate" / "batch.jsonl"
+    out.parent.mkdir()
+    export_items([run], select=["random"], n=2, out=out, fmt="jsonl", dimensions=["overall_quality", "balance"])
+    with live_server(runs_dir, rate=(out,)) as base, Browser(tmp_path / "profile") as browser:
+        page = browser.page()
+        goto(page, base + "/rate", "document.querySelector('[data-batch]') !== null")
+        page.eval("document.getElementById('rater').value = 'rita'; document.querySelector('[data-batch]').click()")
+        page.wait_for("document.getElementById('questions') !== null", 30)
+        first = page.eval("document.body.dataset.item")
+        assert page.eval("document.querySelectorAll('#questions fieldset').length") == 2
+        text = page.eval("document.body.textContent")
+        assert "gpt-4o" not in text and "c0__s0" not in text and "Supporter" in text
+        shot(page, tmp_path, "rate")
+
+        def key(k: str, code: str) -> None:
+            for kind in ("keyDown", "keyUp"):
+                page.send("Input.dispatchKeyEvent", {"type": kind, "key": k, "code": code})
+
+        key("4", "Digit4")  # first question, then the highlight moves on
+        page.wait_for("document.getElementById('saved').textContent.startsWith('1 of 2')", 30)
+        key("2", "Digit2")
+        page.wait_for("document.getElementById('saved').textContent.startsWith('2 of 2')", 30)
+        key("n", "KeyN")
+        page.wait_for(f"document.body.dataset.item !== {json.dumps(first)}", 30)
+        second = page.eval("document.body.dataset.item")
+        page.eval("document.querySelector('#questions fieldset input[value=\"5\"]').click()")
+        page.wait_for("document.getElementById('saved').textContent.startsWith('1 of 2')", 30)
+        progress = page.eval("document.getElementById('progress').textContent")
+        errors = page.errors()
+        page.close()
+    assert errors == []
+    assert "1 of 2 fully rated" in progress
+    sheet = out.with_name("batch.rita.ratings.jsonl")
+    rows = sorted((r["item_id"], r["dimension"], r["value"]) for r in map(json.loads, sheet.read_text().splitlines()))
+    assert rows == sorted([(first, "overall_quality", 4), (first, "balance", 2), (second, "overall_quality", 5)])
+    result = import_ratings(sheet, [run])
+    assert result.added == {str(run): 3}
+    assert sorted((r.item_id, r.dimension, r.value) for r in read_ratings(run).ratings) == rows

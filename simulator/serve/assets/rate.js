@@ -98,7 +98,7 @@
     root.appendChild(el("p", { "class": "actions" },
       el("button", { type: "button", id: "prev", text: "← previous", onclick: function () { move(-1); } }),
       el("button", { type: "button", id: "next", text: "next →", onclick: function () { move(1); } }),
-      el("span", { id: "saved", "class": "note", text: rated(item) + " of " + item.dimensions.length + " question(s) answered, saved" })));
+      el("span", { id: "saved", "class": "note", text: rated(item) + " of " + item.dimensions.length + " question(s) answered (each saved as given)" })));
     root.appendChild(el("p", { "class": "note", text: "Keys: 1–9 (0 for 10) rate the highlighted question and go to the next; ↑ ↓ pick a question; → or n next item; ← or p previous." }));
     document.body.setAttribute("data-item", item.item_id);
   }
