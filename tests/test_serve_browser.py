@@ -55,7 +55,7 @@ def live_server(runs_dir: Path, rate: tuple[Path, ...] = ()) -> Iterator[str]:
     import uvicorn
 
     def client() -> SlowClient:
-        return SlowClient(FakeModelClient(default=RoomScript(resolve_case("dana-and-theo"), line=EVIL)), 0.15)
+        return SlowClient(FakeModelClient(default=RoomScript(resolve_case("dana-and-theo"), line=EVIL)), 0.3)
 
     sock = bind_socket("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(build_app(runs_dir, client_factory=client, rate=rate), log_level="warning"))
