@@ -30,11 +30,11 @@ def serve(
         typer.Option(help="Model playing the personas and tracker in played sessions.", envvar="RESCUE_SIM_MODEL"),
     ] = None,
 ) -> None:
-    """Browse run folders, watch sessions live, play the counsellor and rate in a browser (a local web app).
+    """Browse run folders, watch sessions live, play the counsellor and rate, in a browser (a local web app).
 
-    Pages: the runs under RUNS_DIR, each run as the HTML report shows it (running sessions redrawn as they grow),
-    a form to start a session, a room where you are the counsellor (recorded as supporter human:<name> in a new
-    run folder under RUNS_DIR), and a blind rating page for each --rate batch.
+    Each run shows as the HTML report does; a session still being written grows on screen.
+
+    Played sessions are recorded as supporter human:<name> in a new run folder under RUNS_DIR.
     """
     from simulator.serve import serve as run_server
 
