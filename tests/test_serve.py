@@ -244,7 +244,8 @@ def test_leaving_or_going_idle_saves_an_interrupted_record(runs_dir: Path) -> No
 @pytest.mark.parametrize(
     "body, needle",
     [
-        ({"case": "no-such-case", "name": "x"}, "no such case id"),
+        ({"case": "no-such-case", "name": "x"}, "not a library case id"),
+        ({"case": "cases.yaml", "name": "x"}, "not a library case id"),
         ({"case": "dana-and-theo", "name": "bad name!"}, "name:"),
         ({"case": "dana-and-theo", "name": "x", "turns": 0}, "turns:"),
         ({"case": "../../etc/passwd", "name": "x"}, "library case id"),

@@ -155,7 +155,7 @@ def _index_page(runs: RunsRoot) -> str:
     )
     return _shell(
         "rescue-sim",
-        f'<p>Run folders in {escape(str(runs.root))}. <a href="/start">Start a session</a> · <a href="/play">Play the counsellor</a></p>'
+        f'<p>Run folders in {escape(runs.root.name)}/. <a href="/start">Start a session</a> · <a href="/play">Play the counsellor</a></p>'
         f"<section><h2>Runs</h2>{body}</section>",
     )
 

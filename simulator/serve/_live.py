@@ -19,7 +19,6 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from judges.report import record_detail, session_detail
-from personas.library import resolve_case
 from simulator.cli._render import call_line
 from simulator.llm.progress import CallProgress, watching
 from simulator.llm.types import ModelClient
@@ -27,7 +26,7 @@ from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder, RunFolderError
 from simulator.runner.runs import RunConfig, RunEvents, run_sessions
 from simulator.runner.session import session_id_for
-from simulator.serve._play import MoveRefused
+from simulator.serve._play import MoveRefused, library_case
 from simulator.serve._runs import RunsRoot
 from simulator.supporters import HUMAN, SupporterSpecError, parse_supporter_spec, supporter_model
 
@@ -78,7 +77,7 @@ class LiveRuns:
         self._client: ModelClient | None = None
 
     async def start(self, form: LiveStart) -> LiveRun:
-        case = resolve_case(form.case)
+        case = library_case(form.case)
         spec = _browser_spec(form.supporter)
         if self._client is None:
             self._client = self.client_factory()

@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from personas.case import Case
-from personas.library import resolve_case
+from personas.case import Case, load_case
+from personas.library import library_paths
 from personas.taxonomy import strategies_for
 from simulator.llm.types import ModelClient
 from simulator.records import SessionRecord
@@ -96,6 +96,14 @@ class Room:
         }
 
 
+def library_case(case_id: str) -> Case:
+    """A case of the shipped library by id; a page cannot name a card file on the server."""
+    known = {p.stem: p for p in library_paths()}
+    if case_id not in known:
+        raise MoveRefused(f"case {case_id!r}: not a library case id; known ids: {', '.join(known)}")
+    return load_case(known[case_id])
+
+
 def _view_of(record: SessionRecord, max_turns: int) -> SessionView:
     """The frozen intake view (whatever the record holds, a person in the browser is shown only this)."""
     return build_view(
@@ -127,9 +135,7 @@ class PlayRooms:
         return room
 
     async def start(self, form: PlayStart) -> Room:
-        case = resolve_case(form.case) if "/" not in form.case and "\\" not in form.case else None
-        if case is None:
-            raise MoveRefused(f"case {form.case!r}: give a library case id")
+        case = library_case(form.case)
         if self._client is None:
             self._client = self.client_factory()
         client = self._client
