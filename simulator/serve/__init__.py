@@ -42,6 +42,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     """The listening socket, bound here so a port in use is one clear line rather than a server log."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a listener still refuses
     try:
         sock.bind((host.strip("[]"), port))
     except OSError as err:
@@ -67,11 +68,19 @@ def serve(
     import uvicorn
 
     check_bind(host, token)
-    app = build_app(runs_dir, client_factory=client_factory, token=token, loopback_only=is_loopback(host), rate=rate)
+    server: list[uvicorn.Server] = []  # event streams and long polls end once it is told to stop
+    app = build_app(
+        runs_dir,
+        client_factory=client_factory,
+        token=token,
+        loopback_only=is_loopback(host),
+        rate=rate,
+        stopping=lambda: bool(server) and server[0].should_exit,
+    )
     sock = bind_socket(host, port)
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     url = f"http://{shown}:{sock.getsockname()[1]}/" + (f"?token={token}" if token else "")
     if on_ready is not None:
         on_ready(url)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    server.run(sockets=[sock])
+    server.append(uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)))
+    server[0].run(sockets=[sock])

@@ -182,10 +182,12 @@ def build_app(
     warm: bool = True,
     idle_s: float | None = None,
     rate: Sequence[str | Path] = (),
+    stopping: Callable[[], bool] = lambda: False,
 ) -> ASGIApp:
     """The whole app over RUNS_DIR. `client_factory` makes the model client of played sessions (on first use).
     `warm` builds each run's report data in a thread at start, so first page loads do not wait for it. `rate`:
-    exported JSONL batches to rate on `/rate`."""
+    exported JSONL batches to rate on `/rate`. `stopping()` says the server is shutting down: event streams and long
+    polls end so that it can."""
     runs = RunsRoot(runs_dir)
     sheets = RatingSheets(list(rate))
     rooms = PlayRooms(runs, client_factory, **({"idle_s": idle_s} if idle_s is not None else {}))
@@ -235,7 +237,7 @@ def build_app(
         except PathRefused:
             return _line(404, f"run {name!r}: not a run folder inside RUNS_DIR")
         return StreamingResponse(
-            lives.events(name, sid, request.is_disconnected),
+            lives.events(name, sid, request.is_disconnected, stopping),
             media_type="text/event-stream",
             headers={"x-accel-buffering": "no"},
         )
@@ -310,7 +312,7 @@ def build_app(
     async def play_state(request: Request) -> Response:
         try:
             since = int(request.query_params.get("since", "-1"))
-            room = await rooms.wait_change(room_id(request), since, timeout=20.0)
+            room = await rooms.wait_change(room_id(request), since, timeout=20.0, stopping=stopping)
         except ValueError:
             return _line(400, "since: a number")
         except KeyError:

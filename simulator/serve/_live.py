@@ -142,15 +142,17 @@ class LiveRuns:
                 live.task.cancel()
         await asyncio.gather(*(lv.task for lv in self.started.values() if lv.task), return_exceptions=True)
 
-    async def events(self, name: str, session_id: str, disconnected: Callable) -> AsyncIterator[str]:
-        """Server-sent events for one session until it ends (or the watcher leaves)."""
+    async def events(
+        self, name: str, session_id: str, disconnected: Callable, stopping: Callable[[], bool] = lambda: False
+    ) -> AsyncIterator[str]:
+        """Server-sent events for one session until it ends (or the watcher leaves, or the server stops)."""
         run = self.runs.resolve(name)  # PathRefused before anything streams
         folder = RunFolder(run)
         path = folder.session_path(session_id)
         live = self.started.get((self.runs.name_of(run), session_id))
         seen: object = None
         calls_seen: list[str] | None = None
-        while not await disconnected():
+        while not stopping() and not await disconnected():
             if live is not None:
                 key: object = live.version
                 record = live.record if key != seen else None

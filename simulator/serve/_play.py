@@ -248,10 +248,17 @@ class PlayRooms:
         for room_id in list(self.rooms):
             await self.abandon(room_id, "the server stopped")
 
-    async def wait_change(self, room_id: str, since: int, timeout: float) -> Room:
-        """The room once its version is past `since` (or after `timeout`): a long poll, no busy loop."""
+    async def wait_change(
+        self, room_id: str, since: int, timeout: float, stopping: Callable[[], bool] = lambda: False
+    ) -> Room:
+        """The room once its version is past `since` (or after `timeout`, or when the server stops): a long poll,
+        no busy loop."""
         room = self.get(room_id)
-        if room.version <= since:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while room.version <= since and not stopping():
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                break
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(room.changed.wait(), timeout)
+                await asyncio.wait_for(room.changed.wait(), min(left, 1.0))
         return room
