@@ -1,6 +1,7 @@
 """`rescue-sim serve` in-process (Starlette's TestClient, the fake model): browsing reuses the report's data and
 script, the token gate, paths confined to RUNS_DIR, the security headers, playing the counsellor (the record is what
-was sent; the browser sees only the supporter's view), leaving a room, and the CLI's one-line refusals."""
+was sent; the browser sees only the supporter's view), leaving a room, watching a session live (started here or
+written by another process), blind rating saved in a form `ratings import` reads, and one-line refusals."""
 
 from __future__ import annotations
 

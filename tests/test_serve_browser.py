@@ -217,6 +217,7 @@ def test_rating_two_items_in_headless_chromium(tmp_path: Path) -> None:
         first = page.eval("document.body.dataset.item")
         assert page.eval("document.querySelectorAll('#questions fieldset').length") == 2
         text = page.eval("document.body.textContent")
+        assert page.eval("document.querySelectorAll('#rate script, #rate img').length") == 0
         assert "gpt-4o" not in text and "c0__s0" not in text and "Supporter" in text
         shot(page, tmp_path, "rate")
 
@@ -231,9 +232,13 @@ def test_rating_two_items_in_headless_chromium(tmp_path: Path) -> None:
         key("n", "KeyN")
         page.wait_for(f"document.body.dataset.item !== {json.dumps(first)}", 30)
         second = page.eval("document.body.dataset.item")
+        seen = page.eval("document.getElementById('transcript').textContent") + text
+        assert EVIL in seen  # one of the two items carries the markup, as text
+        assert page.eval("document.querySelectorAll('#rate script, #rate img').length") == 0
         page.eval("document.querySelector('#questions fieldset input[value=\"5\"]').click()")
         page.wait_for("document.getElementById('saved').textContent.startsWith('1 of 2')", 30)
         progress = page.eval("document.getElementById('progress').textContent")
+        assert page.eval("typeof window.__xss") == "undefined"
         errors = page.errors()
         page.close()
     assert errors == []
