@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import (
     FileResponse,
@@ -199,7 +200,7 @@ def build_app(
     async def run_page(request: Request) -> Response:
         name = request.query_params.get("name", "")
         try:
-            data = runs.report_data(name)
+            data = await run_in_threadpool(runs.report_data, name)  # a cold build must not stall live rooms
         except PathRefused:
             return _line(404, f"run {name!r}: not a run folder inside RUNS_DIR")
         except RunFolderError as err:
@@ -215,7 +216,7 @@ def build_app(
     async def session_api(request: Request) -> Response:
         name, sid = request.query_params.get("name", ""), request.query_params.get("id", "")
         try:
-            detail = runs.detail(name, sid)
+            detail = await run_in_threadpool(runs.detail, name, sid)
         except PathRefused:
             return _line(404, f"run {name!r}: not a run folder inside RUNS_DIR")
         except RunFolderError as err:
