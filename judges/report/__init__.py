@@ -2,8 +2,15 @@
 score distributions, filters and a session viewer (transcript, decisions, judge evidence, inner states, relation
 graphs and trajectories). `write_report(run_dirs, out)`; `build_report_data` and `render_html` are its parts."""
 
-from judges.report._data import ReportData, SessionDetail, SessionSummary, build_report_data
-from judges.report._html import json_for_script, render_html, write_report
+from judges.report._data import (
+    ReportData,
+    SessionDetail,
+    SessionSummary,
+    build_report_data,
+    record_detail,
+    session_detail,
+)
+from judges.report._html import json_for_script, render_html, report_script_hash, write_report
 
 __all__ = [
     "ReportData",
@@ -11,6 +18,9 @@ __all__ = [
     "SessionSummary",
     "build_report_data",
     "json_for_script",
+    "record_detail",
     "render_html",
+    "report_script_hash",
+    "session_detail",
     "write_report",
 ]

@@ -94,7 +94,16 @@ class ReportData(_Record):
     leaderboard: Leaderboard
     dimensions: list[DimensionInfo]
     sessions: list[SessionSummary]
-    details: list[SessionDetail] = Field(description="Same order as `sessions`.")
+    details: list[SessionDetail] = Field(description="Same order as `sessions`; empty when `detail_url` is set.")
+    detail_url: str | None = Field(
+        default=None,
+        description="Served pages (`rescue-sim serve`) fetch a session's detail from this URL plus its id instead "
+        "of carrying every detail in the page; None: the details are embedded.",
+    )
+    live_url: str | None = Field(
+        default=None,
+        description="Served pages: server-sent events of a session still running, at this URL plus its id.",
+    )
     unreadable: list[str] = Field(default_factory=list, description="Session files that could not be read.")
 
 
@@ -196,30 +205,56 @@ def _detail(record: SessionRecord, judgment: SessionJudgment | None, ratings: li
     )
 
 
-def build_report_data(run_dirs: Sequence[str | Path], *, include_faults: bool = False) -> ReportData:
+def _ratings_by_session(folder: RunFolder) -> dict[str, list[dict]]:
+    by_session: dict[str, list[dict]] = {}
+    for r in read_ratings(folder).ratings:
+        by_session.setdefault(r.session_id, []).append(
+            {
+                "item": "session" if r.turn is None else f"t{r.turn}",
+                "dim": r.dimension,
+                "rater": r.rater,
+                "value": r.value,
+            }
+        )
+    return by_session
+
+
+def record_detail(
+    record: SessionRecord, judgment: SessionJudgment | None = None, ratings: Sequence[dict] = ()
+) -> SessionDetail:
+    """One session's detail from a record in hand (a session still running has no judgment or ratings yet)."""
+    return _detail(record, judgment, list(ratings))
+
+
+def session_detail(run_dir: str | Path, session_id: str) -> SessionDetail:
+    """One session's detail (what the viewer draws when the session is opened); a RunFolderError when the
+    session is not there or cannot be read."""
+    folder = RunFolder(run_dir)
+    folder.read_manifest()
+    if session_id not in folder.session_ids():
+        raise RunFolderError(f"{run_dir}: no session {session_id!r}")
+    record = folder.load_session(session_id)
+    return _detail(record, read_judgment(folder, session_id), _ratings_by_session(folder).get(session_id, []))
+
+
+def build_report_data(
+    run_dirs: Sequence[str | Path], *, include_faults: bool = False, details: bool = True
+) -> ReportData:
     """Everything the report shows, from the run folders (sessions, judgments, ratings). No model calls.
-    Sessions with simulator faults are marked with why, and left out of the leaderboard unless `include_faults`."""
+    Sessions with simulator faults are marked with why, and left out of the leaderboard unless `include_faults`.
+    `details=False` leaves the per-session details out (a served page fetches each one when it is opened)."""
     stores = [read_ratings(d) for d in run_dirs]
     board = build_leaderboard(
         run_dirs, ratings=any(rf.ratings or rf.batches for rf in stores), include_faults=include_faults
     )
     dims: dict[str, DimensionInfo] = {}
     sessions: list[SessionSummary] = []
-    details: list[SessionDetail] = []
+    details_out: list[SessionDetail] = []
     unreadable: list[str] = []
     for run_dir in run_dirs:
         folder = RunFolder(run_dir)
         folder.read_manifest()
-        by_session: dict[str, list[dict]] = {}
-        for r in read_ratings(folder).ratings:
-            by_session.setdefault(r.session_id, []).append(
-                {
-                    "item": "session" if r.turn is None else f"t{r.turn}",
-                    "dim": r.dimension,
-                    "rater": r.rater,
-                    "value": r.value,
-                }
-            )
+        by_session = _ratings_by_session(folder)
         for sid in folder.session_ids():
             try:
                 record = folder.load_session(sid)
@@ -267,12 +302,13 @@ def build_report_data(run_dirs: Sequence[str | Path], *, include_faults: bool = 
                     rated=len(by_session.get(sid, [])),
                 )
             )
-            details.append(_detail(record, judgment, by_session.get(sid, [])))
+            if details:
+                details_out.append(_detail(record, judgment, by_session.get(sid, [])))
     return ReportData(
         runs=[str(d) for d in run_dirs],
         leaderboard=board,
         dimensions=list(dims.values()),
         sessions=sessions,
-        details=details,
+        details=details_out,
         unreadable=unreadable,
     )

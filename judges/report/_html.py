@@ -26,14 +26,29 @@ def json_for_script(data: str) -> str:
     return data.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def render_html(data: ReportData) -> str:
+def report_script_hash() -> str:
+    """The CSP source that allows the page's own script and nothing else (`'sha256-…'`)."""
+    js = (ASSETS / "report.js").read_text(encoding="utf-8")
+    return f"'sha256-{base64.b64encode(hashlib.sha256(js.encode('utf-8')).digest()).decode()}'"
+
+
+def render_html(data: ReportData, *, served: bool = False, home: str | None = None) -> str:
+    """The report page. `served=True` (a page from `rescue-sim serve`) lets the script fetch from its own origin
+    (session details on demand); a file report connects to nothing. `home` adds a link back to that URL."""
     page = (ASSETS / "report.html").read_text(encoding="utf-8")
     css = (ASSETS / "report.css").read_text(encoding="utf-8")
     js = (ASSETS / "report.js").read_text(encoding="utf-8")
-    digest = base64.b64encode(hashlib.sha256(js.encode("utf-8")).digest()).decode()
     payload = json_for_script(json.dumps(data.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")))
     title = f"rescue-sim report: {', '.join(Path(r).name for r in data.runs)}"
-    values = {"CSP_SCRIPT": f"'sha256-{digest}'", "TITLE": _text(title), "STYLE": css, "DATA": payload, "SCRIPT": js}
+    values = {
+        "CSP_SCRIPT": report_script_hash(),
+        "CSP_CONNECT": "'self'" if served else "'none'",
+        "HOME": f'<a href="{_text(home)}">All runs</a> · ' if home else "",
+        "TITLE": _text(title),
+        "STYLE": css,
+        "DATA": payload,
+        "SCRIPT": js,
+    }
     # one pass over the skeleton: a value (model text in the data, say) is never searched for markers itself
     return re.sub(r"%%([A-Z_]+)%%", lambda m: values[m.group(1)], page)
 

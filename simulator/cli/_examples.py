@@ -19,6 +19,7 @@ EXAMPLES: dict[str, str] = {
     "compare": "rescue-sim compare runs/pre-release --limit 8",
     "export": "rescue-sim export runs/a --select random --n 50 --format label-studio --out rate/batch1.json",
     "report": "rescue-sim report runs/pre-release",
+    "serve": "rescue-sim serve runs --rate rate/batch1.jsonl",
     "sensitivity": "rescue-sim sensitivity --model local/qwen2.5-coder-1.5b --dry-run",
     "personas list": "rescue-sim personas list",
     "personas show": "rescue-sim personas show nguyen-family",

@@ -64,6 +64,9 @@ def _register() -> None:
     app.command("export")(export_cmd.export)
     app.command("report")(report_cmd.report)
     app.add_typer(ratings_cmd.app, name="ratings", help="Human ratings: import them, judge-human agreement.")
+    from simulator.cli import serve_cmd
+
+    app.command("serve")(serve_cmd.serve)
     from simulator.cli._examples import add_examples
 
     add_examples(app)

@@ -386,12 +386,53 @@
     return el("div", { "class": "dec", title: dec.why || null, text: parts.join(" · ") });
   }
 
+  var live = null; // served pages: the event stream of the open session while it is still running
+
+  function watch(i) {
+    // a session still running (started from the page, or written by another process) is redrawn as it grows
+    if (live) { live.close(); live = null; }
+    if (!D.live_url || D.sessions[i].status !== "incomplete") return;
+    live = new EventSource(D.live_url + encodeURIComponent(D.sessions[i].id));
+    live.addEventListener("session", function (ev) {
+      var m = JSON.parse(ev.data), s = D.sessions[i];
+      s.status = m.status; s.end = m.end; s.turns = m.turns;
+      D.details[i] = m.detail;
+      if (state.open === i) showSession(i, m.detail, true);
+    });
+    live.addEventListener("calls", function (ev) {
+      var lines = JSON.parse(ev.data).lines, b = document.getElementById("live");
+      if (b) b.textContent = lines.length ? "model calls in flight: " + lines.join("; ") : "";
+    });
+    live.addEventListener("end", function () {
+      live.close(); live = null;
+      renderList();
+      if (state.open === i && D.details[i]) showSession(i, D.details[i], true);
+    });
+  }
+
   function openSession(i) {
+    watch(i);
+    // a served page (rescue-sim serve) carries no details: it fetches the session's detail from its own server
+    if (D.details[i] || !D.detail_url) { showSession(i, D.details[i]); return; }
+    var v = clear(document.getElementById("viewer"));
+    v.hidden = false;
+    v.appendChild(el("p", { "class": "note", text: "loading session " + D.sessions[i].id + "…" }));
+    fetch(D.detail_url + encodeURIComponent(D.sessions[i].id), { credentials: "same-origin" })
+      .then(function (r) {
+        if (!r.ok) return r.text().then(function (t) { throw new Error(t || r.statusText); });
+        return r.json();
+      })
+      .then(function (d) { D.details[i] = d; showSession(i, d); })
+      .catch(function (e) { clear(v).appendChild(el("p", { "class": "note", text: "could not load the session: " + e.message })); });
+  }
+
+  function showSession(i, d, refresh) {
     state.open = i;
-    var s = D.sessions[i], d = D.details[i];
+    var s = D.sessions[i];
     var v = clear(document.getElementById("viewer"));
     v.hidden = false;
     v.appendChild(el("h2", { id: "viewer-title" }, "Session " + s.id));
+    if (live) v.appendChild(el("p", { "class": "note live" }, el("b", { text: "live" }), " · ", el("span", { id: "live" })));
     v.appendChild(el("p", null, s.title + " (" + s.group + ") · supporter " + s.supporter + " · " + s.status +
       (s.end ? " (" + s.end + ")" : "") + (s.perturbation ? " · perturbation " + s.perturbation : "") + " · seed " + s.seed +
       " · trial " + s.trial + " · run " + s.run));
@@ -424,7 +465,7 @@
     });
     // transcript
     var innerBtn = el("button", { type: "button", id: "toggle-inner", text: state.showInner ? "hide inner states" : "show inner states",
-      onclick: function () { state.showInner = !state.showInner; openSession(i); } });
+      onclick: function () { state.showInner = !state.showInner; showSession(i, D.details[i], true); } });
     v.appendChild(el("h3", null, "Transcript ", innerBtn));
     var tr = el("div", { "class": "transcript", id: "transcript" });
     var passes = {};
@@ -475,7 +516,7 @@
       v.appendChild(el("h3", { text: "Human ratings" }));
       v.appendChild(table(["item", "dimension", "rater", "value"], d.ratings.map(function (r) { return [r.item, r.dim, r.rater, r.value]; }), 3));
     }
-    v.scrollIntoView();
+    if (!refresh) v.scrollIntoView();
   }
 
   function jump(id, turn) {
@@ -493,6 +534,11 @@
   renderFilters();
   renderList();
   renderDists();
+  if (D.detail_url) { // a served page may be asked to open one session (`?open=ID`)
+    var want = new URLSearchParams(location.search).get("open");
+    var at = D.sessions.map(function (s) { return s.id; }).indexOf(want);
+    if (at >= 0) openSession(at);
+  }
   window.__report = { ready: true, readyAt: performance.now(), sessions: D.sessions.length, open: openSession };
   document.body.setAttribute("data-ready", "1");
 })();

@@ -1,0 +1,117 @@
+"""`rescue-sim serve` benchmark: one run folder of 200 judged sessions (the report benchmark's synthetic
+18-turn sessions, two judges each, written through RunFolder), served by a real uvicorn server; in headless chromium
+the time from navigation to a usable run page (leaderboard, filters, first page of the list), and to one session
+opened (its detail fetched from the server).
+
+Two starts are timed: the way `rescue-sim serve` starts (each run's page data built in a thread at start; the page
+is loaded once that is done) and a cold start (the first request builds it).
+
+    python -m tests.benchmarks.serve_bench [--sessions 200] [--loads 3]
+
+Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from judges import write_judgment
+from simulator.runfolder import RunFolder
+from simulator.serve import bind_socket, build_app
+from tests._browser import Browser, chromium_missing
+from tests._rating_fixtures import SessionSpec, judge_record
+from tests.benchmarks.report_bench import JUDGES, long_session, score
+
+SUPPORTER = "openai/gpt-4o-mini"
+
+
+def make_run(path: Path, sessions: int) -> Path:
+    folder = RunFolder(path)
+    folder.open({"supporter": SUPPORTER, "models": {"member": "member/model-x"}, "judges": list(JUDGES)})
+    for k in range(sessions):
+        spec = SessionSpec(f"c{k % 10}__s{k // 10}", case_id=f"c{k % 10}", seed=k // 10)
+        record = long_session(spec, SUPPORTER)
+        folder.write_session(record)
+        write_judgment(folder, judge_record(record, JUDGES, score))
+    return folder.path
+
+
+def no_model():  # the benchmark plays no session
+    raise RuntimeError("no model in the benchmark")
+
+
+def timed_loads(runs_dir: Path, *, warm: bool, loads: int, profile: Path) -> dict[str, float]:
+    import uvicorn
+
+    app = build_app(runs_dir, client_factory=no_model, warm=warm)
+    sock = bind_socket("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    started = time.perf_counter()
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    out: dict[str, float] = {"server_up_s": time.perf_counter() - started}
+    if warm:  # wait for the start-up build, as a person opening the page a few seconds later would
+        while not app.app.state.runs.is_built("run"):
+            time.sleep(0.02)
+        out["warm_build_s"] = time.perf_counter() - started
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/run?name=run"
+    ready = []
+    with Browser(profile) as browser:
+        page = browser.page()
+        for _ in range(loads):
+            t0 = time.perf_counter()
+            page.send("Page.navigate", {"url": url})
+            page.wait_event("Page.loadEventFired", 120)
+            page.wait_for("window.__report && window.__report.ready === true", 120)
+            ready.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        page.eval("document.querySelector('#session-table tr.row').click()")
+        page.wait_for("document.querySelectorAll('#transcript .turn').length > 0")
+        out["open_session_s"] = time.perf_counter() - t0
+        out["errors"] = len(page.errors())
+        page.close()
+    server.should_exit = True
+    thread.join(20)
+    out["first_load_s"] = ready[0]
+    out["median_load_s"] = statistics.median(ready)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sessions", type=int, default=200)
+    ap.add_argument("--loads", type=int, default=3)
+    args = ap.parse_args()
+    why = chromium_missing()
+    if why:
+        raise SystemExit(f"needs headless chromium: {why}")
+    root = Path(tempfile.mkdtemp(prefix="serve-bench-"))
+    try:
+        t0 = time.perf_counter()
+        make_run(root / "runs" / "run", args.sessions)
+        print(f"run folder: {args.sessions} judged sessions of 18 turns, written in {time.perf_counter() - t0:.1f} s")
+        w = timed_loads(root / "runs", warm=True, loads=args.loads, profile=root / "p1")
+        print(
+            f"as `rescue-sim serve` starts (page data built at start, {w['warm_build_s']:.2f} s after start): "
+            f"first page load {w['first_load_s'] * 1000:.0f} ms, median of {args.loads} {w['median_load_s'] * 1000:.0f} ms; "
+            f"open one session (detail fetched) {w['open_session_s'] * 1000:.0f} ms; console errors {w['errors']:.0f}"
+        )
+        c = timed_loads(root / "runs", warm=False, loads=args.loads, profile=root / "p2")
+        print(
+            f"cold (the first request builds the page data): first page load {c['first_load_s'] * 1000:.0f} ms, "
+            f"later loads (cached) median {c['median_load_s'] * 1000:.0f} ms"
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+"""`rescue-sim serve` in a real headless chromium (as the report test drives it), on a real uvicorn server and the
+fake model: the runs page, a run's report page with a session fetched on demand whose `<script>` and
+`<img onerror>` stay text, and a whole session played as the counsellor by clicking and typing (speak with a
+target and strategy, stay silent once, speak to everyone) whose record equals what was entered. No console errors.
+Screenshots go to tmp_path (and to $RESCUE_SIM_SHOTS when set, to look at them)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from personas.library import resolve_case
+from simulator.llm import progress
+from simulator.llm.fake import FakeModelClient
+from simulator.records import SessionStatus
+from simulator.runfolder import RunFolder
+from simulator.serve import bind_socket, build_app
+from tests._browser import Browser, Page
+from tests._rating_fixtures import SessionSpec, make_judged_run
+from tests._sim_fakes import RoomScript
+from tests.test_report import browser_or_skip
+
+EVIL = 'I am done. <script>window.__xss = 1</script> <img src=x onerror="window.__xss = 2"> & more'
+
+
+class SlowClient:
+    """The fake model at a human pace (each call waits `delay` s first), so a watcher sees the session grow; it
+    reports each call to the progress watcher as the real client does."""
+
+    def __init__(self, inner: FakeModelClient, delay: float):
+        self.inner, self.delay = inner, delay
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    async def complete(self, *args, **kwargs):
+        watch = progress.start(kwargs["role"], self.inner.model)
+        await asyncio.sleep(self.delay)
+        try:
+            return await self.inner.complete(*args, **kwargs)
+        finally:
+            if watch is not None:
+                watch.finish()
+
+
+@contextlib.contextmanager
+def live_server(runs_dir: Path, rate: tuple[Path, ...] = ()) -> Iterator[str]:
+    import uvicorn
+
+    def client() -> SlowClient:
+        return SlowClient(FakeModelClient(default=RoomScript(resolve_case("dana-and-theo"), line=EVIL)), 0.3)
+
+    sock = bind_socket("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(build_app(runs_dir, client_factory=client, rate=rate), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(20)
+
+
+def goto(page: Page, url: str, ready: str) -> None:
+    page.send("Page.navigate", {"url": url})
+    page.wait_event("Page.loadEventFired", 60)
+    page.wait_for(ready, 60)
+
+
+def shot(page: Page, tmp_path: Path, name: str) -> Path:
+    page.pump(0.3)
+    path = page.screenshot(tmp_path / f"serve-{name}.png")
+    if os.environ.get("RESCUE_SIM_SHOTS"):
+        shutil.copy(path, Path(os.environ["RESCUE_SIM_SHOTS"]) / path.name)
+    assert path.stat().st_size > 5_000
+    return path
+
+
+def pause_label(page: Page) -> str:
+    return page.eval("(document.querySelector('#move .status') || {}).textContent || ''")
+
+
+def next_pause(page: Page, before: str) -> str:
+    """Wait until the room asks for the next move (or ends); returns the new pause label ('' when it ended)."""
+    page.wait_for(
+        "document.body.dataset.status === 'finished' || (document.getElementById('speak') !== null && "
+        f"document.querySelector('#move .status').textContent !== {json.dumps(before)})",
+        60,
+    )
+    return "" if page.eval("document.body.dataset.status") == "finished" else pause_label(page)
+
+
+def test_serve_in_headless_chromium(tmp_path: Path) -> None:
+    browser_or_skip()
+    runs_dir = tmp_path / "runs"
+    make_judged_run(
+        runs_dir / "run-a",
+        "openai/gpt-4o-mini",
+        [SessionSpec("c0__s0", case_id="c0", text={1: EVIL}), SessionSpec("c1__s0", case_id="c1")],
+        lambda judge, sid, item, dim: 3,
+    )
+    with live_server(runs_dir) as base, Browser(tmp_path / "profile") as browser:
+        page = browser.page()
+        goto(page, base + "/", "document.querySelectorAll('main table tbody tr').length === 1")
+        shot(page, tmp_path, "index")
+        # a run, through the report's own page and script; the session's detail is fetched when it is opened
+        page.eval("document.querySelector('main table a').click()")
+        page.wait_for("window.__report && window.__report.ready === true", 60)
+        page.eval("document.querySelector('#session-table tr.row').click()")
+        page.wait_for("document.querySelector('#turn-1 .text') !== null", 30)
+        assert page.eval("document.querySelector('#turn-1 .text').textContent") == EVIL
+        assert page.eval("document.querySelectorAll('#viewer script, #viewer img').length") == 0
+        assert page.eval("document.querySelectorAll('#viewer svg.graph').length") == 3
+        shot(page, tmp_path, "run")
+        # play: start, speak to Dana with `evoke`, stay silent once, then speak to the couple
+        goto(page, base + "/play", "document.getElementById('start-btn') !== null")
+        page.eval(
+            "document.getElementById('case').value = 'dana-and-theo'; document.getElementById('name').value = 'zoe';"
+        )
+        page.eval("document.getElementById('turns').value = '3'; document.getElementById('start-btn').click()")
+        first = next_pause(page, "")
+        assert page.eval("Array.from(document.querySelectorAll('#targets input')).map(x => x.value)") == [
+            "Dana",
+            "Theo",
+            "Couple",
+        ]
+        assert "evoke" in page.eval("Array.from(document.querySelectorAll('#strategy option')).map(x => x.value)")
+        shot(page, tmp_path, "play")
+        page.eval(
+            "document.querySelector('#targets input[value=Couple]').checked = false;"
+            "document.querySelector('#targets input[value=Dana]').checked = true;"
+            "document.getElementById('strategy').value = 'evoke';"
+            "document.getElementById('text').value = 'What hurts most, Dana?';"
+            "document.getElementById('speak').click()"
+        )
+        second = next_pause(page, first)
+        assert second, "the session ended before the second move"
+        page.eval("document.getElementById('silent').click()")
+        third = next_pause(page, second)
+        assert third, "the session ended before the third move"
+        page.eval(
+            "document.getElementById('text').value = 'What do you both need?'; document.getElementById('speak').click()"
+        )
+        page.wait_for("document.body.dataset.status === 'finished'", 60)
+        # member lines carry markup too: still text on the play page
+        assert EVIL in page.eval("document.getElementById('transcript').textContent")
+        assert page.eval("document.querySelectorAll('#transcript script, #transcript img').length") == 0
+        assert page.eval("typeof window.__xss") == "undefined"
+        shot(page, tmp_path, "played")
+        run = page.eval("document.querySelector('#play a').textContent")
+        # watch live: start a scripted session from the page; its run page opens it and redraws it as it grows
+        goto(page, base + "/start", "document.getElementById('run-btn') !== null")
+        shot(page, tmp_path, "start")
+        page.eval(
+            "document.getElementById('case').value = 'dana-and-theo'; document.getElementById('turns').value = '4';"
+            "document.getElementById('run-btn').click()"
+        )
+        page.wait_for(
+            "window.__report && window.__report.ready === true && document.getElementById('live') !== null", 60
+        )
+        growing = [page.eval("document.querySelectorAll('#transcript .turn').length")]
+        page.wait_for(
+            "document.getElementById('live') !== null && /in flight/.test(document.getElementById('live').textContent)",
+            30,
+        )
+        calls_line = page.eval("(document.getElementById('live') || {}).textContent || ''")
+        shot(page, tmp_path, "live")
+        page.wait_for("document.getElementById('live') === null", 120)
+        growing.append(page.eval("document.querySelectorAll('#transcript .turn').length"))
+        live_status = page.eval("document.querySelector('#session-table tbody tr').textContent")
+        errors = page.errors()
+        page.close()
+    assert errors == []
+    assert growing[0] < growing[1] and "completed" in live_status
+    assert "fake/model" in calls_line and ("member" in calls_line or "tracker" in calls_line), calls_line
+    rec = RunFolder(runs_dir / run).load_session("dana-and-theo__s0")
+    assert rec.supporter == "human:zoe" and rec.status == SessionStatus.COMPLETED
+    spoken = [t.decision for t in rec.turns if t.kind == "supporter"]
+    assert [(d.text, d.targets, d.strategy) for d in spoken] == [
+        ("What hurts most, Dana?", ["Dana"], "evoke"),
+        ("What do you both need?", ["Couple"], None),
+    ]
+    assert [d.speak for d in rec.decisions] == [True, False, True]
+
+
+def test_rating_two_items_in_headless_chromium(tmp_path: Path) -> None:
+    """A rater rates two items with the keyboard; `ratings import` reads the saved sheet back."""
+    from judges.ratings import export_items, import_ratings, read_ratings
+
+    browser_or_skip()
+    runs_dir = tmp_path / "runs"
+    run = make_judged_run(
+        runs_dir / "run-a",
+        "openai/gpt-4o-mini",
+        [SessionSpec("c0__s0", case_id="c0", text={1: EVIL}), SessionSpec("c1__s0", case_id="c1")],
+        lambda judge, sid, item, dim: 3,
+    ).path
+    out = tmp_path / "rate" / "batch.jsonl"
+    out.parent.mkdir()
+    export_items([run], select=["random"], n=2, out=out, fmt="jsonl", dimensions=["overall_quality", "balance"])
+    with live_server(runs_dir, rate=(out,)) as base, Browser(tmp_path / "profile") as browser:
+        page = browser.page()
+        goto(page, base + "/rate", "document.querySelector('[data-batch]') !== null")
+        page.eval("document.getElementById('rater').value = 'rita'; document.querySelector('[data-batch]').click()")
+        page.wait_for("document.getElementById('questions') !== null", 30)
+        first = page.eval("document.body.dataset.item")
+        assert page.eval("document.querySelectorAll('#questions fieldset').length") == 2
+        text = page.eval("document.body.textContent")
+        assert page.eval("document.querySelectorAll('#rate script, #rate img').length") == 0
+        assert "gpt-4o" not in text and "c0__s0" not in text and "Supporter" in text
+        shot(page, tmp_path, "rate")
+
+        def key(k: str, code: str) -> None:
+            for kind in ("keyDown", "keyUp"):
+                page.send("Input.dispatchKeyEvent", {"type": kind, "key": k, "code": code})
+
+        key("4", "Digit4")  # first question, then the highlight moves on
+        page.wait_for("document.getElementById('saved').textContent.startsWith('1 of 2')", 30)
+        key("2", "Digit2")
+        page.wait_for("document.getElementById('saved').textContent.startsWith('2 of 2')", 30)
+        key("n", "KeyN")
+        page.wait_for(f"document.body.dataset.item !== {json.dumps(first)}", 30)
+        second = page.eval("document.body.dataset.item")
+        seen = page.eval("document.getElementById('transcript').textContent") + text
+        assert EVIL in seen  # one of the two items carries the markup, as text
+        assert page.eval("document.querySelectorAll('#rate script, #rate img').length") == 0
+        page.eval("document.querySelector('#questions fieldset input[value=\"5\"]').click()")
+        page.wait_for("document.getElementById('saved').textContent.startsWith('1 of 2')", 30)
+        progress = page.eval("document.getElementById('progress').textContent")
+        assert page.eval("typeof window.__xss") == "undefined"
+        errors = page.errors()
+        page.close()
+    assert errors == []
+    assert "1 of 2 fully rated" in progress
+    sheet = out.with_name("batch.rita.ratings.jsonl")
+    rows = sorted((r["item_id"], r["dimension"], r["value"]) for r in map(json.loads, sheet.read_text().splitlines()))
+    assert rows == sorted([(first, "overall_quality", 4), (first, "balance", 2), (second, "overall_quality", 5)])
+    result = import_ratings(sheet, [run])
+    assert result.added == {str(run): 3}
+    assert sorted((r.item_id, r.dimension, r.value) for r in read_ratings(run).ratings) == rows
