@@ -396,3 +396,23 @@ def test_the_embedded_model_reads_each_turns_transcript_once(tmp_path: Path) -> 
     fresh = [c.usage.prompt_tokens - c.usage.cached_prompt_tokens for c in verdict.calls]
     assert sum(f < 40 for f in fresh) >= 2, fresh  # each turn's second question reads only itself
     assert sum(f > 200 for f in fresh) <= 2, fresh  # at most each turn's context read in full
+
+
+def test_the_report_shows_each_checklist_item_with_its_turn_and_p_yes(cli, tmp_path: Path) -> None:
+    """A checklist score's evidence is its items: the report's data carries each question, the turn it asks about,
+    P(yes) and whether a yes raises the score (report.js lists them under the score, as text)."""
+    from judges.report import build_report_data
+
+    folder = RunFolder(tmp_path / "run")
+    folder.open({"supporter": "fake/supporter"})
+    folder.write_session(couple_session())
+    assert cli("judge", folder.path).exit_code == 0
+    judgment = read_judgment(folder, "s1")
+    (detail,) = build_report_data([folder.path]).details
+    shown = {(s["item"], s["dim"]): s["answers"] for s in detail.judgment["scores"]}
+    for verdict in judgment.verdicts:
+        for s in verdict.scores:
+            want = [[a.turn, a.question, round(a.p_yes, 3), a.direction == "yes_good"] for a in s.answers]
+            assert [list(a) for a in shown[(s.item, s.dimension)]] == want
+    about_ben = [a for a in shown[("t3", "side_taking")] if "Ben" in a[1]]
+    assert about_ben and all(a[0] == 3 for a in about_ben)  # asked of turn 3, once per member

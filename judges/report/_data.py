@@ -168,6 +168,8 @@ def _judgment(j: SessionJudgment) -> dict[str, Any]:
                 "strength": s.strength,
                 "why": s.reasoning,
                 "ev": [(e.turn, e.quote, e.quote_found) for e in s.evidence],
+                # a checklist score's evidence: each yes/no item with the turn it asks about and P(yes)
+                "answers": [(a.turn, a.question, round(a.p_yes, 3), a.direction == "yes_good") for a in s.answers],
             }
             for v in j.verdicts
             for s in v.scores

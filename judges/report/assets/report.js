@@ -504,7 +504,11 @@
             return o.x.ev.map(function (e, ei) {
               return el("div", null, el("a", { onclick: function () { jump("ev-" + o.si + "-" + ei, e[0]); }, text: "turn " + e[0] + ": “" + e[1] + "”" }),
                 e[2] ? null : " (not in that turn)");
-            });
+            }).concat((o.x.answers || []).map(function (a) { // checklist items: P(yes), and whether a yes raises the score
+              var q = "P(yes) " + num(a[2]) + (a[3] ? " ↑ " : " ↓ ") + a[1];
+              return a[0] === null ? el("div", { "class": "item", text: q })
+                : el("div", { "class": "item" }, el("a", { onclick: function () { jump("turn-" + a[0], a[0]); }, text: "turn " + a[0] }), " · " + q);
+            }));
           })),
           el("div", { "class": "ev" }, own.map(function (o) { return el("div", { text: o.x.judge + ": " + o.x.why }); }))];
       });
