@@ -11,6 +11,7 @@ invalid decision, exactly as for any other model.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -33,6 +34,12 @@ TOP_LOGPROBS = 20
 def inspect_model_id(model: Model) -> str:
     """The id a record keeps for an Inspect model: `inspect/openai/gpt-4o-mini`, `inspect/mockllm/model`."""
     return f"{INSPECT_PREFIX}/{model}"
+
+
+@functools.lru_cache(maxsize=512)
+def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """A schema class's JSON schema, built once per class (pydantic takes milliseconds to build one)."""
+    return schema.model_json_schema()
 
 
 def _messages(rendered: list[dict[str, str]]) -> list[ChatMessage]:
@@ -127,7 +134,7 @@ class InspectModelClient:
                 trial=trial,
             )
         model_id = inspect_model_id(target)
-        messages = _messages(CHAT.render(prompt, schema.model_json_schema() if schema is not None else None))
+        messages = _messages(CHAT.render(prompt, _json_schema(schema) if schema is not None else None))
         attempts, seconds, usage = 0, 0.0, Usage()
         last_reason, last_text = "", None
         for parse_try in range(self.parse_attempts):
