@@ -109,7 +109,7 @@ def schema_answering_model(lines=ROOM_LINES):
 @pytest.fixture
 def room(monkeypatch) -> FakeModelClient:
     client = fake_room()
-    monkeypatch.setattr(inspect_task, "make_room_client", lambda: client)
+    monkeypatch.setattr(inspect_task, "make_room_client", lambda config: client)
     return client
 
 
@@ -228,7 +228,7 @@ def test_eval_retry_resumes_without_duplicating_sessions(tmp_path, monkeypatch):
 
     first: list[str] = []
     crashing = room_for("__s1__", first)
-    monkeypatch.setattr(inspect_task, "make_room_client", lambda: crashing)
+    monkeypatch.setattr(inspect_task, "make_room_client", lambda config: crashing)
     log = run_eval(tmp_path, supporter(), max_samples=1)
     assert log.status == "error"
     [folder] = [RunFolder(p) for p in (tmp_path / "runs").iterdir()]
@@ -236,7 +236,7 @@ def test_eval_retry_resumes_without_duplicating_sessions(tmp_path, monkeypatch):
 
     second: list[str] = []
     fixed = room_for(None, second)
-    monkeypatch.setattr(inspect_task, "make_room_client", lambda: fixed)
+    monkeypatch.setattr(inspect_task, "make_room_client", lambda config: fixed)
     [retried] = eval_retry(log, log_dir=str(tmp_path / "logs"), display="none")
     assert retried.status == "success", retried.error
     assert sorted(s.id for s in retried.samples) == ["dana-and-theo__none__s0__t0", "dana-and-theo__none__s1__t0"]
@@ -319,3 +319,12 @@ def test_the_core_does_not_import_inspect_ai():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_bad_task_args_are_one_line_errors(tmp_path):
+    from personas.common.errors import UserError
+
+    with pytest.raises(UserError, match=r"^rescue_session task args: cases: must list at least one entry; add one$"):
+        inspect_task.rescue_session(cases="")
+    with pytest.raises(UserError, match=r"nope\.yaml: no such config file; check the path$"):
+        inspect_task.rescue_stress(config=str(tmp_path / "nope.yaml"))

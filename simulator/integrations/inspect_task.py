@@ -33,8 +33,8 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ModelOutput, get_model, model_roles
 from inspect_ai.scorer import SampleScore, Score, Target, mean, metric, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
+from pydantic import ValidationError
 
-from personas.common.errors import UserError
 from simulator.integrations.inspect_client import InspectModelClient
 from simulator.integrations.inspect_log import RECORD_KEY, transcript_messages
 from simulator.llm.types import ModelClient
@@ -42,6 +42,7 @@ from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder, config_hash
 from simulator.runner.session import SessionSpec, make_session_id
 from simulator.runner.stress_config import StressConfig, build_matrix, load_stress_config
+from simulator.runner.stress_config import _config_error as config_error
 
 PACKAGE = "rescue_sim"  # the entry point's name: tasks are `rescue_sim/rescue_session`, `rescue_sim/rescue_stress`
 ROOM_ROLES = ("member", "tracker", "judge", "check")
@@ -49,28 +50,28 @@ SUPPORTER_SLOT = "inspect"  # the supporter in the matrix before the evaluated m
 ROOM_METRICS = ("heard_gain", "blamed_share", "delta_tension", "objective")
 
 
-def _default_room_client() -> ModelClient:
-    """rescue-sim's own client for the roles given no Inspect model (RESCUE_SIM_* settings, else embedded)."""
+def _default_room_client(config: StressConfig) -> ModelClient:
+    """rescue-sim's own client for the roles given no Inspect model: the experiment's models (a stress config's
+    `model`/`models`), else RESCUE_SIM_MODEL, else the embedded model, as `rescue-sim stress` builds it."""
     from simulator.cli._models import make_client, model_settings
 
-    return make_client(model_settings(None))
+    roles = {r: config.model_for(r) for r in ("member", "tracker", "judge", "check")}
+    return make_client(model_settings(config.model, roles=roles))
 
 
 # The fallback client's factory; tests replace it with a fake room (as judge_cmd's `make_client`).
-make_room_client: Callable[[], ModelClient] = _default_room_client
-_room: list[tuple[Callable[[], ModelClient], ModelClient]] = []  # the fallback client, shared by a process's samples
+make_room_client: Callable[[StressConfig], ModelClient] = _default_room_client
 
 
-def room_client() -> InspectModelClient:
-    """The client of one sample: the evaluated model as supporter, Inspect roles where given, else the fallback."""
-    if not _room or _room[0][0] is not make_room_client:  # built once per factory (the embedded model loads once)
-        _room[:] = [(make_room_client, make_room_client())]
+def room_client(plan: _Plan) -> InspectModelClient:
+    """The client of one sample: the evaluated model as supporter, Inspect roles where given, else the fallback
+    (built once per task and factory: the embedded model loads once)."""
     roles = model_roles()
     models = {"supporter": get_model()}
     for role in ROOM_ROLES:
         if role in roles:
             models[role] = get_model(role=role)
-    return InspectModelClient(models, _room[0][1])
+    return InspectModelClient(models, plan.fallback())
 
 
 # -- dataset -----------------------------------------------------------------------------------------------------
@@ -136,7 +137,7 @@ def rescue_session(
             name="inspect-session",
             supporters=[SUPPORTER_SLOT],
             cases=_listed(cases),
-            seeds=seeds if not isinstance(seeds, str) else seeds,  # type: ignore[arg-type]
+            seeds=seeds,  # type: ignore[arg-type]
             turns=turns,
             trials=trials,
             tracker_every=tracker_every,
@@ -144,9 +145,8 @@ def rescue_session(
             baseline=True,
             rubric=rubric,
         )
-    except ValueError as err:
-        first = str(err).splitlines()
-        raise UserError(f"rescue_session: {' '.join(first[1:3]) or first[0]}") from None
+    except ValidationError as err:
+        raise config_error(Path("rescue_session task args"), err) from None
     return _task(config, Path.cwd(), "rescue_session", out, "rescue_session")
 
 
@@ -188,6 +188,12 @@ class _Plan:
     def __init__(self, *, config: StressConfig, base: Path, rubric: Path | None, out: Path, task: str):
         self.config, self.base, self.rubric, self.out, self.task = config, base, rubric, out, task
         self._folders: dict[str, RunFolder] = {}
+        self._fallback: tuple[Callable[[StressConfig], ModelClient], ModelClient] | None = None
+
+    def fallback(self) -> ModelClient:
+        if self._fallback is None or self._fallback[0] is not make_room_client:
+            self._fallback = (make_room_client, make_room_client(self.config))
+        return self._fallback[1]
 
     def folder(self, client: InspectModelClient) -> RunFolder:
         """The run folder of this task and these models, opened once per process (its manifest guards resumes:
@@ -217,7 +223,7 @@ def rescue_room(plan: _Plan):
         from simulator.runner.stress import record_delivery
         from simulator.supporters import ModelSupporter
 
-        client = room_client()
+        client = room_client(plan)
         folder = plan.folder(client)
         supporter_id = client.model_for("supporter")
         spec = SessionSpec.model_validate(state.metadata["spec"])
@@ -357,7 +363,7 @@ def rescue_judges(plan: _Plan):
         from simulator.runner.stress import StressSummary, post_session_hook
         from simulator.runner.stress_config import resolve_perturbations
 
-        client = room_client()
+        client = room_client(plan)
         folder = plan.folder(client)
         record = SessionRecord.model_validate_json(state.store.get(RECORD_KEY))
         rubric = load_rubric(plan.rubric)
