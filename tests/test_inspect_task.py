@@ -210,8 +210,13 @@ def test_model_roles_reach_their_calls_and_the_rest_fall_back(tmp_path, room):
     assert record.models["member"] == "inspect/mockllm/model" and record.models["tracker"] == "fake/model"
 
 
-def test_eval_retry_resumes_without_duplicating_sessions(tmp_path, monkeypatch):
+def _retry_scenario(tmp: str) -> dict:
+    """An eval whose seed-1 room crashes (the eval stops in error), then `eval_retry` with a working room. Runs in
+    a child process: Inspect's eval-retry applies nest_asyncio to the whole process (asyncio.run patched), which
+    would change how later tests' Ctrl-C handling behaves."""
     from simulator.runner.session import CURRENT_SESSION
+
+    tmp_path = Path(tmp)
 
     def room_for(crash_on: str | None, sessions: list[str]) -> FakeModelClient:
         client = fake_room()
@@ -228,21 +233,37 @@ def test_eval_retry_resumes_without_duplicating_sessions(tmp_path, monkeypatch):
 
     first: list[str] = []
     crashing = room_for("__s1__", first)
-    monkeypatch.setattr(inspect_task, "make_room_client", lambda config: crashing)
+    inspect_task.make_room_client = lambda config: crashing
     log = run_eval(tmp_path, supporter(), max_samples=1)
-    assert log.status == "error"
     [folder] = [RunFolder(p) for p in (tmp_path / "runs").iterdir()]
-    assert [r.seed for r in folder.results()] == [0]
-
+    before = [r.seed for r in folder.results()]
     second: list[str] = []
     fixed = room_for(None, second)
-    monkeypatch.setattr(inspect_task, "make_room_client", lambda config: fixed)
+    inspect_task.make_room_client = lambda config: fixed
     [retried] = eval_retry(log, log_dir=str(tmp_path / "logs"), display="none")
-    assert retried.status == "success", retried.error
-    assert sorted(s.id for s in retried.samples) == ["dana-and-theo__none__s0__t0", "dana-and-theo__none__s1__t0"]
-    assert sorted(r.seed for r in folder.results()) == [0, 1] and len(folder.session_ids()) == 2
+    return {
+        "first": log.status,
+        "results_before": before,
+        "retried": retried.status,
+        "samples": sorted(str(s.id) for s in retried.samples),
+        "results_after": sorted(r.seed for r in folder.results()),
+        "sessions": len(folder.session_ids()),
+        "retry_room_served": sorted(set(second)),
+    }
+
+
+def test_eval_retry_resumes_without_duplicating_sessions(tmp_path):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        got = pool.submit(_retry_scenario, str(tmp_path)).result(timeout=300)
+    assert got["first"] == "error" and got["results_before"] == [0]
+    assert got["retried"] == "success"
+    assert got["samples"] == ["dana-and-theo__none__s0__t0", "dana-and-theo__none__s1__t0"]
+    assert got["results_after"] == [0, 1] and got["sessions"] == 2
     # the completed seed-0 session was not simulated (nor judged) again: the retry's room only served seed 1
-    assert second and all("__s1__" in s for s in second)
+    assert got["retry_room_served"] and all("__s1__" in s for s in got["retry_room_served"])
 
 
 def test_rescue_stress_runs_a_stress_config(tmp_path, room):
@@ -328,3 +349,25 @@ def test_bad_task_args_are_one_line_errors(tmp_path):
         inspect_task.rescue_session(cases="")
     with pytest.raises(UserError, match=r"nope\.yaml: no such config file; check the path$"):
         inspect_task.rescue_stress(config=str(tmp_path / "nope.yaml"))
+
+
+@pytest.mark.embedded
+def test_the_embedded_model_is_the_room_by_default(tmp_path, monkeypatch):
+    """`inspect eval rescue_sim/rescue_session` with no roles bound: the embedded model plays the members, the
+    tracker and the judge; the supporter is the evaluated (here mock) model. One 2-member-turn session."""
+    from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
+
+    monkeypatch.delenv("RESCUE_SIM_MODEL", raising=False)
+    log = run_eval(tmp_path, supporter(), seeds="0")
+    assert log.status == "success", log.error
+    sample = read_eval_log(log.location).samples[0]
+    record = RunFolder(sample.metadata["run_folder"]).load_session(sample.metadata["session_id"])
+    assert record.status.value == "completed", record.failure
+    assert record.models == {
+        "member": DEFAULT_LOCAL_MODEL,
+        "tracker": DEFAULT_LOCAL_MODEL,
+        "judge": DEFAULT_LOCAL_MODEL,
+    }
+    assert sum(t.kind == "member" for t in record.turns) == 2
+    assert any(t.kind == "supporter" and t.text == GOOD_DECISION["text"] for t in record.turns)
+    assert sample.scores["rescue_judges"].metadata["judgment"]["judges"] == [DEFAULT_LOCAL_MODEL]
