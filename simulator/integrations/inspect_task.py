@@ -41,8 +41,7 @@ from simulator.llm.types import ModelClient
 from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder, config_hash
 from simulator.runner.session import SessionSpec, make_session_id
-from simulator.runner.stress_config import StressConfig, build_matrix, load_stress_config
-from simulator.runner.stress_config import _config_error as config_error
+from simulator.runner.stress_config import StressConfig, build_matrix, config_error, load_stress_config
 
 PACKAGE = "rescue_sim"  # the entry point's name: tasks are `rescue_sim/rescue_session`, `rescue_sim/rescue_stress`
 ROOM_ROLES = ("member", "tracker", "judge", "check")
