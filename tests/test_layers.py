@@ -1,6 +1,7 @@
 """The layers of DESIGN.md hold: nothing imports from a layer above it, not even inside a function.
 
-1 personas  <  2 simulator core  <  3 judges  <  4 app (simulator.cli, simulator.runner, simulator.serve)
+1 personas  <  2 simulator core  <  3 judges  <  4 app (simulator.cli, simulator.runner, simulator.serve,
+    simulator.integrations)
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = ("simulator.cli", "simulator.runner", "simulator.serve")
+APP = ("simulator.cli", "simulator.runner", "simulator.serve", "simulator.integrations")
 
 
 def layer_of(module: str) -> int | None:

@@ -20,6 +20,7 @@ EXAMPLES: dict[str, str] = {
     "export": "rescue-sim export runs/a --select random --n 50 --format label-studio --out rate/batch1.json",
     "report": "rescue-sim report runs/pre-release",
     "serve": "rescue-sim serve runs --rate rate/batch1.jsonl",
+    "import-inspect": "rescue-sim import-inspect logs/2026-01-01T00-00-00_rescue-session_abc.eval --out runs/inspect-a",
     "sensitivity": "rescue-sim sensitivity --model local/qwen2.5-coder-1.5b --dry-run",
     "personas list": "rescue-sim personas list",
     "personas show": "rescue-sim personas show nguyen-family",

@@ -63,6 +63,9 @@ def _register() -> None:
 
     app.command("export")(export_cmd.export)
     app.command("report")(report_cmd.report)
+    from simulator.cli import import_inspect_cmd
+
+    app.command("import-inspect")(import_inspect_cmd.import_inspect)
     app.add_typer(ratings_cmd.app, name="ratings", help="Human ratings: import them, judge-human agreement.")
     from simulator.cli import serve_cmd
 

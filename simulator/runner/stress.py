@@ -54,6 +54,8 @@ __all__ = [
     "estimate",
     "load_stress_config",
     "plays_at",
+    "post_session_hook",
+    "record_delivery",
     "resolve_cases",
     "resolve_perturbations",
     "run_stress",
@@ -69,7 +71,7 @@ class StressSummary:
     errors: dict[str, str] = field(default_factory=dict)  # session id -> judge/check error
 
 
-def _post_session(
+def post_session_hook(
     config: StressConfig,
     perts: dict[str, Perturbation],
     client: ModelClient,
@@ -97,7 +99,7 @@ def _post_session(
     async def hook(record: SessionRecord, folder: RunFolder) -> None:
         p = perts.get(record.perturbation or "")
         if p is not None and p.inject is not None and record.delivery is None:
-            record = await _record_delivery(record, p, client, check_model, folder)
+            record = await record_delivery(record, p, client, check_model, folder)
         judgment = (
             read_judgment(folder, record.session_id) if judgment_path(folder, record.session_id).is_file() else None
         )
@@ -126,7 +128,7 @@ def _post_session(
     return hook
 
 
-async def _record_delivery(
+async def record_delivery(
     record: SessionRecord, p: Perturbation, client: ModelClient, check_model: str, folder: RunFolder
 ) -> SessionRecord:
     """Decide whether the directed member said the stressor and save the verdict (and a `stressor_not_said`
@@ -175,7 +177,7 @@ async def run_stress(
     if config.rubric:
         rubric_path = Path(config.rubric) if Path(config.rubric).is_absolute() else base / config.rubric
     summary = StressSummary(run=RunSummary(folder=RunFolder(out_dir)))  # `run` is filled in when it ends
-    hook = _post_session(config, perts, client, panel, check_model, rubric_path, on_judged, on_checked, summary)
+    hook = post_session_hook(config, perts, client, panel, check_model, rubric_path, on_judged, on_checked, summary)
     models = {r: (config.model_for(r) or client.model_for(r)) for r in ("member", "tracker", "judge")}  # type: ignore[arg-type]
     run = await run_specs(
         matrix.specs,

@@ -117,7 +117,9 @@ class StressConfig(BaseModel):
         return self.models.get(role) or self.model  # type: ignore[call-overload]
 
 
-def _config_error(path: Path, err: ValidationError) -> StressConfigError:
+def config_error(path: Path, err: ValidationError) -> StressConfigError:
+    """A StressConfig validation error as one line naming the source (a file, or the Inspect task's args), the
+    key and the fix."""
     first = err.errors()[0]
     loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"]).lstrip(".") or "(top level)"
     msg = first["msg"].removeprefix("Value error, ")
@@ -151,7 +153,7 @@ def load_stress_config(path: str | Path) -> StressConfig:
     try:
         return StressConfig.model_validate(data)
     except ValidationError as err:
-        raise _config_error(path, err) from None
+        raise config_error(path, err) from None
 
 
 # -- resolving the matrix ----------------------------------------------------------------------------------------
