@@ -631,7 +631,8 @@ def test_human_folders_that_are_not_played_or_not_judged_are_refused(cli, tmp_pa
     # a played folder nobody judged: the line to run first
     unjudged = _play_folder(tmp_path / "u", fake, seeds=[0], models=models)
     result = runner.invoke(app, [*args, "--report-only", "--human", str(unjudged)], env={"COLUMNS": "300"})
-    assert result.exit_code == 2 and f"rescue-sim judge {unjudged}" in result.output
+    assert result.exit_code == 2 and f"rescue-sim judge {unjudged} --judges " in result.output
+    assert "--judge-mode verdict" in result.output
     # no run folder there at all
     result = runner.invoke(app, [*args, "--report-only", "--human", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "no such folder" in result.output

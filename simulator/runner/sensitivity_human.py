@@ -93,7 +93,8 @@ def load_human_sessions(
             if unjudged:
                 raise UserError(
                     f"--human {path}: {len(unjudged)} completed session(s) not judged ({unjudged[0]}); run "
-                    f"`rescue-sim judge {path} --judges {','.join(judges)}` first"
+                    f"`rescue-sim judge {path} --judges {','.join(judges)} --judge-mode verdict` first (the ladder's "
+                    "judges and mode)"
                 )
     if not out:
         raise UserError(f"--human {', '.join(str(d) for d in dirs)}: no sessions in it; play one first")
