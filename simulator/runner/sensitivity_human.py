@@ -31,6 +31,7 @@ from simulator.runner.sensitivity_analysis import (
     pair_stat,
 )
 from simulator.runner.sensitivity_ladder import Ladder, Reference
+from simulator.runner.sensitivity_values import collect_values, mean_by_unit, metric_values
 
 HUMAN = "human"
 SHOWN_UNITS = 6  # ladder units without a human session listed by name; the rest are counted
@@ -126,7 +127,6 @@ def place_human(
     """The reference's pairing and, per metric with human values, its mean and distance to each rung."""
     from judges import faulted, read_judgment
     from personas.common.errors import UserError
-    from simulator.runner.sensitivity import collect_values, mean_by_unit, metric_values
 
     specs = list(matrix.specs)
     ladder_values: Values = collect_values(
