@@ -11,7 +11,9 @@ changes and moves after the rung's turns against the silent rung's null drift, o
 trajectory separation of the top rung from `sides` (final self-reported state, paired over units).
 
 The ladder lives in `simulator.runner.sensitivity_ladder`, the statistics and the report model in
-`simulator.runner.sensitivity_analysis`; their names are importable from here as before.
+`simulator.runner.sensitivity_analysis`, each session's metric values in `simulator.runner.sensitivity_values`;
+their names are importable from here as before. `--human` folders (the unranked `human` reference beside M) are
+read by `simulator.runner.sensitivity_human`.
 """
 
 from __future__ import annotations
