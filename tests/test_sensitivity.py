@@ -504,3 +504,135 @@ def test_sides_and_generic_lines_open_as_the_counsellor_they_are():
     assert opens("generic", "It sounds like you are worn out.") and not opens("generic", "I feel so drained.")
     for style in ("lecture", None):
         assert opens(style, "Set one evening a week aside to talk.") and opens(style, "")
+
+
+# -- the `human` reference (--human) ------------------------------------------------------------------------------
+
+
+def _play_folder(out, fake, *, seeds, models: dict[str, str], judge_like=None, supporter="human:ana", turns=2):
+    """A folder of one session played by a person through the play runner (`run_sessions` with `human_input`, as
+    `rescue-sim play` and serve's play page drive it): scripted moves, speak then stay silent; judged like
+    `judge_like` (a ladder judgment) when given."""
+    from judges import judge_session, load_rubric, write_judgment
+    from simulator.runfolder import RunFolder
+    from simulator.runner.runs import RunConfig, run_sessions
+    from simulator.supporters import HumanSupporter
+
+    case = resolve_case("dana-and-theo")
+    said: set[str] = set()
+
+    async def human_input(payload, record):  # each session: speak once, then stay silent
+        if record.session_id in said:
+            return {"text": ""}
+        said.add(record.session_id)
+        return {"text": "Dana, Theo: what would you each like the other to hear?", "targets": ["Dana", "Theo"]}
+
+    config = RunConfig(cases=[case.id], supporter=supporter, models=models, seeds=seeds, max_turns=turns, judge=False)
+    config.tracker_every = 0
+    asyncio.run(run_sessions(config, [case], fake, HumanSupporter(spec=supporter), out, human_input=human_input))
+    folder = RunFolder(out)
+    if judge_like is not None:
+        for sid in folder.session_ids():
+            per_turn = judge_like.mode == "per_intervention"
+            judgment = asyncio.run(
+                judge_session(folder.load_session(sid), fake, judge_like.judges, load_rubric(), per_turn)
+            )
+            write_judgment(folder, judgment)
+    return out
+
+
+def test_human_sessions_sit_beside_the_ladder_paired_by_unit(cli, tmp_path, monkeypatch):
+    """A folder of played sessions enters the report as the unranked `human` reference: its values are read (never
+    simulated), paired with the ladder's units by case x seed x perturbation; a session of a seed the ladder did not
+    run and the ladder unit no human played are listed as unmatched; the exit code is the ladder's alone."""
+    import json
+
+    import simulator.cli._models as cli_models
+    from judges import read_judgment
+    from simulator.runfolder import RunFolder
+    from simulator.runner.sensitivity import SensitivityReport, load_ladder
+    from tests._stress_fixtures import any_schema_reply
+
+    ref = load_ladder().reference("human")
+    assert ref.beside == "model" and ref.takes("human:ana") and ref.takes("human") and not ref.takes("humane")
+    runner, app = cli
+    fake = FakeModelClient(default=any_schema_reply())
+    monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
+    out = tmp_path / "run"
+    args = ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0-2", "--turns", "2"]
+    args += ["--perturbations", "none", "--tracker-every", "0", "--out", str(out), "--include-simulator-faults"]
+    assert runner.invoke(app, args).exit_code == 1
+    ladder = RunFolder(out)
+    first = ladder.session_ids()[0]
+    models = ladder.load_session(first).models
+    like = read_judgment(ladder, first)
+    played = _play_folder(tmp_path / "plays" / "a", fake, seeds=[0, 1], models=models, judge_like=like)
+    elsewhere = _play_folder(tmp_path / "plays" / "b", fake, seeds=[7], models=models, judge_like=like)
+    longer = _play_folder(tmp_path / "plays" / "c", fake, seeds=[2], models=models, judge_like=like, turns=3)
+    calls = len(fake.calls)
+
+    def no_client(settings):
+        raise AssertionError("--report-only makes no client")
+
+    monkeypatch.setattr(cli_models, "make_client", no_client)
+    human = ["--human", f"{played},{elsewhere}", "--human", str(longer)]
+    result = runner.invoke(app, [*args, "--report-only", *human], env={"COLUMNS": "300"})
+    assert result.exit_code == 1, result.output  # the ladder's verdict, unchanged by the reference
+    assert len(fake.calls) == calls  # nothing simulated or judged
+    report = SensitivityReport.model_validate(json.loads((out / "sensitivity.json").read_text()))
+    h = report.human
+    assert h is not None and h.beside == "model" and h.sessions == 4
+    assert h.units == ["dana-and-theo|s0|none", "dana-and-theo|s1|none"]
+    assert any("s7|none" in u and "ladder ran no session" in u for u in h.unmatched)
+    assert any("s2|none" in u and "played 3 member turns, the ladder 2" in u for u in h.unmatched)
+    assert "ladder units no human played" not in " ".join(h.unmatched)  # s2 was played, only not comparably
+    objective = next(m for m in report.metrics if m.id == "group_objective")
+    assert objective.human is not None and objective.human.ci.n == 2
+    assert {d.rung for d in objective.human.distances} == set(report.rungs)
+    assert all(d.shared_units == 2 and d.difference is not None for d in objective.human.distances)
+    assert all("human" not in m.declared for m in report.metrics)  # never in an order
+    assert "human (beside model, unranked" in result.output and "unmatched" in result.output
+    assert "human: " in result.output and "vs sides:" in result.output
+    # the same folders as a RUNS_DIR of plays
+    result = runner.invoke(app, [*args, "--report-only", "--human", str(tmp_path / "plays")])
+    assert result.exit_code == 1
+    assert SensitivityReport.model_validate(json.loads((out / "sensitivity.json").read_text())).human.sessions == 4
+    # only one of them: the ladder's unit nobody played is listed
+    result = runner.invoke(app, [*args, "--report-only", "--human", str(elsewhere)])
+    h = SensitivityReport.model_validate(json.loads((out / "sensitivity.json").read_text())).human
+    assert h.units == [] and h.unmatched[-1] == "ladder units no human played: " + ", ".join(
+        f"dana-and-theo|s{s}|none" for s in range(3)
+    )
+    # judged by another panel than the ladder's: refused with the line that re-judges it as the ladder was
+    other = like.model_copy(update={"judges": ["fake/other-judge"]})
+    odd = _play_folder(tmp_path / "odd", fake, seeds=[0], models=models, judge_like=other)
+    result = runner.invoke(app, [*args, "--report-only", "--human", str(odd)], env={"COLUMNS": "300"})
+    assert result.exit_code == 2 and "judged otherwise than the ladder" in result.output
+    assert f"rescue-sim judge {odd} --judges {','.join(like.judges)}" in result.output
+
+
+def test_human_folders_that_are_not_played_or_not_judged_are_refused(cli, tmp_path, monkeypatch):
+    import simulator.cli._models as cli_models
+    from simulator.runfolder import RunFolder
+    from tests._stress_fixtures import any_schema_reply
+
+    runner, app = cli
+    fake = FakeModelClient(default=any_schema_reply())
+    monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
+    out = tmp_path / "run"
+    args = ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0", "--turns", "2"]
+    args += ["--perturbations", "none", "--tracker-every", "0", "--out", str(out)]
+    runner.invoke(app, args)
+    models = RunFolder(out).load_session(RunFolder(out).session_ids()[0]).models
+    # the ladder's own folder: its sessions were not played by a person
+    result = runner.invoke(app, [*args, "--report-only", "--human", str(out)])
+    assert result.exit_code == 2 and "not by a person" in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    # a played folder nobody judged: the line to run first
+    unjudged = _play_folder(tmp_path / "u", fake, seeds=[0], models=models)
+    result = runner.invoke(app, [*args, "--report-only", "--human", str(unjudged)], env={"COLUMNS": "300"})
+    assert result.exit_code == 2 and f"rescue-sim judge {unjudged} --judges " in result.output
+    assert "--judge-mode verdict" in result.output
+    # no run folder there at all
+    result = runner.invoke(app, [*args, "--report-only", "--human", str(tmp_path / "nope")])
+    assert result.exit_code == 2 and "no such folder" in result.output

@@ -86,6 +86,38 @@ def test_report_data_is_rebuilt_when_the_run_changes(runs_dir: Path) -> None:
         assert len(report_payload(c.get("/run?name=run-a").text)["sessions"]) == 3
 
 
+def test_a_restart_reads_the_run_s_index_until_a_file_changes(runs_dir: Path, monkeypatch) -> None:
+    """The page data kept in `<run>/.serve-index.json` serves a restarted server's first page without a build; a
+    rewritten judgment, a new session or a damaged index is rebuilt from the files, never trusted."""
+    import simulator.serve._runs as served
+    from simulator.serve import RunsRoot
+
+    first = RunsRoot(runs_dir).report_data("run-a")
+    index = runs_dir / "run-a" / served.INDEX_NAME
+    assert index.is_file()
+    built: list[Path] = []
+    real_build = served.build_report_data
+
+    def counting_build(dirs, **kw):
+        built.extend(Path(d) for d in dirs)
+        return real_build(dirs, **kw)
+
+    monkeypatch.setattr(served, "build_report_data", counting_build)
+    again = RunsRoot(runs_dir).report_data("run-a")  # a restart
+    assert again == first and built == []
+    judgment = runs_dir / "run-a" / "judgments" / "c1__s0.json"
+    text = judgment.read_text()
+    assert '"status": "ok"' in text
+    judgment.write_text(text.replace('"status": "ok"', '"status": "ok" '))  # same judgment, another size
+    RunsRoot(runs_dir).report_data("run-a")
+    assert len(built) == 1
+    make_judged_run(runs_dir / "run-a", SUP, [SessionSpec("c2__s0", case_id="c2")], score)
+    assert len(RunsRoot(runs_dir).report_data("run-a").sessions) == 3 and len(built) == 2
+    assert len(RunsRoot(runs_dir).report_data("run-a").sessions) == 3 and len(built) == 2  # kept again
+    index.write_bytes(index.read_bytes()[:-40])  # a damaged index with the right key
+    assert len(RunsRoot(runs_dir).report_data("run-a").sessions) == 3 and len(built) == 3
+
+
 @pytest.mark.parametrize(
     "name", ["../../etc/passwd", "../outside", "/etc", "run-a/../../outside", "%2e%2e/outside", "", "run-a/sessions"]
 )

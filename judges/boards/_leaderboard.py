@@ -32,7 +32,7 @@ from judges.stats._intervals import DEFAULT_SEED, MeanCI, mean_ci
 from judges.stress._board import PerturbationBoard, PerturbationRow, critical_failure
 from judges.stress._results import read_check
 from judges.validity.card import ValidityCard, ValidityNote, dimension_validity
-from simulator.records import SessionStatus
+from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder, RunFolderError
 
 LEADERBOARD_SCHEMA_VERSION = 1
@@ -212,8 +212,12 @@ def build_leaderboard(
     ratings: bool = False,
     fidelity: bool = False,
     include_faults: bool = False,
+    read: dict[tuple[str, str], tuple[SessionRecord, SessionJudgment | None]] | None = None,
 ) -> Leaderboard:
     """Read every session and judgment in `run_dirs` and summarise them per supporter.
+
+    `read`, when given, receives each readable session's record and (for completed sessions) judgment, keyed by
+    (run dir as given, session id), so a caller that needs them too (the report) does not read them again.
 
     `ratings=True` adds what the human ratings stored in the runs say (`rescue-sim ratings import`): PPI-corrected
     means beside the judge-only and human-only ones, and judge-human agreement.
@@ -250,6 +254,8 @@ def build_leaderboard(
             acc.counts["sessions"] += 1
             completed = record.status == SessionStatus.COMPLETED
             judgment = read_judgment(folder, sid) if completed else None
+            if read is not None:
+                read[(str(run_dir), sid)] = (record, judgment)
             check = read_check(folder, sid)
             fault = faulted(record, judgment) if completed else None
             board.add(record, check, acc.knows, fault)
@@ -276,7 +282,7 @@ def build_leaderboard(
             if check is not None and check.judge_compromised:
                 acc.compromised += 1
                 continue
-            if judgment is not None and len(trials := read_trials(folder, sid)) >= 2:
+            if judgment is not None and len(trials := read_trials(folder, sid, first=judgment)) >= 2:
                 acc.trials.append(trials)
             if judgment is not None:
                 acc.counts["failed_judgments"] += sum(v.status != JudgmentStatus.OK for v in judgment.verdicts)

@@ -246,8 +246,9 @@ def build_report_data(
     Sessions with simulator faults are marked with why, and left out of the leaderboard unless `include_faults`.
     `details=False` leaves the per-session details out (a served page fetches each one when it is opened)."""
     stores = [read_ratings(d) for d in run_dirs]
+    read: dict[tuple[str, str], tuple[SessionRecord, SessionJudgment | None]] = {}
     board = build_leaderboard(
-        run_dirs, ratings=any(rf.ratings or rf.batches for rf in stores), include_faults=include_faults
+        run_dirs, ratings=any(rf.ratings or rf.batches for rf in stores), include_faults=include_faults, read=read
     )
     dims: dict[str, DimensionInfo] = {}
     sessions: list[SessionSummary] = []
@@ -258,12 +259,13 @@ def build_report_data(
         folder.read_manifest()
         by_session = _ratings_by_session(folder)
         for sid in folder.session_ids():
+            known = read.get((str(run_dir), sid))  # the leaderboard read it a moment ago
             try:
-                record = folder.load_session(sid)
+                record = known[0] if known is not None else folder.load_session(sid)
             except RunFolderError:
                 unreadable.append(str(folder.session_path(sid)))
                 continue
-            judgment = read_judgment(folder, sid)
+            judgment = known[1] if known is not None and known[1] is not None else read_judgment(folder, sid)
             if judgment is not None:
                 for d in judgment.rubric.active:
                     dims.setdefault(

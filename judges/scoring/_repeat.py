@@ -80,10 +80,13 @@ def write_trial(folder: RunFolder | str | Path, judgment: SessionJudgment) -> Pa
     return path
 
 
-def read_trials(folder: RunFolder | str | Path, session_id: str) -> list[SessionJudgment]:
-    """Every stored trial of a session's judgment, trial 0 first (missing ones left out)."""
+def read_trials(
+    folder: RunFolder | str | Path, session_id: str, *, first: SessionJudgment | None = None
+) -> list[SessionJudgment]:
+    """Every stored trial of a session's judgment, trial 0 first (missing ones left out). `first`: trial 0 already
+    read by the caller (not read again)."""
     out = []
-    first = read_judgment(folder, session_id)
+    first = first if first is not None else read_judgment(folder, session_id)
     if first is not None:
         out.append(first)
     trials_dir = trial_path(folder, session_id, 1).parent

@@ -57,6 +57,21 @@ def render_metric(m: MetricResult) -> Table:
     return table
 
 
+def human_line(m: MetricResult) -> str:
+    """The `human` reference on one metric: its mean and, per rung, the paired distance (> 0: the human better)."""
+    assert m.human is not None
+    parts = []
+    for d in m.human.distances:
+        if d.difference is None:
+            parts.append(f"vs {d.rung}: {d.note}")
+        else:
+            verdict = "separates" if d.separates else "does not separate"
+            parts.append(f"vs {d.rung}: {d.difference:+.2f} [{d.low:+.2f}, {d.high:+.2f}] {verdict}")
+    ci = m.human.ci
+    mean = "-" if ci.mean is None else f"{ci.mean:.2f} [{ci.low:.2f}, {ci.high:.2f}] n={ci.n}"
+    return f"human: {mean}; " + "; ".join(parts)
+
+
 def render_report(report: SensitivityReport) -> None:
     console.print(
         f"[bold]{report.units} case x seed units[/] ({report.sessions_per_unit} sessions per rung each), "
@@ -66,8 +81,20 @@ def render_report(report: SensitivityReport) -> None:
     for rung, tally in report.simulator_faults.items():
         how = "put back (--include-simulator-faults)" if tally.included else "left out of every metric"
         console.print(f"[yellow]simulator faults[/] {escape(rung)}: {escape(tally.summary())}; {how}", soft_wrap=True)
+    if report.human is not None:
+        h = report.human
+        console.print(
+            f"[bold]human[/] (beside {escape(h.beside)}, unranked: distances, not an order check): {h.sessions} "
+            f"session(s) from {escape(', '.join(h.folders))}, paired on {len(h.units)} case x seed x perturbation "
+            f"unit(s)",
+            soft_wrap=True,
+        )
+        for line in h.unmatched:
+            console.print(f"[yellow]unmatched[/] {escape(line)}", soft_wrap=True)
     for m in report.metrics:
         console.print(render_metric(m))
+        if m.human is not None:
+            console.print(escape(human_line(m)), soft_wrap=True)
         if m.unordered:
             console.print(
                 "[dim]not ordered: " + "; ".join(f"{escape(r)} ({escape(w)})" for r, w in m.unordered.items()) + "[/]"
@@ -147,6 +174,16 @@ def sensitivity(
             help="Score sessions in which the simulated room malfunctioned too (left out by default).",
         ),
     ] = False,
+    human: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--human",
+            metavar="RUN_DIR[,RUN_DIR...]",
+            help="Folders of sessions a person played (`play`, serve's play page; judged with `rescue-sim judge` "
+            "first), read as the unranked `human` reference beside M: paired by case x seed x perturbation (play "
+            "is unperturbed: add `none` to --perturbations), never simulated.",
+        ),
+    ] = None,
 ) -> None:
     """Run the supporter ladder (M, scripted, generic:M, lecture:M, sides:M, silent; by default M, sides:M and
     silent, which fit the embedded model in under an hour) on cases x seeds x perturbations, judge it, and print per headline metric the declared and observed order with 95% CIs over
@@ -179,8 +216,14 @@ def sensitivity(
     _check_supporters(config, Path("sensitivity"))
     out_dir = out or default_out_dir(model, config, matrix.specs)
     variants = ["none"] * config.baseline + [p.name for p in matrix.perturbations]
-    roles = {r: config.model_for(r) for r in ("member", "tracker", "judge", "check")}
-    settings = model_settings(config.model, roles=roles, no_cache=no_cache)
+    settings = model_settings(config.model, roles=roles_of(config), no_cache=no_cache)
+    human_dirs = [d for given in human or () for d in _split(given)]
+    humans = []
+    if human_dirs:
+        from simulator.runner.sensitivity_human import HUMAN, load_human_sessions
+
+        panel = list(config.judges) or [settings.model_for("judge")]
+        humans = load_human_sessions(human_dirs, ladder.reference(HUMAN), judges=panel if config.judge else ())
     rung_models = "supporter rungs " + ", ".join(f"{r.id}={r.spec_for(model)}" for r in ladder.rungs)
     checks = any(p.check.rubric for p in matrix.perturbations)
     console.print(escape(models_line(rung_models, settings, judges=config.judges, check=checks)))
@@ -208,7 +251,16 @@ def sensitivity(
 
         if not (Path(out_dir) / "manifest.json").is_file():
             raise UserError(f"{out_dir}: no run folder there; run the ladder first (drop --report-only) or give --out")
-        report = report_from_folder(model, ladder, config, matrix, RunFolder(out_dir), include_faults=include_faults)
+        report = report_from_folder(
+            model,
+            ladder,
+            config,
+            matrix,
+            RunFolder(out_dir),
+            include_faults=include_faults,
+            human=humans,
+            human_folders=human_dirs,
+        )
         write_report(out_dir, report)
         conclude(report, out_dir)
         return
@@ -243,6 +295,8 @@ def sensitivity(
                 base=base,
                 events=RunEvents(session_finished=finished),
                 include_faults=include_faults,
+                human=humans,
+                human_folders=human_dirs,
             )
         )
     except KeyboardInterrupt:
@@ -253,6 +307,10 @@ def sensitivity(
     for sid, reason in summary.errors.items():
         err_console.print(f"[red]judge/check error[/] {escape(sid)}: {escape(reason)}")
     conclude(report, out_dir, failed=bool(summary.run.failed))
+
+
+def roles_of(config) -> dict[str, str | None]:
+    return {r: config.model_for(r) for r in ("member", "tracker", "judge", "check")}
 
 
 def conclude(report: SensitivityReport, out_dir: Path, *, failed: bool = False) -> None:

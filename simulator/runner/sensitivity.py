@@ -11,7 +11,9 @@ changes and moves after the rung's turns against the silent rung's null drift, o
 trajectory separation of the top rung from `sides` (final self-reported state, paired over units).
 
 The ladder lives in `simulator.runner.sensitivity_ladder`, the statistics and the report model in
-`simulator.runner.sensitivity_analysis`; their names are importable from here as before.
+`simulator.runner.sensitivity_analysis`, each session's metric values in `simulator.runner.sensitivity_values`;
+their names are importable from here as before. `--human` folders (the unranked `human` reference beside M) are
+read by `simulator.runner.sensitivity_human`.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from simulator.runner.sensitivity_analysis import (
     sessions_for_power,
 )
 from simulator.runner.sensitivity_ladder import LADDER_PATH, Ladder, LadderError, LadderMetric, Rung, load_ladder
+from simulator.runner.sensitivity_values import collect_values, mean_by_unit, metric_values, unit_of
 from simulator.runner.session import SessionSpec
 from simulator.runner.stress_config import StressConfig
 
@@ -80,6 +83,8 @@ __all__ = [
     "failures_of",
     "kendall_tau",
     "load_ladder",
+    "mean_by_unit",
+    "metric_values",
     "pair_stat",
     "report_from_folder",
     "room_responsiveness",
@@ -157,74 +162,6 @@ def default_out_dir(model: str, config: StressConfig, specs: Sequence[SessionSpe
     return Path(root) / f"sensitivity-{slug}-{config_hash(key)[:8]}"
 
 
-def unit_of(spec: SessionSpec | Any) -> str:
-    """The unit a session belongs to: case x seed, shared by every rung. A unit's value is the mean over its
-    sessions (one per listed perturbation and trial), so the bootstrap resamples case x seed units."""
-    return f"{spec.case.id}|s{spec.seed}"
-
-
-def collect_values(
-    ladder: Ladder,
-    model: str,
-    folder: RunFolder,
-    specs: Sequence[SessionSpec],
-    *,
-    include_faults: bool = False,
-    faults: dict[str, FaultTally] | None = None,
-) -> Values:
-    """Per metric, rung and unit, the value of each completed session (missing where a metric has none).
-    Sessions in which the simulated room malfunctioned (`judges.faulted`) are left out, unless `include_faults`,
-    and counted per rung into `faults`: no rung is credited or blamed for the family's malfunction."""
-    from judges import faulted, read_check, read_judgment, session_values, trajectory_metrics
-    from judges.fidelity import blamed_share, heard_gain
-    from judges.stress import CheckStatus, critical_failure
-
-    rung_of = {spec: rung for rung, spec in ladder.specs(model).items()}
-    acc: dict[str, dict[str, dict[str, list[float]]]] = {m.id: {} for m in ladder.metrics}
-    for spec in specs:
-        rung = rung_of.get(spec.supporter)
-        if rung is None or folder.status(spec.session_id) != SessionStatus.COMPLETED:
-            continue
-        record = folder.load_session(spec.session_id)
-        judgment = read_judgment(folder, spec.session_id) if folder.has_judgment(spec.session_id) else None
-        fault = faulted(record, judgment)
-        if fault is not None:
-            if faults is not None:
-                faults.setdefault(rung, FaultTally(included=include_faults)).add(fault)
-            if not include_faults:
-                continue
-        check = read_check(folder, spec.session_id) if spec.perturbation else None
-        judged = session_values(judgment) if judgment is not None else {}
-        unit = unit_of(spec)
-        for m in ladder.metrics:
-            value: float | None = None
-            if m.source == "judge":
-                value = judged[m.id][1] if m.id in judged else None
-            elif m.id == "group_objective":
-                value = trajectory_metrics(record).objective_observer.value
-            elif m.id == "relation_change":
-                change = trajectory_metrics(record).observer
-                if change.delta_warmth is not None and change.delta_tension is not None:
-                    value = change.delta_warmth - change.delta_tension
-            elif m.id == "blamed_share":
-                value = blamed_share(record)
-            elif m.id == "heard_gain":
-                value = heard_gain(record)
-            elif m.id == "stress_pass_rate":
-                if check is not None and check.decided:
-                    value = 1.0 if check.status == CheckStatus.PASSED else 0.0
-            elif m.id == "critical_share":
-                value = 1.0 if critical_failure(record, judgment, check) is not None else 0.0
-            else:
-                raise LadderError(f"metric {m.id}: no way to measure it from a session; see sensitivity.py")
-            if value is not None:
-                acc[m.id].setdefault(rung, {}).setdefault(unit, []).append(float(value))
-    return {
-        metric: {rung: {u: sum(v) / len(v) for u, v in units.items()} for rung, units in rungs.items()}
-        for metric, rungs in acc.items()
-    }
-
-
 def room_responsiveness(
     ladder: Ladder, model: str, folder: RunFolder, specs: Sequence[SessionSpec]
 ) -> ResponsivenessReport | None:
@@ -257,9 +194,12 @@ def report_from_folder(
     folder: RunFolder,
     *,
     include_faults: bool = False,
+    human: Sequence[Any] = (),
+    human_folders: Sequence[str] = (),
 ) -> SensitivityReport:
     """The sensitivity report of what the run folder holds now: the completed sessions of the ladder matrix (an
-    interrupted run gives a report over fewer units, and says how many sessions completed)."""
+    interrupted run gives a report over fewer units, and says how many sessions completed). `human`: sessions
+    from `load_human_sessions`, placed beside the ladder as the unranked `human` reference."""
     faults: dict[str, FaultTally] = {}
     values = collect_values(ladder, model, folder, matrix.specs, include_faults=include_faults, faults=faults)
     completed = sum(folder.status(s.session_id) == SessionStatus.COMPLETED for s in matrix.specs)
@@ -275,6 +215,23 @@ def report_from_folder(
         faults=faults,
     )
     report.responsiveness = room_responsiveness(ladder, model, folder, matrix.specs)
+    if human:
+        from simulator.runner.sensitivity_human import HUMAN, place_human
+
+        placed, by_metric = place_human(
+            ladder,
+            model,
+            config,
+            matrix,
+            folder,
+            human,
+            reference=ladder.reference(HUMAN),
+            folders=human_folders,
+            include_faults=include_faults,
+        )
+        report.human = placed
+        for m in report.metrics:
+            m.human = by_metric.get(m.id)
     return report
 
 
@@ -289,11 +246,23 @@ async def run_sensitivity(
     base: Path,
     events: Any = None,
     include_faults: bool = False,
+    human: Sequence[Any] = (),
+    human_folders: Sequence[str] = (),
 ) -> tuple[SensitivityReport, Any]:
-    """Run (or resume) the ladder matrix with the stress runner, judge it, and write `sensitivity.json`."""
+    """Run (or resume) the ladder matrix with the stress runner, judge it, and write `sensitivity.json`; `human`
+    sessions are read beside it, never run."""
     from simulator.runner.stress import run_stress
 
     summary = await run_stress(config, matrix, client, out_dir, base=base, events=events)
-    report = report_from_folder(model, ladder, config, matrix, summary.run.folder, include_faults=include_faults)
+    report = report_from_folder(
+        model,
+        ladder,
+        config,
+        matrix,
+        summary.run.folder,
+        include_faults=include_faults,
+        human=human,
+        human_folders=human_folders,
+    )
     write_report(out_dir, report)
     return report, summary

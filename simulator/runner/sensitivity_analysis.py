@@ -62,6 +62,44 @@ class PairStat(BaseModel):
     note: str = ""
 
 
+class HumanDistance(BaseModel):
+    """The `human` reference against one rung, paired over the case x seed x perturbation units both played."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rung: str
+    shared_units: int
+    difference: float | None = Field(description="Mean of human - rung, oriented so > 0 is the human doing better.")
+    low: float | None = None
+    high: float | None = None
+    separates: bool = Field(description="The CI of the paired difference excludes 0 (from >= 2 shared units).")
+    note: str = ""
+
+
+class HumanMetric(BaseModel):
+    """Where the `human` reference sits on one metric: its mean and its distance to each rung (no order check)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ci: MeanCI = Field(description="Mean over the human's matched units with its bootstrap CI (raw scale).")
+    distances: list[HumanDistance]
+
+
+class HumanReference(BaseModel):
+    """The human sessions read beside the ladder (`sensitivity --human`): never simulated, judged like the rungs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    beside: str = Field(description="The rung the ladder data places the reference beside (unranked).")
+    folders: list[str]
+    sessions: int = Field(description="Human sessions read from the folders.")
+    units: list[str] = Field(description="Case x seed x perturbation units a human session was paired on.")
+    unmatched: list[str] = Field(description="Human sessions and ladder units that could not be paired, and why.")
+    simulator_faults: FaultTally | None = Field(
+        default=None, description="Human sessions in which the simulated room malfunctioned (as for the rungs)."
+    )
+
+
 class MetricResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -78,6 +116,9 @@ class MetricResult(BaseModel):
     measured: bool = Field(description="Top and bottom rung both have data.")
     run: bool = Field(default=True, description="False when this metric's source was not run (no perturbations).")
     separates_top_bottom: bool
+    human: HumanMetric | None = Field(
+        default=None, description="The `human` reference's mean and distances (None: no --human, or no value)."
+    )
 
 
 class SensitivityReport(BaseModel):
@@ -106,6 +147,7 @@ class SensitivityReport(BaseModel):
     responsiveness: ResponsivenessReport | None = Field(
         default=None, description="How the room answered each rung vs the null drift; top rung vs sides."
     )
+    human: HumanReference | None = Field(default=None, description="The `human` reference (--human), if given.")
 
     @property
     def ok(self) -> bool:

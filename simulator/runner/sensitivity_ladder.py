@@ -40,6 +40,21 @@ class LadderMetric(BaseModel):
     unordered: dict[str, str] = Field(default_factory=dict, description="Rung -> why this metric does not order it.")
 
 
+class Reference(BaseModel):
+    """A supporter read from recorded sessions (never simulated) and placed beside a rung, not on the ladder: its
+    distance to each rung is reported, no metric orders it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    beside: str = Field(description="The rung it is shown beside (not above or below: it is unranked).")
+    spec_prefix: str = Field(min_length=1, description="Recorded supporter specs it takes: `P` or `P:<name>`.")
+    description: str = ""
+
+    def takes(self, supporter: str) -> bool:
+        return supporter == self.spec_prefix or supporter.startswith(f"{self.spec_prefix}:")
+
+
 class Ladder(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -48,6 +63,9 @@ class Ladder(BaseModel):
     metrics: list[LadderMetric] = Field(min_length=1)
     default_rungs: list[str] = Field(
         default_factory=list, description="Rungs `sensitivity` runs unless --rungs says otherwise (empty: all)."
+    )
+    references: list[Reference] = Field(
+        default_factory=list, description="Unranked references read from folders (`human`), beside a rung."
     )
 
     @model_validator(mode="after")
@@ -61,6 +79,9 @@ class Ladder(BaseModel):
                 raise ValueError(f"metric {m.id}: unknown rung(s) {unknown}; rungs are {ids}")
             if len(set(m.order)) != len(m.order) or set(m.order) & set(m.unordered):
                 raise ValueError(f"metric {m.id}: a rung is listed twice in order/unordered")
+        for ref in self.references:
+            if ref.id in ids or ref.beside not in ids:
+                raise ValueError(f"reference {ref.id}: its id must not be a rung and `beside` must name one of {ids}")
         unknown = [r for r in self.default_rungs if r not in ids]
         if unknown:
             raise ValueError(f"default_rungs: unknown rung(s) {unknown}; rungs are {ids}")
@@ -91,7 +112,17 @@ class Ladder(BaseModel):
         if not metrics:
             raise LadderError(f"rungs: {', '.join(keep)} order no headline metric; add the top or bottom rung")
         rungs = [r for r in self.rungs if r.id in keep]
-        return Ladder(version=self.version, rungs=rungs, metrics=metrics, default_rungs=[])
+        refs = [ref for ref in self.references if ref.beside in keep]
+        return Ladder(version=self.version, rungs=rungs, metrics=metrics, default_rungs=[], references=refs)
+
+    def reference(self, ref_id: str) -> Reference:
+        """The reference `ref_id`; a LadderError when the ladder (or this subset of it) does not declare it."""
+        for ref in self.references:
+            if ref.id == ref_id:
+                return ref
+        declared = next((r for r in load_ladder().references if r.id == ref_id), None)
+        where = f"; it sits beside {declared.beside}: include that rung in --rungs" if declared else ""
+        raise LadderError(f"reference {ref_id}: not declared in this ladder{where}")
 
     def specs(self, model: str) -> dict[str, str]:
         """Rung id -> supporter spec for the model under test."""

@@ -3,8 +3,10 @@
 the time from navigation to a usable run page (leaderboard, filters, first page of the list), and to one session
 opened (its detail fetched from the server).
 
-Two starts are timed: the way `rescue-sim serve` starts (each run's page data built in a thread at start; the page
-is loaded once that is done) and a cold start (the first request builds it).
+Three starts are timed, in this order, on the same folder: cold without an index (the first request builds the
+page data and keeps it in `<run>/.serve-index.json`: what every start did before the index), cold with the index (a
+restart: the first request reads that one file), and the way `rescue-sim serve` starts (page data made ready in a
+thread at start; the page is loaded once that is done). The cold first loads' ratio is printed.
 
     python -m tests.benchmarks.serve_bench [--sessions 200] [--loads 3]
 
@@ -24,6 +26,7 @@ from pathlib import Path
 from judges import write_judgment
 from simulator.runfolder import RunFolder
 from simulator.serve import bind_socket, build_app
+from simulator.serve._runs import INDEX_NAME
 from tests._browser import Browser, chromium_missing
 from tests._rating_fixtures import SessionSpec, judge_record
 from tests.benchmarks.report_bench import JUDGES, long_session, score
@@ -98,16 +101,24 @@ def main() -> None:
         t0 = time.perf_counter()
         make_run(root / "runs" / "run", args.sessions)
         print(f"run folder: {args.sessions} judged sessions of 18 turns, written in {time.perf_counter() - t0:.1f} s")
-        w = timed_loads(root / "runs", warm=True, loads=args.loads, profile=root / "p1")
+        index = root / "runs" / "run" / INDEX_NAME
+        before = timed_loads(root / "runs", warm=False, loads=args.loads, profile=root / "p1")
         print(
-            f"as `rescue-sim serve` starts (page data built at start, {w['warm_build_s']:.2f} s after start): "
+            f"cold, no index (the first request builds the page data): first page load "
+            f"{before['first_load_s'] * 1000:.0f} ms, later loads (cached) median {before['median_load_s'] * 1000:.0f} ms"
+        )
+        assert index.is_file(), "the cold build keeps its index"
+        after = timed_loads(root / "runs", warm=False, loads=args.loads, profile=root / "p2")
+        print(
+            f"cold, restarted with the index (the first request reads {index.stat().st_size // 1024} KB): first page "
+            f"load {after['first_load_s'] * 1000:.0f} ms, later loads median {after['median_load_s'] * 1000:.0f} ms; "
+            f"first load {before['first_load_s'] / after['first_load_s']:.1f}x faster than without"
+        )
+        w = timed_loads(root / "runs", warm=True, loads=args.loads, profile=root / "p3")
+        print(
+            f"as `rescue-sim serve` starts (page data ready {w['warm_build_s']:.2f} s after start, index present): "
             f"first page load {w['first_load_s'] * 1000:.0f} ms, median of {args.loads} {w['median_load_s'] * 1000:.0f} ms; "
             f"open one session (detail fetched) {w['open_session_s'] * 1000:.0f} ms; console errors {w['errors']:.0f}"
-        )
-        c = timed_loads(root / "runs", warm=False, loads=args.loads, profile=root / "p2")
-        print(
-            f"cold (the first request builds the page data): first page load {c['first_load_s'] * 1000:.0f} ms, "
-            f"later loads (cached) median {c['median_load_s'] * 1000:.0f} ms"
         )
     finally:
         shutil.rmtree(root, ignore_errors=True)
