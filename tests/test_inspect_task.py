@@ -314,6 +314,12 @@ def test_the_entry_point_names_the_tasks_rescue_sim(tmp_path):
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: rescue-sim-entry-probe\nVersion: 0\n")
     (dist / "entry_points.txt").write_text("[inspect_ai]\n" + "".join(f"{k} = {v}\n" for k, v in declared.items()))
+    # what `pip install -e .` leaves in a checkout, found first when run from the repo root: it once hid the
+    # editable install from Inspect, which then registered the tasks without their `rescue_sim/` prefix
+    (tmp_path / "rescue_sim.egg-info").mkdir()
+    (tmp_path / "rescue_sim.egg-info" / "PKG-INFO").write_text(
+        "Metadata-Version: 2.1\nName: rescue-sim\nVersion: 0.1.0\n"
+    )
     code = (
         "from inspect_ai._util.registry import registry_lookup, registry_find\n"
         "import sys\n"

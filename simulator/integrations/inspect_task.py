@@ -158,14 +158,17 @@ def rescue_stress(config: str, out: str | None = None) -> Task:
 
 
 def _as_package(*fns: Callable[..., Task]) -> None:
-    """Inspect names a task `<top-level package of its module>/<name>` when that package is installed, and
-    `simulator` is not the entry point's name: the functions are given a module named `rescue_sim` (with this
-    file as its origin) so they register as `rescue_sim/<name>`, which `inspect eval` and `eval-retry` find
-    through the entry point, editable install or not."""
+    """Register the tasks as `rescue_sim/<name>`, the entry point's name, however rescue-sim is installed.
+
+    Inspect prefixes a task's name with the top-level package of its module when it judges that package
+    installed, and judges it from the module's file and the distribution metadata it finds first; a
+    `rescue_sim.egg-info` left in the checkout by `pip install -e .` (on sys.path when run from the repo root)
+    hid the editable install, and the tasks registered unprefixed. So the functions are given a module named
+    `rescue_sim` without an origin (Inspect then adds no prefix) and are registered under their full names."""
     alias = sys.modules.get(PACKAGE)
     if alias is None:
         alias = types.ModuleType(PACKAGE, __doc__)
-        alias.__spec__ = importlib.machinery.ModuleSpec(PACKAGE, None, origin=__file__)
+        alias.__spec__ = importlib.machinery.ModuleSpec(PACKAGE, None)
         alias.__file__ = __file__
         sys.modules[PACKAGE] = alias
     for fn in fns:
@@ -174,8 +177,8 @@ def _as_package(*fns: Callable[..., Task]) -> None:
 
 
 _as_package(rescue_session, rescue_stress)
-rescue_session = task(rescue_session)
-rescue_stress = task(rescue_stress)
+rescue_session = task(name=f"{PACKAGE}/rescue_session")(rescue_session)
+rescue_stress = task(name=f"{PACKAGE}/rescue_stress")(rescue_stress)
 
 
 # -- the solver: one session -------------------------------------------------------------------------------------
