@@ -15,7 +15,6 @@ The queries (`most_distressed`, `conflict_pairs`, `coalitions`, `left_out`) read
 
 from __future__ import annotations
 
-import math
 from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -35,9 +34,11 @@ DEFAULT_TENSION = 5.0
 
 
 def _clamp(value: float) -> float:
-    if math.isnan(value):
+    # comparisons rather than min/max/isnan: it runs for every member and edge of every snapshot read back
+    v = float(value)
+    if v != v:
         raise ValueError("must be a number, got NaN")
-    return min(SCALE_MAX, max(SCALE_MIN, float(value)))
+    return SCALE_MIN if v < SCALE_MIN else SCALE_MAX if v > SCALE_MAX else v
 
 
 class _Record(BaseModel):

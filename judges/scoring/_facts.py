@@ -24,6 +24,7 @@ supporter's behaviour, never a simulator fault.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -103,6 +104,18 @@ def _runs(ws: Sequence[str], n: int) -> set[tuple[str, ...]]:
     return {tuple(ws[i : i + n]) for i in range(len(ws) - n + 1)}
 
 
+# repeated_lines compares each supporter turn with every earlier one, so the same texts were split into words and
+# runs again and again (a tenth of a never-served run page's first load); kept here by text
+@functools.lru_cache(maxsize=4096)
+def _text_words(text: str) -> tuple[str, ...]:
+    return tuple(words(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _text_runs(text: str, n: int) -> frozenset[tuple[str, ...]]:
+    return frozenset(_runs(_text_words(text), n))
+
+
 def copy_runs(turn: Turn, earlier: Sequence[Turn]) -> CopiedLine | None:
     """How much of `turn` is verbatim runs from the member turns in `earlier` (any coverage; None when none is).
 
@@ -177,7 +190,7 @@ def repeat_runs(turn: Turn, earlier: Sequence[Turn]) -> RepeatedLine | None:
     """How much of `turn` is verbatim runs from the one earlier supporter turn in `earlier` that it shares most
     with (any coverage; the earlier turn on a tie; None when it shares none). A turn shorter than REPEAT_RUN_WORDS
     words counts only as a whole (never under MIN_REPEAT_WORDS words)."""
-    ws = words(turn.text)
+    ws = _text_words(turn.text)
     n = min(REPEAT_RUN_WORDS, len(ws))
     if n < MIN_REPEAT_WORDS:
         return None
@@ -185,7 +198,7 @@ def repeat_runs(turn: Turn, earlier: Sequence[Turn]) -> RepeatedLine | None:
     for t in earlier:
         if t.kind != "supporter":
             continue
-        runs = _runs(words(t.text), n)
+        runs = _text_runs(t.text, n)
         at = {i + k for i in range(len(ws) - n + 1) if tuple(ws[i : i + n]) in runs for k in range(n)}
         if at and (best is None or len(at) / len(ws) > best[1]):
             best = (t, len(at) / len(ws))

@@ -33,14 +33,25 @@ def read_judgment(folder: RunFolder | str | Path, session_id: str) -> SessionJud
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+    # validated first and the version looked at after: parsing the text twice (once only for its version) was
+    # a tenth of a never-served run page's first load; a newer layout is still named before any other error
     try:
-        version = json.loads(text).get("schema_version", 0)
-    except (ValueError, AttributeError):
-        version = 0
-    if isinstance(version, int) and version > JUDGMENT_SCHEMA_VERSION:
-        raise RunFolderError(f"{path}: written by a newer rescue-sim (judgment schema {version}); upgrade to read it")
-    try:
-        return SessionJudgment.model_validate_json(text)
+        judgment = SessionJudgment.model_validate_json(text)
     except ValueError as err:
+        _refuse_newer(path, text)
         first = str(err).splitlines()[0]
         raise RunFolderError(f"{path}: not a valid judgment ({first}); rerun `rescue-sim judge`") from None
+    _refuse_newer(path, judgment.schema_version)
+    return judgment
+
+
+def _refuse_newer(path: Path, found: str | int) -> None:
+    """A RunFolderError when the judgment (its text, or its parsed version) is of a newer layout than this code's."""
+    version: object = found
+    if isinstance(found, str):
+        try:
+            version = json.loads(found).get("schema_version", 0)
+        except (ValueError, AttributeError):
+            version = 0
+    if isinstance(version, int) and version > JUDGMENT_SCHEMA_VERSION:
+        raise RunFolderError(f"{path}: written by a newer rescue-sim (judgment schema {version}); upgrade to read it")
