@@ -13,8 +13,8 @@ from personas.library import resolve_case
 from simulator.cli import app as cli_app
 from simulator.cli import judge_cmd
 from simulator.llm.fake import FakeModelClient
-from simulator.pageindex import INDEX_NAME, index_key, refresh_index
 from simulator.runfolder import RunFolder
+from simulator.runner.pageindex import INDEX_NAME, index_key, refresh_index
 from simulator.serve import RunsRoot
 from tests._session_fixtures import fill_reply
 from tests._sim_fakes import RoomScript
@@ -81,6 +81,6 @@ def test_a_later_change_still_rebuilds_the_index(tmp_path: Path, monkeypatch) ->
 def test_an_index_that_cannot_be_written_does_not_fail(tmp_path: Path, monkeypatch) -> None:
     out = _run(tmp_path, monkeypatch)
     (out / INDEX_NAME).unlink()
-    monkeypatch.setattr("simulator.pageindex.build_index_data", lambda run: 1 / 0)
+    monkeypatch.setattr("simulator.runner.pageindex.build_index_data", lambda run: 1 / 0)
     assert refresh_index(out) is False and not (out / INDEX_NAME).exists()
     assert refresh_index(tmp_path / "no-such-run") is False

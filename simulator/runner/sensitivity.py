@@ -265,7 +265,7 @@ async def run_sensitivity(
         human_folders=human_folders,
     )
     write_report(out_dir, report)
-    from simulator.pageindex import refresh_index
+    from simulator.runner.pageindex import refresh_index
 
     refresh_index(out_dir)  # once, with the report in: the served page data (best-effort)
     return report, summary

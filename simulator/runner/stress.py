@@ -215,7 +215,7 @@ async def run_stress(
                     reason = err.reason if isinstance(err, ModelError) else f"{type(err).__name__}: {err}"
                     summary.errors[spec.session_id] = reason
     if page_index:
-        from simulator.pageindex import refresh_index
+        from simulator.runner.pageindex import refresh_index
 
         refresh_index(run.folder.path)
     return summary

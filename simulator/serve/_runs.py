@@ -1,7 +1,7 @@
 """The run folders under RUNS_DIR as the browser may reach them: names checked against the root (a path from the
 browser never leaves it), and each run's report data built once and kept until a file in the run changes.
 
-A run's page data is also kept on disk, in `<run>/.serve-index.json` (see simulator.pageindex), keyed on every file
+A run's page data is also kept on disk, in `<run>/.serve-index.json` (see simulator.runner.pageindex), keyed on every file
 of the run and on the code's version, and stored without the run's name, which is filled in here: reading it back is
 one small file (milliseconds) instead of validating every session and judgment (seconds), under any served name.
 The commands that write a run leave one behind, so even a never-served run's first page is quick.
@@ -15,8 +15,8 @@ from pathlib import Path
 
 from judges.report import ReportData, SessionDetail, session_detail
 from personas.common.errors import UserError
-from simulator.pageindex import INDEX_NAME, build_index_data, index_key, named, read_index, write_index
 from simulator.runfolder import RunFolder, RunFolderError
+from simulator.runner.pageindex import INDEX_NAME, build_index_data, index_key, named, read_index, write_index
 
 __all__ = ["INDEX_NAME", "PathRefused", "RunEntry", "RunsRoot", "ServeError"]
 

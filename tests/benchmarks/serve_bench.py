@@ -3,7 +3,7 @@
 the time from navigation to a usable run page (leaderboard, filters, first page of the list), and to one session
 opened (its detail fetched from the server).
 
-First, the folder as the commands leave it: `run` and `judge` end with `refresh_index` (simulator.pageindex), which
+First, the folder as the commands leave it: `run` and `judge` end with `refresh_index` (simulator.runner.pageindex), which
 is timed (the seconds it adds to the command), then a never-served start whose first request must find the index
 (the page data is not built: asserted). Then three starts are timed, in this order, on the same folder with the
 index removed: cold without an index (the first request builds the
@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 
 from judges import write_judgment
-from simulator.pageindex import INDEX_NAME, refresh_index
 from simulator.runfolder import RunFolder
+from simulator.runner.pageindex import INDEX_NAME, refresh_index
 from simulator.serve import bind_socket, build_app
 from tests._browser import Browser, chromium_missing
 from tests._rating_fixtures import SessionSpec, judge_record
