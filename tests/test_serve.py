@@ -96,13 +96,13 @@ def test_a_restart_reads_the_run_s_index_until_a_file_changes(runs_dir: Path, mo
     index = runs_dir / "run-a" / served.INDEX_NAME
     assert index.is_file()
     built: list[Path] = []
-    real_build = served.build_report_data
+    real_build = served.build_index_data
 
-    def counting_build(dirs, **kw):
-        built.extend(Path(d) for d in dirs)
-        return real_build(dirs, **kw)
+    def counting_build(run):
+        built.append(Path(run))
+        return real_build(run)
 
-    monkeypatch.setattr(served, "build_report_data", counting_build)
+    monkeypatch.setattr(served, "build_index_data", counting_build)
     again = RunsRoot(runs_dir).report_data("run-a")  # a restart
     assert again == first and built == []
     judgment = runs_dir / "run-a" / "judgments" / "c1__s0.json"

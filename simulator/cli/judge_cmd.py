@@ -361,6 +361,9 @@ def judge(
             if temperature == 0:
                 console.print("[dim]note: at temperature 0 flips measure only the provider's nondeterminism[/]")
             console.print(f"stability written to {escape(str(path))}")
+        from simulator.runner.pageindex import refresh_index
+
+        refresh_index(folder.path)  # the served page data, with the judgments in (best-effort)
     for line in skipped:
         console.print(f"[yellow]skipped[/] {escape(line)}")
     problems = []

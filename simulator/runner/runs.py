@@ -217,6 +217,7 @@ async def run_specs(
     supporter_factory: SupporterFactory | None = None,
     models: dict[str, str] | None = None,
     human_input: HumanInput | None = None,
+    page_index: bool = True,
 ) -> RunSummary:
     """Run every spec into `out_dir` with at most `concurrency` sessions in flight; resume what is there.
 
@@ -226,6 +227,8 @@ async def run_specs(
     `ray_address` alone is the short form. `supporter_factory(spec, client)` builds each session's supporter (default: from `spec.supporter`).
     `judge_hook(record, folder)` runs after each completed session, and for completed sessions of an earlier
     attempt that have no judgment yet. See the module docstring for what happens on kill, failure and budget.
+    With `page_index` the run's served page data is written when it ends (`simulator.runner.pageindex`, best-effort); a
+    caller that writes more into the folder afterwards (`run_stress`) passes False and refreshes it itself.
     """
     from simulator.runner.executors import execute_local, execute_ray
 
@@ -376,6 +379,10 @@ async def run_specs(
             raise ValueError(f"unknown executor {executor!r}; use local or ray")
         summary.not_started = not_started
         folder.reconcile()  # a retried session's earlier line goes: one line per session in the file itself
+        if page_index:
+            from simulator.runner.pageindex import refresh_index
+
+            refresh_index(folder.path)
         if events.progress:
             events.progress(progress)
         return summary

@@ -253,7 +253,7 @@ async def run_sensitivity(
     sessions are read beside it, never run."""
     from simulator.runner.stress import run_stress
 
-    summary = await run_stress(config, matrix, client, out_dir, base=base, events=events)
+    summary = await run_stress(config, matrix, client, out_dir, base=base, events=events, page_index=False)
     report = report_from_folder(
         model,
         ladder,
@@ -265,4 +265,7 @@ async def run_sensitivity(
         human_folders=human_folders,
     )
     write_report(out_dir, report)
+    from simulator.runner.pageindex import refresh_index
+
+    refresh_index(out_dir)  # once, with the report in: the served page data (best-effort)
     return report, summary

@@ -162,11 +162,13 @@ async def run_stress(
     supporter_factory: Any = None,
     on_judged: Callable[[Any], None] | None = None,
     on_checked: Callable[[Any], None] | None = None,
+    page_index: bool = True,
 ) -> StressSummary:
     """Run the matrix into `out_dir`, judging and checking each completed session as it finishes; a rerun
     resumes: finished sessions, judgments and checks are skipped, failed sessions run again.
 
-    One metered client serves the sessions, the judges and the checks, so the budget caps count them all."""
+    One metered client serves the sessions, the judges and the checks, so the budget caps count them all. The
+    served page data is written at the end (`page_index`; `run_sensitivity` writes it after its report)."""
     from simulator.runner.session import MeteredClient
 
     client = client if isinstance(client, MeteredClient) else MeteredClient(client)
@@ -193,6 +195,7 @@ async def run_stress(
         judge_hook=hook,
         supporter_factory=supporter_factory,
         models=models,
+        page_index=False,  # written below, once the late checks are in
     )
     summary.run = run
     summary.errors.update(run.judge_errors)
@@ -211,6 +214,10 @@ async def run_stress(
                 except Exception as err:  # noqa: BLE001 - recorded with its reason, the rest goes on
                     reason = err.reason if isinstance(err, ModelError) else f"{type(err).__name__}: {err}"
                     summary.errors[spec.session_id] = reason
+    if page_index:
+        from simulator.runner.pageindex import refresh_index
+
+        refresh_index(run.folder.path)
     return summary
 
 

@@ -1,29 +1,24 @@
 """The run folders under RUNS_DIR as the browser may reach them: names checked against the root (a path from the
 browser never leaves it), and each run's report data built once and kept until a file in the run changes.
 
-A run's page data is also kept on disk, in `<run>/.serve-index.json`, keyed on every file of the run (relative
-path, size, mtime; dot-files such as the lock, temp files and the index itself left out) and on the code's version:
-building it reads and validates every session and judgment (about 4 s for 200 judged sessions on two cores), reading
-it back is one small file (milliseconds), so a restarted server's first page of an unchanged run is quick. A file
-added, removed or rewritten changes the key and the data is rebuilt; an index that cannot be read or written (a
-read-only folder, a truncated file) is ignored, never trusted.
+A run's page data is also kept on disk, in `<run>/.serve-index.json` (see simulator.runner.pageindex), keyed on every file
+of the run and on the code's version, and stored without the run's name, which is filled in here: reading it back is
+one small file (milliseconds) instead of validating every session and judgment (seconds), under any served name.
+The commands that write a run leave one behind, so even a never-served run's first page is quick.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from judges.report import ReportData, SessionDetail, build_report_data, session_detail
+from judges.report import ReportData, SessionDetail, session_detail
 from personas.common.errors import UserError
-from personas.common.files import atomic_write_text
-from simulator.runfolder import RunFolder, RunFolderError, package_versions
+from simulator.runfolder import RunFolder, RunFolderError
+from simulator.runner.pageindex import INDEX_NAME, build_index_data, index_key, named, read_index, write_index
 
-INDEX_NAME = ".serve-index.json"
-INDEX_VERSION = 1  # bump when what a page's data holds changes without a package version change
+__all__ = ["INDEX_NAME", "PathRefused", "RunEntry", "RunsRoot", "ServeError"]
 
 
 class ServeError(UserError):
@@ -43,72 +38,6 @@ class RunEntry:
     kind: str
     supporter: str
     created: str
-
-
-def _files(folder: Path, prefix: str) -> list[tuple[str, int, int]]:
-    """(relative path, size, mtime ns) of every file under `folder`, dot-files and dot-folders left out."""
-    out: list[tuple[str, int, int]] = []
-    try:
-        entries = list(os.scandir(folder))
-    except (FileNotFoundError, NotADirectoryError):
-        return out
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                out.extend(_files(Path(entry.path), f"{prefix}{entry.name}/"))
-            else:
-                st = entry.stat()
-                out.append((prefix + entry.name, st.st_size, st.st_mtime_ns))
-        except FileNotFoundError:  # removed while listed: the next fingerprint sees it gone
-            continue
-    return out
-
-
-_CODE_VERSION: list[str] = []
-
-
-def _code_version() -> str:
-    """The package version and the (path, size, mtime) of the code that builds page data (personas, simulator,
-    judges): an edited checkout rebuilds its indexes instead of serving what older code computed. Once per process."""
-    if not _CODE_VERSION:
-        import judges
-        import personas
-        import simulator
-
-        h = hashlib.sha256(package_versions().get("rescue-sim", "?").encode())
-        for pkg in (personas, simulator, judges):
-            root = Path(pkg.__file__).parent
-            for rel, size, mtime in sorted(_files(root, "")):
-                if rel.endswith(".py"):
-                    h.update(f"\n{pkg.__name__}/{rel}|{size}|{mtime}".encode())
-        _CODE_VERSION.append(h.hexdigest()[:16])
-    return _CODE_VERSION[0]
-
-
-def _read_index(run: Path, key: str) -> ReportData | None:
-    """The page data kept at the last build, when its key is this one; None otherwise (or when unreadable)."""
-    try:
-        raw = (run / INDEX_NAME).read_bytes()
-    except OSError:
-        return None
-    head, _, body = raw.partition(b"\n")
-    if head.decode("ascii", "replace") != key:
-        return None
-    try:
-        return ReportData.model_validate_json(body)
-    except ValueError:
-        return None
-
-
-def _write_index(run: Path, key: str, data: ReportData) -> None:
-    """Keep the page data beside the run for the next start (first line: its key); a folder that cannot be written
-    (read-only) is served all the same, only rebuilt at each start."""
-    try:
-        atomic_write_text(run / INDEX_NAME, key + "\n" + data.model_dump_json(), fsync=False)
-    except OSError:
-        pass
 
 
 def _stamp(path: Path) -> int:
@@ -167,13 +96,6 @@ class RunsRoot:
             )
         return out
 
-    def _fingerprint(self, run: Path) -> str:
-        """A digest of every file of the run (relative path, size, mtime), dot-files left out, and of the code."""
-        h = hashlib.sha256(f"{INDEX_VERSION}|{_code_version()}|{self.name_of(run)}".encode())
-        for rel, size, mtime in sorted(_files(run, "")):
-            h.update(f"\n{rel}|{size}|{mtime}".encode())
-        return h.hexdigest()
-
     def report_data(self, name: str) -> ReportData:
         """The run's report data without session details (fetched one by one), rebuilt only when the run changed:
         kept in memory, and on disk (`.serve-index.json`) for the next start."""
@@ -181,22 +103,16 @@ class RunsRoot:
         with self._guard:
             lock = self._locks.setdefault(run, threading.Lock())
         with lock:  # a second request for the same run waits for the build in progress instead of repeating it
-            key = self._fingerprint(run)
+            key = index_key(run)
             hit = self._cache.get(run)
             if hit is not None and hit[0] == key:
                 return hit[1]
-            data = _read_index(run, key)
+            data = read_index(run, key)
             if data is None:
-                data = build_report_data([run], details=False)
-                data = data.model_copy(
-                    update={
-                        "runs": [self.name_of(run)],
-                        "sessions": [s.model_copy(update={"run": self.name_of(run)}) for s in data.sessions],
-                        "unreadable": [Path(u).name for u in data.unreadable],
-                    }
-                )
-                if self._fingerprint(run) == key:  # nothing changed while it was built: keep it for the next start
-                    _write_index(run, key, data)
+                data = build_index_data(run)
+                if index_key(run) == key:  # nothing changed while it was built: keep it for the next start
+                    write_index(run, key, data)
+            data = named(data, self.name_of(run))
             self._cache[run] = (key, data)
             return data
 
@@ -212,7 +128,7 @@ class RunsRoot:
         """Whether the run's page data is built and still current (the benchmark waits for the start-up build)."""
         run = self.resolve(name)
         hit = self._cache.get(run)
-        return hit is not None and hit[0] == self._fingerprint(run)
+        return hit is not None and hit[0] == index_key(run)
 
     def detail(self, name: str, session_id: str) -> SessionDetail:
         return session_detail(self.resolve(name), session_id)

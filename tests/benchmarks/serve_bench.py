@@ -3,12 +3,18 @@
 the time from navigation to a usable run page (leaderboard, filters, first page of the list), and to one session
 opened (its detail fetched from the server).
 
-Three starts are timed, in this order, on the same folder: cold without an index (the first request builds the
+First, the folder as the commands leave it: `run` and `judge` end with `refresh_index` (simulator.runner.pageindex), which
+is timed (the seconds it adds to the command), then a never-served start whose first request must find the index
+(the page data is not built: asserted). Then three starts are timed, in this order, on the same folder with the
+index removed: cold without an index (the first request builds the
 page data and keeps it in `<run>/.serve-index.json`: what every start did before the index), cold with the index (a
 restart: the first request reads that one file), and the way `rescue-sim serve` starts (page data made ready in a
 thread at start; the page is loaded once that is done). The cold first loads' ratio is printed.
 
-    python -m tests.benchmarks.serve_bench [--sessions 200] [--loads 3]
+    python -m tests.benchmarks.serve_bench [--sessions 200] [--loads 3] [--fake-run 200]
+
+`--fake-run N` also times `run_specs` on N fake-provider sessions of 2 turns (no judging) without the index, then
+the `refresh_index` that `run_specs` adds at its end on that folder: the added seconds of a plain `run`.
 
 Prints figures; asserts nothing.
 """
@@ -16,6 +22,7 @@ Prints figures; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import shutil
 import statistics
 import tempfile
@@ -25,8 +32,8 @@ from pathlib import Path
 
 from judges import write_judgment
 from simulator.runfolder import RunFolder
+from simulator.runner.pageindex import INDEX_NAME, refresh_index
 from simulator.serve import bind_socket, build_app
-from simulator.serve._runs import INDEX_NAME
 from tests._browser import Browser, chromium_missing
 from tests._rating_fixtures import SessionSpec, judge_record
 from tests.benchmarks.report_bench import JUDGES, long_session, score
@@ -49,10 +56,46 @@ def no_model():  # the benchmark plays no session
     raise RuntimeError("no model in the benchmark")
 
 
-def timed_loads(runs_dir: Path, *, warm: bool, loads: int, profile: Path) -> dict[str, float]:
+def fake_run_added(root: Path, sessions: int) -> tuple[float, float]:
+    """Seconds of `run_specs` on `sessions` fake 2-turn sessions without the index, and of the index added after."""
+    from personas.library import resolve_case
+    from simulator.engine import SessionConfig
+    from simulator.llm.fake import FakeModelClient
+    from simulator.runner.runs import run_specs
+    from simulator.runner.session import SessionSpec, make_session_id
+    from tests._sim_fakes import RoomScript
+
+    case = resolve_case("dana-and-theo")
+    specs = [
+        SessionSpec(
+            session_id=make_session_id(case.id, "scripted", None, s),
+            case=case,
+            supporter="scripted",
+            seed=s,
+            config=SessionConfig(max_turns=2, seed=s),
+        )
+        for s in range(sessions)
+    ]
+    t0 = time.perf_counter()
+    asyncio.run(run_specs(specs, FakeModelClient(default=RoomScript(case)), root, concurrency=8, page_index=False))
+    run_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    assert refresh_index(root), "the fake run's index is written"
+    return run_s, time.perf_counter() - t0
+
+
+def timed_loads(runs_dir: Path, *, warm: bool, loads: int, profile: Path, build: bool = True) -> dict[str, float]:
     import uvicorn
 
     app = build_app(runs_dir, client_factory=no_model, warm=warm)
+    if not build:  # the first request must read the index the commands left
+
+        def refuse(run):
+            raise AssertionError(f"built {run}: the index the commands left was not used")
+
+        import simulator.serve._runs as served
+
+        served.build_index_data, kept = refuse, served.build_index_data
     sock = bind_socket("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     started = time.perf_counter()
@@ -83,6 +126,8 @@ def timed_loads(runs_dir: Path, *, warm: bool, loads: int, profile: Path) -> dic
         page.close()
     server.should_exit = True
     thread.join(20)
+    if not build:
+        served.build_index_data = kept
     out["first_load_s"] = ready[0]
     out["median_load_s"] = statistics.median(ready)
     return out
@@ -92,6 +137,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=200)
     ap.add_argument("--loads", type=int, default=3)
+    ap.add_argument("--fake-run", type=int, default=0, help="also time the index added to a fake run of N sessions")
     args = ap.parse_args()
     why = chromium_missing()
     if why:
@@ -102,6 +148,22 @@ def main() -> None:
         make_run(root / "runs" / "run", args.sessions)
         print(f"run folder: {args.sessions} judged sessions of 18 turns, written in {time.perf_counter() - t0:.1f} s")
         index = root / "runs" / "run" / INDEX_NAME
+        t0 = time.perf_counter()
+        assert refresh_index(root / "runs" / "run"), "the commands' index is written"
+        added = time.perf_counter() - t0
+        fresh = timed_loads(root / "runs", warm=False, loads=args.loads, profile=root / "p0", build=False)
+        print(
+            f"as the commands leave it (`run`/`judge` end with the index: {added:.2f} s added, "
+            f"{index.stat().st_size // 1024} KB), never served: first page load {fresh['first_load_s'] * 1000:.0f} ms "
+            f"(no build), later loads median {fresh['median_load_s'] * 1000:.0f} ms"
+        )
+        if args.fake_run:
+            run_s, index_s = fake_run_added(root / "fake", args.fake_run)
+            print(
+                f"fake run of {args.fake_run} 2-turn sessions: run_specs {run_s:.2f} s without the index, "
+                f"the index after it {index_s:.2f} s (+{100 * index_s / run_s:.0f}%)"
+            )
+        index.unlink()
         before = timed_loads(root / "runs", warm=False, loads=args.loads, profile=root / "p1")
         print(
             f"cold, no index (the first request builds the page data): first page load "
