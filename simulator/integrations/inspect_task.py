@@ -40,7 +40,7 @@ from simulator.integrations.inspect_log import RECORD_KEY, transcript_messages
 from simulator.llm.types import ModelClient
 from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder, config_hash
-from simulator.runner.session import SessionSpec, make_session_id
+from simulator.runner.session import CURRENT_SESSION, SessionSpec, make_session_id
 from simulator.runner.stress_config import StressConfig, build_matrix, config_error, load_stress_config
 
 PACKAGE = "rescue_sim"  # the entry point's name: tasks are `rescue_sim/rescue_session`, `rescue_sim/rescue_stress`
@@ -376,7 +376,13 @@ def rescue_judges(plan: _Plan):
             hook = post_session_hook(
                 plan.config, perts, client, panel, client.model_for("check"), plan.rubric, None, None, summary
             )
-            await hook(record, folder)
+            # the judges' calls belong to this session (progress, costs), whichever task Inspect scores in: the
+            # solver's context reached the scorer only when both ran in one task (a retried sample's did not)
+            token = CURRENT_SESSION.set(record.session_id)
+            try:
+                await hook(record, folder)
+            finally:
+                CURRENT_SESSION.reset(token)
         judgment = read_judgment(folder, record.session_id)
         return session_score(record, judgment, score_keys(rubric))
 
