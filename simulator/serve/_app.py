@@ -45,6 +45,7 @@ from simulator.serve._runs import PathRefused, RunsRoot, ServeError
 
 ASSETS = Path(__file__).parent / "assets"
 STATIC = {
+    "dom.js": "text/javascript",
     "play.js": "text/javascript",
     "start.js": "text/javascript",
     "rate.js": "text/javascript",
@@ -162,7 +163,7 @@ def _index_page(runs: RunsRoot) -> str:
 
 
 def _shell(title: str, main: str, script: str | None = None) -> str:
-    tag = f'<script src="/assets/{script}"></script>' if script else ""
+    tag = f'<script src="/assets/dom.js"></script><script src="/assets/{script}"></script>' if script else ""
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -5,32 +5,8 @@
   var root = document.getElementById("play");
   var room = null, version = -1, shownPause = null;
 
-  function el(tag, attrs) {
-    var n = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (k) {
-      var v = attrs[k];
-      if (v === null || v === undefined || v === false) return;
-      if (k === "text") n.textContent = String(v);
-      else if (k === "onclick") n.addEventListener("click", v);
-      else if (k === "onsubmit") n.addEventListener("submit", v);
-      else n.setAttribute(k, v === true ? "" : String(v));
-    });
-    for (var i = 2; i < arguments.length; i++) {
-      var c = arguments[i];
-      if (c === null || c === undefined || c === false) continue;
-      if (Array.isArray(c)) c.forEach(function (x) { if (x) n.appendChild(x); });
-      else n.appendChild(typeof c === "object" ? c : document.createTextNode(String(c)));
-    }
-    return n;
-  }
-  function clear(n) { while (n.firstChild) n.removeChild(n.firstChild); return n; }
-  function send(url, body) {
-    return fetch(url, { method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(body) }).then(function (r) {
-      if (!r.ok) return r.text().then(function (t) { throw new Error(t); });
-      return r.json();
-    });
-  }
+  var el = rescueDom.el, clear = rescueDom.clear;
+  function send(url, body) { return rescueDom.json(url, body); }
 
   // ---- start form -------------------------------------------------------------------------------------------
   function startForm(cases) {

@@ -8,31 +8,7 @@
   var B = null, rater = params.get("rater") || "", batch = params.get("batch") || "";
   var given = {}, at = 0, dimAt = 0;
 
-  function el(tag, attrs) {
-    var n = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (k) {
-      var v = attrs[k];
-      if (v === null || v === undefined || v === false) return;
-      if (k === "text") n.textContent = String(v);
-      else if (k === "onclick") n.addEventListener("click", v);
-      else if (k === "onchange") n.addEventListener("change", v);
-      else n.setAttribute(k, v === true ? "" : String(v));
-    });
-    for (var i = 2; i < arguments.length; i++) {
-      var c = arguments[i];
-      if (c === null || c === undefined || c === false) continue;
-      if (Array.isArray(c)) c.forEach(function (x) { if (x) n.appendChild(x); });
-      else n.appendChild(typeof c === "object" ? c : document.createTextNode(String(c)));
-    }
-    return n;
-  }
-  function clear(n) { while (n.firstChild) n.removeChild(n.firstChild); return n; }
-  function get(url) {
-    return fetch(url, { credentials: "same-origin" }).then(function (r) {
-      if (!r.ok) return r.text().then(function (t) { throw new Error(t); });
-      return r.json();
-    });
-  }
+  var el = rescueDom.el, clear = rescueDom.clear, get = rescueDom.json;
   function key(item, dim) { return item + "\u0000" + dim; }
 
   function chooser() {

@@ -2,18 +2,7 @@
 (function () {
   "use strict";
   var root = document.getElementById("start-run");
-  function el(tag, attrs) {
-    var n = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (k) {
-      if (k === "text") n.textContent = String(attrs[k]); else n.setAttribute(k, String(attrs[k]));
-    });
-    for (var i = 2; i < arguments.length; i++) {
-      var c = arguments[i];
-      if (Array.isArray(c)) c.forEach(function (x) { n.appendChild(x); });
-      else if (c) n.appendChild(typeof c === "object" ? c : document.createTextNode(String(c)));
-    }
-    return n;
-  }
+  var el = rescueDom.el;
   fetch("/api/cases", { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (cases) {
     var err = el("p", { "class": "error", id: "run-error" });
     var f = el("form", { id: "run-form" },
