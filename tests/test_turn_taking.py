@@ -57,6 +57,22 @@ def test_figures_of_constructed_sessions():
     assert empty.sessions == 0 and empty.speakers is None and empty.counsellor_share is None
 
 
+def test_addressees_split_by_the_turn_before():
+    one = turn_taking([ROOM, DYAD])
+    # ROOM: Kim to Lee after the counsellor; Lee to both after Kim; Kim to the counsellor after Lee.
+    # DYAD: Kim after Kim is in neither split; the opening turn has no turn before it.
+    assert one.addressees_after == {
+        "counsellor": {"counsellor": 0, "member": 1, "both": 0},
+        "member": {"counsellor": 1, "member": 0, "both": 1},
+    }
+    assert one.addressee_share("member", "counsellor") == 1.0
+    assert one.addressee_share("member", "member") == 0.0
+    rows = {r.figure.strip(): r for r in turn_taking_rows(one, turn_taking([ROOM]))}
+    assert rows["to another member, after a counsellor turn"].distance == 0.0
+    assert rows["to another member, after another member's turn"].simulated == 0.0
+    assert turn_taking([DYAD]).addressee_share("member", "counsellor") is None  # nothing to share out
+
+
 def test_each_figure_has_its_distance():
     sim, real = turn_taking([ROOM, DYAD]), turn_taking([ROOM])
     rows = {r.figure: r for r in turn_taking_rows(sim, real, PUBLISHED_TURN_TAKING["couple"])}

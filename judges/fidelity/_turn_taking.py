@@ -10,7 +10,11 @@ a room, each set beside the same figures of RESCUE's real sessions:
 - top member share: the share of a session's member turns held by its most-speaking member, mean over sessions
   (1/n when n members speak alike; 1.0 when one member speaks every member turn);
 - addressees of member turns: to the counsellor, to another member, to both, pooled; a member turn addressed to
-  neither (none given, or only the group label) is counted apart and left out of the shares.
+  neither (none given, or only the group label) is counted apart and left out of the shares;
+- the same, split by the turn before: after a counsellor turn, and after another member's turn. The pooled mix
+  depends on how often the counsellor speaks (the supporter under test decides that); the split says whether the
+  members answer the way real members do given what came before, which is what the simulator owns (RESCUE's
+  couples: to another member in 3 of 31 turns after the therapist, 35 of 40 after the other partner).
 
 RESCUE labels addressees: every row carries `target` (participant names, `Therapist`, or the group label), and on
 the six shared samples every member row has one, so the real side is read, not inferred. The simulated side is
@@ -73,10 +77,16 @@ class TurnTaking(_Record):
     )
     addressees: dict[str, int] = Field(description="Member turns to the counsellor, to another member, to both.")
     unaddressed: int = Field(description="Member turns addressed to neither (none given, or the group label only).")
+    addressees_after: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="The addressees again, by the turn before: `counsellor` (after a counsellor turn) and `member` "
+        "(after another member's turn); a member's turn right after their own is in neither.",
+    )
 
-    def addressee_share(self, kind: str) -> float | None:
-        total = sum(self.addressees.values())
-        return self.addressees.get(kind, 0) / total if total else None
+    def addressee_share(self, kind: str, after: str | None = None) -> float | None:
+        counts = self.addressees if after is None else self.addressees_after.get(after, {})
+        total = sum(counts.values())
+        return counts.get(kind, 0) / total if total else None
 
 
 class TurnTakingRow(_Record):
@@ -165,6 +175,7 @@ def turn_taking(floors: Sequence[Floor]) -> TurnTaking:
     top_shares: list[float] = []
     turns = counsellor = member_turns = unaddressed = 0
     to: Counter[str] = Counter()
+    after: dict[str, Counter[str]] = {"counsellor": Counter(), "member": Counter()}
     for floor in floors:
         if not floor.turns:
             continue
@@ -176,14 +187,20 @@ def turn_taking(floors: Sequence[Floor]) -> TurnTaking:
         member_turns += n_members
         if n_members:
             top_shares.append(max(by_member.values()) / n_members)
+        before: str | None = None
         for t in floor.turns:
+            previous, before = before, t.speaker
             if t.speaker == SUPPORTER_NAME:
                 continue
             kind = addressed(t.addressees, floor.members, t.speaker)
             if kind is None:
                 unaddressed += 1
-            else:
-                to[kind] += 1
+                continue
+            to[kind] += 1
+            if previous == SUPPORTER_NAME:
+                after["counsellor"][kind] += 1
+            elif previous is not None and previous != t.speaker:
+                after["member"][kind] += 1
     return TurnTaking(
         sessions=len(speakers),
         turns=turns,
@@ -193,6 +210,7 @@ def turn_taking(floors: Sequence[Floor]) -> TurnTaking:
         top_member_share=_mean(top_shares),
         addressees={k: to[k] for k in ADDRESSEES},
         unaddressed=unaddressed,
+        addressees_after={w: {k: c[k] for k in ADDRESSEES} for w, c in after.items()},
     )
 
 
@@ -232,6 +250,14 @@ def turn_taking_rows(
                 f"member turns to {figure}",
                 sim.addressee_share(kind),
                 None if real is None else real.addressee_share(kind),
+            )
+        )
+    for when, figure in (("counsellor", "a counsellor turn"), ("member", "another member's turn")):
+        rows.append(
+            row(
+                f"  to another member, after {figure}",
+                sim.addressee_share("member", when),
+                None if real is None else real.addressee_share("member", when),
             )
         )
     rows.append(
