@@ -2,6 +2,7 @@
 
     python tests/benchmarks/reading_bench.py [--seeds 0-3] [--model local/qwen2.5-coder-1.5b] [--out FILE]
     python tests/benchmarks/reading_bench.py --appraisal     # `simulator.members.appraise` alone, on labelled lines
+    python tests/benchmarks/reading_bench.py --appraisal --questions lectured,specific   # the rungs' checks
 
 The ladder can only order supporters on the room's trajectory if a member reacts to what the counsellor did.
 This bench holds everything else fixed: one case (dana-and-theo), the same two opening member lines, then one
@@ -138,26 +139,86 @@ UNDERSTOOD_HELD_OUT = [
     {"Omar": 1, "Lena": 0},
 ]
 
+# The ladder's `lecture` and `generic` manipulation checks (rung_bench.py), on lines of known answer. Written
+# (2026-12-04, at 0a688af) after the questions' Sam/Alex examples in personas/prompts/member_appraisal.yaml and
+# before any measurement of these lines; nothing was tuned on them. (addressees, line, {member: truth}). A lecture
+# tells the member what to do or how to behave (advice, rules, a lesson); blame without advice is not one.
+LECTURED = [
+    (["Dana", "Theo"], LINES["lecture"][1], {"Dana": 1, "Theo": 1}),
+    (["Theo"], "Theo, you should come home by seven every night; work can wait.", {"Dana": 0, "Theo": 1}),
+    (["Dana"], "Dana, the best thing you can do is give Theo space when he gets home.", {"Dana": 1, "Theo": 0}),
+    (["Dana", "Theo"], "Communication is the foundation of every relationship. You both need to practise active "
+     "listening.", {"Dana": 1, "Theo": 1}),
+    (["Omar", "Lena"], "Every couple fights about money. The rule is simple: agree a budget and never hide a "
+     "purchase.", {"Omar": 1, "Lena": 1}),
+    (["Lena"], "Lena, you must stop bringing up the past if you want this to work.", {"Omar": 0, "Lena": 1}),
+    (["Theo", "Dana"], LINES["attuned"][1], {"Dana": 0, "Theo": 0}),
+    (["Theo"], "Theo, underneath the frustration, what is the part of this that hurts the most?",
+     {"Dana": 0, "Theo": 0}),
+    (["Omar"], "Omar, I hear how tired you are after the night shifts.", {"Omar": 0, "Lena": 0}),
+    (["Lena", "Omar"], "It sounds like you both feel unheard when money comes up.", {"Omar": 0, "Lena": 0}),
+    (["Lena"], "Lena, thank you for saying that; it took courage.", {"Omar": 0, "Lena": 0}),
+    (["Omar"], "Omar, you are the one who broke her trust here.", {"Omar": 0, "Lena": 0}),
+]  # fmt: skip
+# Specific: the line speaks to something particular that this member said, did or wants; a reflection that would
+# fit anyone is not.
+SPECIFIC = [
+    (["Theo"], "Theo, you said the twelve-hour days leave you with nothing left by the evening.",
+     {"Dana": 0, "Theo": 1}),
+    (["Dana"], "Dana, you spend every evening alone in the flat, waiting for him.", {"Dana": 1, "Theo": 0}),
+    (["Dana", "Theo"], "That sounds really difficult for both of you.", {"Dana": 0, "Theo": 0}),
+    (["Theo"], "It sounds like you are going through a lot right now.", {"Dana": 0, "Theo": 0}),
+    (["Dana"], "I understand how you feel. It's important for us to support each other.", {"Dana": 0, "Theo": 0}),
+    (["Omar"], "Omar, you said the night shifts leave you too tired to talk about money.", {"Omar": 1, "Lena": 0}),
+    (["Lena"], "Lena, you want to see the bank statements every month, not just hear that things are fine.",
+     {"Omar": 0, "Lena": 1}),
+    (["Lena", "Omar"], "Relationships can be hard sometimes, and that is okay.", {"Omar": 0, "Lena": 0}),
+    (["Omar"], "Thank you for sharing. Let's keep talking about this.", {"Omar": 0, "Lena": 0}),
+    (["Lena", "Omar"], "Lena wants to know where the money goes, and Omar wants to be trusted without checking.",
+     {"Omar": 1, "Lena": 1}),
+    (["Theo"], "Theo, I can see this matters to you.", {"Dana": 0, "Theo": 0}),
+    (["Dana", "Theo"], "Dana misses the dinners you used to cook together, and Theo feels the new job is finally his "
+     "chance.", {"Dana": 1, "Theo": 1}),
+]  # fmt: skip
 
-async def _appraisal(model: str | None) -> None:
+
+def _labelled(question: str) -> list[tuple[str, list[tuple[list[str], str, dict[str, int]]]]]:
+    """(set name, [(addressees, line, {member: truth})]) per labelled set of `question`."""
+    if question == "lectured":
+        return [("held-out", LECTURED)]
+    if question == "specific":
+        return [("held-out", SPECIFIC)]
+    understood = {"dev": UNDERSTOOD_DEV, "held-out": UNDERSTOOD_HELD_OUT}
+    sets = []
+    for name, items in (("dev", DEV), ("held-out", HELD_OUT)):
+        if question == "understood":
+            items = [(to, text, u) for (to, text, _), u in zip(items, understood[name], strict=True)]
+        sets.append((name, items))
+    return sets
+
+
+async def _appraisal(model: str | None, questions: list[str]) -> None:
     from simulator.llm.client import LiteLLMClient, ModelSettings
     from simulator.members import appraise, is_yes
     from simulator.records import Turn
 
     client = LiteLLMClient(ModelSettings(cache=False, roles={"member": model} if model else {}))
-    sets = (("dev", DEV, UNDERSTOOD_DEV), ("held-out", HELD_OUT, UNDERSTOOD_HELD_OUT))
-    for question in ("blamed", "understood"):
-        for name, items, understood in sets:
+    for question in questions:
+        for name, items in _labelled(question):
             counts = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}
-            for (to, text, blamed), u in zip(items, understood, strict=True):
-                labels = blamed if question == "blamed" else u
+            lines_right = 0  # the rung's own decision: does anyone read it so? (rung_bench's `took`)
+            for to, text, labels in items:
                 said = Turn(index=3, speaker="Therapist", kind="supporter", addressees=to, text=text)
+                answers = []
                 for member, truth in labels.items():
                     yes = is_yes((await appraise(client, question, said, member, list(labels))).text)
+                    answers.append(yes)
                     counts[("t" if yes == bool(truth) else "f") + ("p" if yes else "n")] += 1
                     if yes != bool(truth):
                         print(f"  {question} {name}: {member} {truth}, said {'yes' if yes else 'no'}: {text[:64]!r}")
+                lines_right += any(answers) == any(labels.values())
             pos, neg = counts["tp"] + counts["fn"], counts["tn"] + counts["fp"]
+            print(f"{question}, {name}: anyone reads it so, right on {lines_right} of {len(items)} lines")
             print(
                 f"{question}, {name}: {len(items)} lines, {pos + neg} (line, member) items: true and said yes "
                 f"{counts['tp']}/{pos} (recall {counts['tp'] / pos:.2f}); not true and said yes {counts['fp']}/{neg} "
@@ -267,9 +328,14 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None, help="write the rows as JSON here")
     ap.add_argument("--report", type=Path, default=None, help="summarise rows written before instead of running")
     ap.add_argument("--appraisal", action="store_true", help="measure `appraise` on the labelled lines")
+    ap.add_argument(
+        "--questions",
+        default="blamed,understood",
+        help="with --appraisal: blamed, understood, lectured, specific (comma-separated)",
+    )
     args = ap.parse_args()
     if args.appraisal:
-        asyncio.run(_appraisal(args.model))
+        asyncio.run(_appraisal(args.model, args.questions.split(",")))
         return
     if args.report:
         _summary(json.loads(args.report.read_text()))
