@@ -24,7 +24,7 @@ from judges.scoring._faults import FaultedSession, FaultTally, faulted
 from judges.scoring._panel import session_values
 from judges.scoring._records import JudgmentStatus, SessionJudgment
 from judges.scoring._repeat import dimension_stability, read_trials
-from judges.scoring._rubric import Dimension, Level
+from judges.scoring._rubric import Level
 from judges.scoring._store import read_judgment
 from judges.scoring._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
 from judges.stats._agreement import krippendorff_alpha
@@ -189,7 +189,7 @@ class _Acc:
         }
         self.faults = FaultTally()
         self.values: dict[str, list[float]] = {}
-        self.dims: dict[str, Dimension] = {}
+        self.dims: dict[str, ValueFact] = {}  # dimension -> its first value (level and kind)
         self.ratings: dict[str, dict[tuple[str, str], dict[str, int]]] = {}  # dim -> (session, item) -> judge -> score
         self.judges: list[str] = []
         self.critical = 0  # stress additions: critical safety failures, compromised judgments, judgment trials
@@ -202,9 +202,10 @@ class _Acc:
 
 
 class ValueFact(_Record):
-    """One dimension's value for one session (`session_values`)."""
+    """One dimension's value for one session (`session_values`), with what its column needs of the dimension."""
 
-    dimension: Dimension
+    level: Level
+    kind: str
     value: float
 
 
@@ -302,7 +303,9 @@ def session_facts(
             "judged": True,
             "failed_verdicts": sum(v.status != JudgmentStatus.OK for v in judgment.verdicts),
             "trials": trials if len(trials) >= 2 else [],
-            "values": {k: ValueFact(dimension=d, value=x) for k, (d, x) in session_values(judgment).items()},
+            "values": {
+                k: ValueFact(level=d.level, kind=d.kind, value=x) for k, (d, x) in session_values(judgment).items()
+            },
             "judges": list(judgment.judges),
             "prompt_digest": judgment.prompt_digest,
             "verdict_judges": [v.judge for v in judgment.verdicts if v.status != JudgmentStatus.FAILED],
@@ -443,7 +446,7 @@ def leaderboard_from_facts(
             acc.counts["scored"] += 1
         for dim_id, v in f.values.items():
             acc.sources.setdefault(dim_id, set()).update((j, f.prompt_digest) for j in f.judges)
-            acc.dims.setdefault(dim_id, v.dimension)
+            acc.dims.setdefault(dim_id, v)
             acc.values.setdefault(dim_id, []).append(v.value)
             if dim_id not in order:
                 order.append(dim_id)
