@@ -380,6 +380,32 @@ def test_start_with_a_stressor_and_per_role_models_records_both(runs_dir: Path) 
     assert not [t for t in other.turns if t.directive]
 
 
+def test_start_with_judging_judges_with_the_chosen_judge_model(runs_dir: Path) -> None:
+    from tests._session_fixtures import fill_reply
+
+    room = RoomScript(resolve_case("dana-and-theo"))
+
+    def answer(call):
+        return fill_reply(call.schema) if call.role == "judge" else room(call)
+
+    made: list[FakeModelClient] = []
+    factory = lambda: made.append(FakeModelClient(default=answer)) or made[-1]  # noqa: E731
+    body = {"case": "dana-and-theo", "supporter": "scripted", "turns": 2, "judge": True, "judge_model": "openai/j-1"}
+    with TestClient(build_app(runs_dir, client_factory=factory, warm=False), base_url=LOCAL) as c:
+        r = c.post("/api/run", json=body)
+        assert r.status_code == 200, r.text
+        sse_events(c.get("/api/live", params={"name": r.json()["run"], "id": r.json()["session"]}).text)
+        for _ in range(200):  # judging follows the session's end
+            if (runs_dir / r.json()["run"] / "judgments" / f"{r.json()['session']}.json").is_file():
+                break
+            time.sleep(0.05)
+    from judges import read_judgment
+
+    judgment = read_judgment(RunFolder(runs_dir / r.json()["run"]), r.json()["session"])
+    assert judgment is not None and judgment.judges == ["openai/j-1"]
+    assert {call.model for call in made[0].calls if call.role == "judge"} == {"openai/j-1"}
+
+
 @pytest.mark.parametrize(
     "extra, needle",
     [
