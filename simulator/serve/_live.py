@@ -70,6 +70,7 @@ class LiveRun:
     calls: dict[int, CallProgress] = field(default_factory=dict)
     version: int = 0
     error: str = ""
+    saved: bool = False  # the runner wrote the final record (completed or failed)
     task: asyncio.Task | None = None
 
 
@@ -234,7 +235,11 @@ class LiveRuns:
             live.record = record
             live.version += 1
 
-        events = RunEvents(session_update=update)
+        def saved(record: SessionRecord, path) -> None:  # the runner has written the final record
+            live.record, live.saved = record, True
+            live.version += 1
+
+        events = RunEvents(session_update=update, session_finished=saved)
 
         def hook(p: CallProgress) -> None:  # may run in a worker thread: only record
             if p.finished:
@@ -299,7 +304,11 @@ class LiveRuns:
             if record is not None:
                 seen = key
                 yield _event("session", _payload(folder, record, live.error if live else ""))
-                if record.status != SessionStatus.INCOMPLETE or (live is not None and live.task and live.task.done()):
+                if live is not None:  # ended once the runner saved it: a watcher then reads the file it wrote
+                    ended = live.saved or bool(live.task and live.task.done())
+                else:
+                    ended = record.status != SessionStatus.INCOMPLETE
+                if ended:
                     yield _event("end", {"status": record.status.value})
                     return
             elif live is not None and live.task is not None and live.task.done() and live.record is None:
