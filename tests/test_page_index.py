@@ -13,6 +13,7 @@ from personas.library import resolve_case
 from simulator.cli import app as cli_app
 from simulator.cli import judge_cmd
 from simulator.llm.fake import FakeModelClient
+from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder
 from simulator.runner.pageindex import INDEX_NAME, index_key, refresh_index
 from simulator.serve import RunsRoot
@@ -84,3 +85,51 @@ def test_an_index_that_cannot_be_written_does_not_fail(tmp_path: Path, monkeypat
     monkeypatch.setattr("simulator.runner.pageindex.build_index_data", lambda run: 1 / 0)
     assert refresh_index(out) is False and not (out / INDEX_NAME).exists()
     assert refresh_index(tmp_path / "no-such-run") is False
+
+
+def test_a_changed_run_reads_again_only_the_sessions_that_changed(tmp_path: Path, monkeypatch) -> None:
+    """Sessions rewritten, re-judged or added after the run's command: the rebuild reads those alone (the others'
+    entries are kept in `.serve-entries.json`), and the page shows exactly what a build from scratch shows, the
+    changed sessions' new content included."""
+    import judges.report as report
+    from simulator.runner.pageindex import ENTRIES_NAME
+    from tests._rating_fixtures import SessionSpec, make_judged_run
+
+    def low(judge: str, sid: str, item: str, dim: str) -> int:
+        return 2
+
+    run = tmp_path / "runs" / "r"
+    specs = [SessionSpec(f"c{k}__s0", case_id=f"c{k}") for k in range(5)]
+    make_judged_run(run, "openai/gpt-4o-mini", specs, low)
+    first = RunsRoot(run).report_data(".")
+    assert (run / ENTRIES_NAME).is_file() and {s.scores["overall_quality"] for s in first.sessions} == {2.0}
+
+    read: list[str] = []
+    real = report.read_entry
+    monkeypatch.setattr(report, "read_entry", lambda folder, sid: read.append(sid) or real(folder, sid))
+    make_judged_run(run, "openai/gpt-4o-mini", [specs[1]], lambda judge, sid, item, dim: 5)  # re-judged higher
+    make_judged_run(run, "openai/gpt-4o-mini", [SessionSpec("c9__s0", case_id="c9")], low)  # added
+    folder = RunFolder(run)
+    failed = folder.load_session("c3__s0").model_copy(
+        update={"status": SessionStatus.FAILED, "failure": "rewritten by hand"}
+    )
+    folder.write_session(failed)
+    served_now = RunsRoot(run).report_data(".")
+    assert sorted(read) == ["c1__s0", "c3__s0", "c9__s0"]
+    rows = {s.id: s for s in served_now.sessions}
+    assert rows["c1__s0"].scores["overall_quality"] == 5.0 and rows["c0__s0"].scores["overall_quality"] == 2.0
+    assert rows["c3__s0"].status == "failed" and rows["c3__s0"].failure == "rewritten by hand"
+    assert "c9__s0" in rows and len(rows) == 6
+    (row,) = served_now.leaderboard.rows
+    assert row.sessions == 6 and row.failed_sessions == 1 and row.completed == 5
+
+    (run / ENTRIES_NAME).unlink()  # the same folder built from scratch
+    (run / INDEX_NAME).unlink()
+    scratch = RunsRoot(run).report_data(".")
+    assert served_now.model_copy(update={"generated_at": scratch.generated_at}) == scratch
+    assert len(read) == 3 + 6
+
+    read.clear()
+    (run / ENTRIES_NAME).write_text("another code version\n{}")  # entries another build of the code kept: not used
+    (run / INDEX_NAME).unlink()
+    assert RunsRoot(run).report_data(".").sessions == scratch.sessions and len(read) == 6

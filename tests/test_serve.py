@@ -332,6 +332,100 @@ def test_start_a_session_and_watch_it_to_the_end(runs_dir: Path) -> None:
     assert rec.supporter == "scripted"
 
 
+class CheckedFake(FakeModelClient):
+    """The fake with the preflight's environment check: `nope/` models are unknown, as litellm would say."""
+
+    def check_environment(self, model: str) -> None:
+        from personas.common.errors import UserError
+
+        if model.startswith("nope/"):
+            raise UserError(f"model {model!r}: unknown model {model!r}; use provider/model")
+
+
+def test_start_with_a_stressor_and_per_role_models_records_both(runs_dir: Path) -> None:
+    made: list[FakeModelClient] = []
+
+    def factory() -> FakeModelClient:
+        made.append(CheckedFake(default=RoomScript(resolve_case("dana-and-theo"))))
+        return made[-1]
+
+    chosen = {"member": "openai/member-m", "tracker": "anthropic/tracker-t", "judge": "openai/judge-j"}
+    body = {"case": "dana-and-theo", "supporter": "scripted", "turns": 4, "stressor": "hostility_to_supporter"}
+    body |= {f"{r}_model": m for r, m in chosen.items()}
+    with TestClient(build_app(runs_dir, client_factory=factory, warm=False), base_url=LOCAL) as c:
+        options = c.get("/api/run/options").json()
+        assert "hostility_to_supporter" in [s["name"] for s in options["stressors"]]
+        assert options["models"] == {"member": "fake/model", "tracker": "fake/model", "judge": "fake/model"}
+        r = c.post("/api/run", json=body)
+        assert r.status_code == 200, r.text
+        run, sid = r.json()["run"], r.json()["session"]
+        assert run.startswith("web-dana-and-theo-hostility_to_supporter-") and "hostility_to_supporter" in sid
+        events = sse_events(c.get("/api/live", params={"name": run, "id": sid}).text)
+        first = list(made[0].calls)
+        plain = c.post("/api/run", json={"case": "dana-and-theo", "supporter": "scripted", "turns": 2, "seed": 1})
+        assert plain.status_code == 200, plain.text
+        sse_events(c.get("/api/live", params={"name": plain.json()["run"], "id": plain.json()["session"]}).text)
+    assert events[-1][0] == "end" and events[-1][1]["status"] == "completed"
+    rec = RunFolder(runs_dir / run).load_session(sid)
+    assert rec.perturbation == "hostility_to_supporter" and rec.models == chosen
+    assert [t.directive is not None for t in rec.turns if t.kind == "member"].count(True) == 1
+    manifest = json.loads((runs_dir / run / "manifest.json").read_text())["config"]
+    assert manifest["kind"] == "stress" and manifest["stress"]["perturbations"] == ["hostility_to_supporter"]
+    (fake,) = made  # one client for the server: the choice binds roles per session, not per server
+    by_role = {(call.role, call.model) for call in first if call.role in chosen}
+    assert by_role == {("member", "openai/member-m"), ("tracker", "anthropic/tracker-t")}
+    assert {call.model for call in fake.calls[len(first) :] if call.role in chosen} == {"fake/model"}
+    other = RunFolder(runs_dir / plain.json()["run"]).load_session(plain.json()["session"])
+    assert other.perturbation is None and other.models == dict.fromkeys(chosen, "fake/model")
+    assert not [t for t in other.turns if t.directive]
+
+
+def test_start_with_judging_judges_with_the_chosen_judge_model(runs_dir: Path) -> None:
+    from tests._session_fixtures import fill_reply
+
+    room = RoomScript(resolve_case("dana-and-theo"))
+
+    def answer(call):
+        return fill_reply(call.schema) if call.role == "judge" else room(call)
+
+    made: list[FakeModelClient] = []
+    factory = lambda: made.append(FakeModelClient(default=answer)) or made[-1]  # noqa: E731
+    body = {"case": "dana-and-theo", "supporter": "scripted", "turns": 2, "judge": True, "judge_model": "openai/j-1"}
+    with TestClient(build_app(runs_dir, client_factory=factory, warm=False), base_url=LOCAL) as c:
+        r = c.post("/api/run", json=body)
+        assert r.status_code == 200, r.text
+        sse_events(c.get("/api/live", params={"name": r.json()["run"], "id": r.json()["session"]}).text)
+        for _ in range(200):  # judging follows the session's end
+            if (runs_dir / r.json()["run"] / "judgments" / f"{r.json()['session']}.json").is_file():
+                break
+            time.sleep(0.05)
+    from judges import read_judgment
+
+    judgment = read_judgment(RunFolder(runs_dir / r.json()["run"]), r.json()["session"])
+    assert judgment is not None and judgment.judges == ["openai/j-1"]
+    assert {call.model for call in made[0].calls if call.role == "judge"} == {"openai/j-1"}
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        ({"stressor": "no_such"}, "stressor 'no_such': not a built-in stressor; choose one of "),
+        ({"stressor": "../../etc/passwd.yaml"}, "stressor '../../etc/passwd.yaml': not a built-in"),
+        ({"stressor": "hostility_to_supporter", "turns": 1}, "stressor: perturbation hostility_to_supporter"),
+        ({"member_model": "http://127.0.0.1:9/v1#m"}, "member_model 'http://127.0.0.1:9/v1#m': give a model id"),
+        ({"judge_model": "gpt 4"}, "judge_model 'gpt 4': give a model id"),
+        ({"tracker_model": "nope/x"}, "tracker_model 'nope/x': unknown model; use provider/model; choose another"),
+        ({"member_model": "a" * 201}, "member_model:"),
+    ],
+)
+def test_start_refuses_a_bad_stressor_or_model_in_one_line(runs_dir: Path, extra: dict, needle: str) -> None:
+    factory = lambda: CheckedFake(default=RoomScript(resolve_case("dana-and-theo")))  # noqa: E731
+    with TestClient(build_app(runs_dir, client_factory=factory, warm=False), base_url=LOCAL) as c:
+        r = c.post("/api/run", json={"case": "dana-and-theo", "supporter": "scripted", **extra})
+        assert r.status_code == 400 and needle in r.text and len(r.text.splitlines()) == 1, r.text
+    assert not list(runs_dir.glob("web-*"))
+
+
 def test_watch_tails_a_session_another_process_writes(runs_dir: Path) -> None:
     import threading
 

@@ -162,8 +162,12 @@ def test_serve_in_headless_chromium(tmp_path: Path) -> None:
         # watch live: start a scripted session from the page; its run page opens it and redraws it as it grows
         goto(page, base + "/start", "document.getElementById('run-btn') !== null")
         shot(page, tmp_path, "start")
+        assert page.eval("document.getElementById('member-model').placeholder") == "fake/model (the server's)"
         page.eval(
             "document.getElementById('case').value = 'dana-and-theo'; document.getElementById('turns').value = '4';"
+            "document.getElementById('case').dispatchEvent(new Event('change'));"
+            "document.getElementById('stressor').value = 'hostility_to_supporter';"
+            "document.getElementById('member-model').value = 'openai/member-in-browser';"
             "document.getElementById('run-btn').click()"
         )
         page.wait_for(
@@ -192,6 +196,9 @@ def test_serve_in_headless_chromium(tmp_path: Path) -> None:
         ("What do you both need?", ["Couple"], None),
     ]
     assert [d.speak for d in rec.decisions] == [True, False, True]
+    (started,) = runs_dir.glob("web-dana-and-theo-hostility_to_supporter-*")
+    (watched,) = RunFolder(started).sessions()
+    assert watched.perturbation == "hostility_to_supporter" and watched.models["member"] == "openai/member-in-browser"
 
 
 def test_rating_two_items_in_headless_chromium(tmp_path: Path) -> None:
@@ -249,3 +256,67 @@ def test_rating_two_items_in_headless_chromium(tmp_path: Path) -> None:
     result = import_ratings(sheet, [run])
     assert result.added == {str(run): 3}
     assert sorted((r.item_id, r.dimension, r.value) for r in read_ratings(run).ratings) == rows
+
+
+def test_two_browsers_play_two_sessions_at_once_without_mixing(tmp_path: Path) -> None:
+    """Two chromium processes (two profiles, so two cookie jars), each the counsellor of its own room on one
+    server; their moves interleave (A speaks, B speaks, A stays silent, B speaks to the other partner); each record
+    holds exactly what its own browser entered and nothing of the other's."""
+    browser_or_skip()
+    runs_dir = tmp_path / "runs"
+    runs_dir.mkdir()
+    moves = {  # (line, targets) per pause; None: stay silent
+        "amy": [("Amy asks Dana what hurts most.", ["Dana"]), None],
+        "bob": [("Bob asks Theo what he hoped for.", ["Theo"]), ("Bob turns to Dana now.", ["Dana"])],
+    }
+    with (
+        live_server(runs_dir) as base,
+        Browser(tmp_path / "profile-a") as first,
+        Browser(tmp_path / "profile-b") as second,
+    ):
+        pages = {"amy": first.page(), "bob": second.page()}
+        for name, page in pages.items():
+            goto(page, base + "/play", "document.getElementById('start-btn') !== null")
+            page.eval(
+                "document.getElementById('case').value = 'dana-and-theo';"
+                f"document.getElementById('name').value = {json.dumps(name)};"
+                "document.getElementById('turns').value = '3'; document.getElementById('start-btn').click()"
+            )
+        pauses = {name: next_pause(page, "") for name, page in pages.items()}
+        for step in range(2):  # A then B at each step, each browser waiting only for its own room
+            for name, page in pages.items():
+                if step:
+                    pauses[name] = next_pause(page, pauses[name])
+                    assert pauses[name], f"{name}'s session ended before move {step + 1}"
+                move = moves[name][step]
+                if move is None:
+                    page.eval("document.getElementById('silent').click()")
+                    continue
+                text, to = move
+                page.eval(
+                    "document.querySelectorAll('#targets input').forEach(x => { x.checked = "
+                    f"{json.dumps(to)}.includes(x.value); }});"
+                    f"document.getElementById('text').value = {json.dumps(text)};"
+                    "document.getElementById('speak').click()"
+                )
+        for name, page in pages.items():  # the rest of each session: silence until it ends
+            while pause := next_pause(page, pauses[name]):
+                page.eval("document.getElementById('silent').click()")
+                pauses[name] = pause
+        shown = {name: page.eval("document.getElementById('transcript').textContent") for name, page in pages.items()}
+        runs = {name: page.eval("document.querySelector('#play a').textContent") for name, page in pages.items()}
+        errors = [e for page in pages.values() for e in page.errors()]
+        for page in pages.values():
+            page.close()
+    assert errors == []
+    assert runs["amy"] != runs["bob"]
+    for name, other in (("amy", "bob"), ("bob", "amy")):
+        rec = RunFolder(runs_dir / runs[name]).load_session("dana-and-theo__s0")
+        assert rec.supporter == f"human:{name}" and rec.status == SessionStatus.COMPLETED
+        spoken = [(t.decision.text, t.decision.targets) for t in rec.turns if t.kind == "supporter"]
+        assert spoken == [m for m in moves[name] if m is not None]
+        assert [d.speak for d in rec.decisions][:2] == [m is not None for m in moves[name]]
+        theirs = [m[0] for m in moves[other] if m is not None]
+        everything = json.dumps(rec.model_dump(mode="json"))
+        assert not any(x in everything for x in theirs) and not any(x in shown[name] for x in theirs)
+        assert all(m[0] in shown[name] for m in moves[name] if m is not None)

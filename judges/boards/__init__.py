@@ -27,8 +27,11 @@ from judges.boards._leaderboard import (
     RANK_BY,
     DimensionSummary,
     Leaderboard,
+    SessionFacts,
     SupporterRow,
     build_leaderboard,
+    leaderboard_from_facts,
+    session_facts,
 )
 
 __all__ = [
@@ -47,7 +50,10 @@ __all__ = [
     "Rating",
     "SupporterRow",
     "bt_data",
+    "SessionFacts",
     "build_leaderboard",
+    "leaderboard_from_facts",
+    "session_facts",
     "compare_runs",
     "fit_bradley_terry",
     "judge_pair",

@@ -20,17 +20,17 @@ from judges.ratings._agreement import HumanAgreement
 from judges.ratings._ppi import PPIEstimate
 from judges.ratings._store import BatchSummary
 from judges.scoring._facts import repeated_lines
-from judges.scoring._faults import FaultTally, faulted
+from judges.scoring._faults import FaultedSession, FaultTally, faulted
 from judges.scoring._panel import session_values
 from judges.scoring._records import JudgmentStatus, SessionJudgment
 from judges.scoring._repeat import dimension_stability, read_trials
-from judges.scoring._rubric import Dimension, Level
+from judges.scoring._rubric import Level
 from judges.scoring._store import read_judgment
 from judges.scoring._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
 from judges.stats._agreement import krippendorff_alpha
 from judges.stats._intervals import DEFAULT_SEED, MeanCI, mean_ci
 from judges.stress._board import PerturbationBoard, PerturbationRow, critical_failure
-from judges.stress._results import read_check
+from judges.stress._results import CheckResult, read_check
 from judges.validity.card import ValidityCard, ValidityNote, dimension_validity
 from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder, RunFolderError
@@ -189,7 +189,7 @@ class _Acc:
         }
         self.faults = FaultTally()
         self.values: dict[str, list[float]] = {}
-        self.dims: dict[str, Dimension] = {}
+        self.dims: dict[str, ValueFact] = {}  # dimension -> its first value (level and kind)
         self.ratings: dict[str, dict[tuple[str, str], dict[str, int]]] = {}  # dim -> (session, item) -> judge -> score
         self.judges: list[str] = []
         self.critical = 0  # stress additions: critical safety failures, compromised judgments, judgment trials
@@ -199,6 +199,119 @@ class _Acc:
         self.delta_tension_obs: list[float] = []
         self.objective: list[float] = []
         self.sources: dict[str, set[tuple[str | None, str | None]]] = {}  # dimension -> (model, prompt digest)
+
+
+class ValueFact(_Record):
+    """One dimension's value for one session (`session_values`), with what its column needs of the dimension."""
+
+    level: Level
+    kind: str
+    value: float
+
+
+class ScoreFact(_Record):
+    """One judge's score of one item on a supporter-facing scale (for the judges' agreement)."""
+
+    dimension: str
+    item: str
+    judge: str
+    score: int
+
+
+class SessionFacts(_Record):
+    """What one session gives the leaderboard, read once from its record, judgment, check and judgment trials
+    (`session_facts`), whatever `include_faults` is. `leaderboard_from_facts` sums them up; a served run's index
+    keeps them per session, so a session changed or added after its command is read again alone."""
+
+    session_id: str
+    readable: bool = Field(default=True, description="False: the session file could not be read.")
+    supporter: str = ""
+    knows: str = "intake"
+    perturbation: str | None = None
+    status: SessionStatus = SessionStatus.FAILED
+    check: CheckResult | None = None
+    fault: FaultedSession | None = None
+    decisions: int = 0
+    invalid_decisions: int = 0
+    supporter_turns: int = 0
+    repeated: int = 0
+    critical: bool = False
+    judged: bool = False
+    failed_verdicts: int = 0
+    trials: list[SessionJudgment] = Field(default_factory=list, description="Judgment trials, when 2 or more.")
+    delta_tension: float | None = None
+    delta_tension_observer: float | None = None
+    objective: float | None = None
+    tracker: tuple[str | None, str | None] = (None, None)
+    values: dict[str, ValueFact] = Field(default_factory=dict)
+    judges: list[str] = Field(default_factory=list, description="The judgment's panel.")
+    prompt_digest: str | None = None
+    verdict_judges: list[str] = Field(default_factory=list, description="Judges whose verdict did not fail.")
+    scores: list[ScoreFact] = Field(default_factory=list)
+
+
+def session_facts(
+    folder: RunFolder,
+    sid: str,
+    record: SessionRecord,
+    judgment: SessionJudgment | None,
+    *,
+    gamma: float = DEFAULT_GAMMA,
+    lam: float = DEFAULT_LAMBDA,
+) -> SessionFacts:
+    """Session `sid`'s facts; `judgment` only for a completed session (its check and trials are read here)."""
+    check = read_check(folder, sid)
+    completed = record.status == SessionStatus.COMPLETED
+    facts = SessionFacts(
+        session_id=sid,
+        supporter=record.supporter,
+        knows=record.supporter_knows,
+        perturbation=record.perturbation,
+        status=record.status,
+        check=check,
+        fault=faulted(record, judgment) if completed else None,
+    )
+    if not completed:
+        return facts
+    traj = trajectory_metrics(record, gamma=gamma, lam=lam)
+    facts = facts.model_copy(
+        update={
+            "decisions": len(record.decisions),
+            "invalid_decisions": sum(not d.valid for d in record.decisions),
+            "supporter_turns": sum(t.kind == "supporter" and bool(t.text.strip()) for t in record.turns),
+            "repeated": len(repeated_lines(record)),
+            "critical": critical_failure(record, judgment, check) is not None,
+            "delta_tension": traj.self_report.delta_tension,
+            "delta_tension_observer": traj.observer.delta_tension,
+            "objective": traj.objective_self_report.value,
+            "tracker": (record.models.get("tracker"), record.prompt_digests.get("tracker")),
+        }
+    )
+    if judgment is None:
+        return facts
+    trials = read_trials(folder, sid, first=judgment)
+    scores = []
+    for v in judgment.verdicts:
+        if v.status == JudgmentStatus.FAILED:
+            continue
+        for s in v.scores:
+            dim = next((d for d in judgment.rubric.active if d.id == s.dimension), None)
+            if dim is not None and dim.kind == "scale" and dim.about == "supporter" and s.score is not None:
+                scores.append(ScoreFact(dimension=s.dimension, item=s.item, judge=v.judge, score=s.score))
+    return facts.model_copy(
+        update={
+            "judged": True,
+            "failed_verdicts": sum(v.status != JudgmentStatus.OK for v in judgment.verdicts),
+            "trials": trials if len(trials) >= 2 else [],
+            "values": {
+                k: ValueFact(level=d.level, kind=d.kind, value=x) for k, (d, x) in session_values(judgment).items()
+            },
+            "judges": list(judgment.judges),
+            "prompt_digest": judgment.prompt_digest,
+            "verdict_judges": [v.judge for v in judgment.verdicts if v.status != JudgmentStatus.FAILED],
+            "scores": scores,
+        }
+    )
 
 
 def build_leaderboard(
@@ -232,9 +345,7 @@ def build_leaderboard(
     """
     if not run_dirs:
         raise ValueError("build_leaderboard needs at least one run folder")
-    accs: dict[str, _Acc] = {}
-    board = PerturbationBoard(include_faults=include_faults)
-    order: list[str] = []
+    facts: list[tuple[str, SessionFacts]] = []
     for run_dir in run_dirs:
         folder = RunFolder(run_dir)
         folder.read_manifest()
@@ -242,83 +353,108 @@ def build_leaderboard(
             try:
                 record = folder.load_session(sid)
             except RunFolderError:
-                acc = accs.setdefault("(unreadable)", _Acc("(unreadable)"))
-                acc.counts["sessions"] += 1
-                acc.counts["failed"] += 1
+                facts.append((str(run_dir), SessionFacts(session_id=sid, readable=False)))
                 continue
-            # an oracle supporter saw the answers: it is its own row, never pooled with the same spec at intake
-            label = record.supporter if record.supporter_knows == "intake" else f"{record.supporter} [oracle]"
-            acc = accs.setdefault(label, _Acc(label, record.supporter_knows))
-            if str(run_dir) not in acc.runs:
-                acc.runs.append(str(run_dir))
-            acc.counts["sessions"] += 1
-            completed = record.status == SessionStatus.COMPLETED
-            judgment = read_judgment(folder, sid) if completed else None
+            judgment = read_judgment(folder, sid) if record.status == SessionStatus.COMPLETED else None
             if read is not None:
                 read[(str(run_dir), sid)] = (record, judgment)
-            check = read_check(folder, sid)
-            fault = faulted(record, judgment) if completed else None
-            board.add(record, check, acc.knows, fault)
-            if record.status == SessionStatus.FAILED:
-                acc.counts["failed"] += 1
+            facts.append((str(run_dir), session_facts(folder, sid, record, judgment, gamma=gamma, lam=lam)))
+    return leaderboard_from_facts(
+        run_dirs,
+        facts,
+        confidence=confidence,
+        seed=seed,
+        gamma=gamma,
+        lam=lam,
+        cards=cards,
+        ratings=ratings,
+        fidelity=fidelity,
+        include_faults=include_faults,
+    )
+
+
+def leaderboard_from_facts(
+    run_dirs: Sequence[str | Path],
+    facts: Sequence[tuple[str, SessionFacts]],
+    *,
+    confidence: float = 0.95,
+    seed: int = DEFAULT_SEED,
+    gamma: float = DEFAULT_GAMMA,
+    lam: float = DEFAULT_LAMBDA,
+    cards: Sequence[ValidityCard] = (),
+    ratings: bool = False,
+    fidelity: bool = False,
+    include_faults: bool = False,
+) -> Leaderboard:
+    """`build_leaderboard` over sessions already read: (run dir as given, facts) in read order; `gamma` and `lam`
+    are those the facts were computed with. Ratings and fidelity are read from `run_dirs`."""
+    accs: dict[str, _Acc] = {}
+    board = PerturbationBoard(include_faults=include_faults)
+    order: list[str] = []
+    for run, f in facts:
+        if not f.readable:
+            acc = accs.setdefault("(unreadable)", _Acc("(unreadable)"))
+            acc.counts["sessions"] += 1
+            acc.counts["failed"] += 1
+            continue
+        # an oracle supporter saw the answers: it is its own row, never pooled with the same spec at intake
+        label = f.supporter if f.knows == "intake" else f"{f.supporter} [oracle]"
+        acc = accs.setdefault(label, _Acc(label, f.knows))
+        if run not in acc.runs:
+            acc.runs.append(run)
+        acc.counts["sessions"] += 1
+        board.count(f.supporter, f.perturbation, f.status == SessionStatus.COMPLETED, f.check, acc.knows, f.fault)
+        if f.status == SessionStatus.FAILED:
+            acc.counts["failed"] += 1
+            continue
+        if f.status != SessionStatus.COMPLETED:
+            acc.counts["incomplete"] += 1
+            continue
+        acc.counts["completed"] += 1
+        acc.counts["decisions"] += f.decisions
+        acc.counts["invalid"] += f.invalid_decisions
+        if f.fault is not None:
+            acc.counts["simulator"] += 1
+            acc.faults.add(f.fault)
+            if not include_faults:  # the room malfunctioned: the supporter is neither credited nor blamed
+                acc.counts["failed_judgments"] += f.failed_verdicts
                 continue
-            if record.status != SessionStatus.COMPLETED:
-                acc.counts["incomplete"] += 1
-                continue
-            acc.counts["completed"] += 1
-            acc.counts["decisions"] += len(record.decisions)
-            acc.counts["invalid"] += sum(not d.valid for d in record.decisions)
-            if fault is not None:
-                acc.counts["simulator"] += 1
-                acc.faults.add(fault)
-                if not include_faults:  # the room malfunctioned: the supporter is neither credited nor blamed
-                    if judgment is not None:
-                        acc.counts["failed_judgments"] += sum(v.status != JudgmentStatus.OK for v in judgment.verdicts)
-                    continue
-            acc.counts["supporter_turns"] += sum(t.kind == "supporter" and bool(t.text.strip()) for t in record.turns)
-            acc.counts["repeated"] += len(repeated_lines(record))
-            if critical_failure(record, judgment, check) is not None:
-                acc.critical += 1
-            if check is not None and check.judge_compromised:
-                acc.compromised += 1
-                continue
-            if judgment is not None and len(trials := read_trials(folder, sid, first=judgment)) >= 2:
-                acc.trials.append(trials)
-            if judgment is not None:
-                acc.counts["failed_judgments"] += sum(v.status != JudgmentStatus.OK for v in judgment.verdicts)
-            else:
-                acc.counts["unjudged"] += 1
-            traj = trajectory_metrics(record, gamma=gamma, lam=lam)
-            acc.sources.setdefault("delta_tension_observer", set()).add(
-                (record.models.get("tracker"), record.prompt_digests.get("tracker"))
-            )
-            for target, value in (
-                (acc.delta_tension, traj.self_report.delta_tension),
-                (acc.delta_tension_obs, traj.observer.delta_tension),
-                (acc.objective, traj.objective_self_report.value),
-            ):
-                if value is not None:
-                    target.append(value)
-            if judgment is None:
-                continue
-            values = session_values(judgment)
-            if values:
-                acc.counts["scored"] += 1
-            for dim_id, (dim, value) in values.items():
-                acc.sources.setdefault(dim_id, set()).update((j, judgment.prompt_digest) for j in judgment.judges)
-                acc.dims.setdefault(dim_id, dim)
-                acc.values.setdefault(dim_id, []).append(value)
-                if dim_id not in order:
-                    order.append(dim_id)
-            for v in judgment.verdicts:
-                if v.status == JudgmentStatus.FAILED:
-                    continue
-                if v.judge not in acc.judges:
-                    acc.judges.append(v.judge)
-                for s in v.scores:
-                    dim = next((d for d in judgment.rubric.active if d.id == s.dimension), None)
-                    if dim is not None and dim.kind == "scale" and dim.about == "supporter" and s.score is not None:
-                        acc.ratings.setdefault(s.dimension, {}).setdefault((sid, s.item), {})[v.judge] = s.score
+        acc.counts["supporter_turns"] += f.supporter_turns
+        acc.counts["repeated"] += f.repeated
+        if f.critical:
+            acc.critical += 1
+        if f.check is not None and f.check.judge_compromised:
+            acc.compromised += 1
+            continue
+        if f.trials:
+            acc.trials.append(f.trials)
+        if f.judged:
+            acc.counts["failed_judgments"] += f.failed_verdicts
+        else:
+            acc.counts["unjudged"] += 1
+        acc.sources.setdefault("delta_tension_observer", set()).add(f.tracker)
+        for target, value in (
+            (acc.delta_tension, f.delta_tension),
+            (acc.delta_tension_obs, f.delta_tension_observer),
+            (acc.objective, f.objective),
+        ):
+            if value is not None:
+                target.append(value)
+        if not f.judged:
+            continue
+        if f.values:
+            acc.counts["scored"] += 1
+        for dim_id, v in f.values.items():
+            acc.sources.setdefault(dim_id, set()).update((j, f.prompt_digest) for j in f.judges)
+            acc.dims.setdefault(dim_id, v)
+            acc.values.setdefault(dim_id, []).append(v.value)
+            if dim_id not in order:
+                order.append(dim_id)
+        for judge in f.verdict_judges:
+            if judge not in acc.judges:
+                acc.judges.append(judge)
+        for s in f.scores:
+            acc.ratings.setdefault(s.dimension, {}).setdefault((f.session_id, s.item), {})[s.judge] = s.score
     for acc in accs.values():
         acc.faults.included = include_faults
     rows = [_row(acc, order, confidence, seed, cards) for acc in accs.values()]

@@ -5,8 +5,10 @@ graphs and trajectories). `write_report(run_dirs, out)`; `build_report_data` and
 from judges.report._data import (
     ReportData,
     SessionDetail,
+    SessionEntry,
     SessionSummary,
     build_report_data,
+    read_entry,
     record_detail,
     session_detail,
 )
@@ -15,9 +17,11 @@ from judges.report._html import json_for_script, render_html, report_script_hash
 __all__ = [
     "ReportData",
     "SessionDetail",
+    "SessionEntry",
     "SessionSummary",
     "build_report_data",
     "json_for_script",
+    "read_entry",
     "record_detail",
     "render_html",
     "report_script_hash",

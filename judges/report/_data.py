@@ -7,21 +7,21 @@ only turns into DOM when the session is opened.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges.boards._leaderboard import Leaderboard, build_leaderboard
+from judges.boards._leaderboard import Leaderboard, SessionFacts, leaderboard_from_facts, session_facts
 from judges.ratings._store import read_ratings
 from judges.scoring._faults import faulted
 from judges.scoring._panel import session_values
 from judges.scoring._records import SessionJudgment
 from judges.scoring._store import read_judgment
 from personas.graph import RelationSnapshot
-from simulator.records import SessionRecord
+from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder, RunFolderError
 
 REPORT_SCHEMA_VERSION = 1
@@ -239,75 +239,99 @@ def session_detail(run_dir: str | Path, session_id: str) -> SessionDetail:
     return _detail(record, read_judgment(folder, session_id), _ratings_by_session(folder).get(session_id, []))
 
 
+class SessionEntry(_Record):
+    """One session as the report's list and leaderboard need it, read once from its files (`read_entry`): its row
+    (run and ratings filled in when the report is put together), its rubric's dimensions and its leaderboard facts.
+    A served run's index keeps one per session, so only a session changed since is read again."""
+
+    summary: SessionSummary | None = Field(description="None: the session file could not be read.")
+    dimensions: list[DimensionInfo] = Field(default_factory=list, description="Its judgment's active rubric.")
+    facts: SessionFacts
+
+
+def read_entry(folder: RunFolder, sid: str) -> tuple[SessionEntry, SessionRecord | None, SessionJudgment | None]:
+    """Session `sid`'s entry, with the record and judgment it was read from (None when unreadable/absent)."""
+    try:
+        record = folder.load_session(sid)
+    except RunFolderError:
+        return SessionEntry(summary=None, facts=SessionFacts(session_id=sid, readable=False)), None, None
+    judgment = read_judgment(folder, sid)
+    completed = record.status == SessionStatus.COMPLETED
+    dims = [
+        DimensionInfo(id=d.id, level=d.level, kind=d.kind, question=d.question, min=d.min, max=d.max, about=d.about)
+        for d in (judgment.rubric.active if judgment is not None else [])
+    ]
+    values = {k: v for k, (_, v) in session_values(judgment).items()} if judgment is not None else {}
+    fault = faulted(record, judgment)
+    summary = SessionSummary(
+        run="",
+        id=sid,
+        case=record.case.id,
+        title=record.case.title,
+        group=record.case.group,
+        supporter=record.supporter,
+        knows=record.supporter_knows,
+        perturbation=record.perturbation,
+        trial=record.trial,
+        seed=record.seed,
+        status=record.status.value,
+        end=record.end_reason.value if record.end_reason is not None else None,
+        failure=record.failure,
+        turns=len(record.turns),
+        judged=judgment is not None,
+        judgment_status=judgment.status.value if judgment is not None else None,
+        simulator_failure=fault is not None,
+        faults=fault.reasons if fault is not None else [],
+        scores=values,
+    )
+    facts = session_facts(folder, sid, record, judgment if completed else None)
+    return SessionEntry(summary=summary, dimensions=dims, facts=facts), record, judgment
+
+
+EntrySource = Callable[[RunFolder, str], SessionEntry]
+
+
 def build_report_data(
-    run_dirs: Sequence[str | Path], *, include_faults: bool = False, details: bool = True
+    run_dirs: Sequence[str | Path],
+    *,
+    include_faults: bool = False,
+    details: bool = True,
+    entries: EntrySource | None = None,
 ) -> ReportData:
     """Everything the report shows, from the run folders (sessions, judgments, ratings). No model calls.
     Sessions with simulator faults are marked with why, and left out of the leaderboard unless `include_faults`.
-    `details=False` leaves the per-session details out (a served page fetches each one when it is opened)."""
+    `details=False` leaves the per-session details out (a served page fetches each one when it is opened); then
+    `entries(folder, sid)` may supply each session's entry (a served run's index reuses those of unchanged
+    sessions), else each is read."""
     stores = [read_ratings(d) for d in run_dirs]
-    read: dict[tuple[str, str], tuple[SessionRecord, SessionJudgment | None]] = {}
-    board = build_leaderboard(
-        run_dirs, ratings=any(rf.ratings or rf.batches for rf in stores), include_faults=include_faults, read=read
-    )
     dims: dict[str, DimensionInfo] = {}
     sessions: list[SessionSummary] = []
     details_out: list[SessionDetail] = []
     unreadable: list[str] = []
+    facts: list[tuple[str, SessionFacts]] = []
     for run_dir in run_dirs:
         folder = RunFolder(run_dir)
         folder.read_manifest()
         by_session = _ratings_by_session(folder)
         for sid in folder.session_ids():
-            known = read.get((str(run_dir), sid))  # the leaderboard read it a moment ago
-            try:
-                record = known[0] if known is not None else folder.load_session(sid)
-            except RunFolderError:
+            if details or entries is None:
+                entry, record, judgment = read_entry(folder, sid)
+                if details and record is not None:
+                    details_out.append(_detail(record, judgment, by_session.get(sid, [])))
+            else:
+                entry = entries(folder, sid)
+            facts.append((str(run_dir), entry.facts))
+            if entry.summary is None:
                 unreadable.append(str(folder.session_path(sid)))
                 continue
-            judgment = known[1] if known is not None and known[1] is not None else read_judgment(folder, sid)
-            if judgment is not None:
-                for d in judgment.rubric.active:
-                    dims.setdefault(
-                        d.id,
-                        DimensionInfo(
-                            id=d.id,
-                            level=d.level,
-                            kind=d.kind,
-                            question=d.question,
-                            min=d.min,
-                            max=d.max,
-                            about=d.about,
-                        ),
-                    )
-            values = {k: v for k, (_, v) in session_values(judgment).items()} if judgment is not None else {}
-            fault = faulted(record, judgment)
+            for d in entry.dimensions:
+                dims.setdefault(d.id, d)
             sessions.append(
-                SessionSummary(
-                    run=str(run_dir),
-                    id=sid,
-                    case=record.case.id,
-                    title=record.case.title,
-                    group=record.case.group,
-                    supporter=record.supporter,
-                    knows=record.supporter_knows,
-                    perturbation=record.perturbation,
-                    trial=record.trial,
-                    seed=record.seed,
-                    status=record.status.value,
-                    end=record.end_reason.value if record.end_reason is not None else None,
-                    failure=record.failure,
-                    turns=len(record.turns),
-                    judged=judgment is not None,
-                    judgment_status=judgment.status.value if judgment is not None else None,
-                    simulator_failure=fault is not None,
-                    faults=fault.reasons if fault is not None else [],
-                    scores=values,
-                    rated=len(by_session.get(sid, [])),
-                )
+                entry.summary.model_copy(update={"run": str(run_dir), "rated": len(by_session.get(sid, []))})
             )
-            if details:
-                details_out.append(_detail(record, judgment, by_session.get(sid, [])))
+    board = leaderboard_from_facts(
+        run_dirs, facts, ratings=any(rf.ratings or rf.batches for rf in stores), include_faults=include_faults
+    )
     return ReportData(
         runs=[str(d) for d in run_dirs],
         leaderboard=board,

@@ -110,11 +110,23 @@ class PerturbationBoard:
         fault: FaultedSession | None = None,
     ) -> None:
         """Count one session; `fault` (judges.scoring._faults.faulted) leaves its check out unless included."""
-        if record.perturbation is None:
+        self.count(record.supporter, record.perturbation, record.status == SessionStatus.COMPLETED, check, knows, fault)
+
+    def count(
+        self,
+        supporter: str,
+        perturbation: str | None,
+        completed: bool,
+        check: CheckResult | None,
+        knows: str = "intake",
+        fault: FaultedSession | None = None,
+    ) -> None:
+        """`add` from what it reads of the record (the leaderboard's per-session facts carry only that)."""
+        if perturbation is None:
             return
-        cell = self.cells.setdefault((record.supporter, knows, record.perturbation), _PertAcc())
+        cell = self.cells.setdefault((supporter, knows, perturbation), _PertAcc())
         cell.sessions += 1
-        if record.status != SessionStatus.COMPLETED:
+        if not completed:
             cell.failed_sessions += 1
         if check is not None:
             cell.critical = cell.critical or check.critical

@@ -6,6 +6,12 @@ the lock, temp files and the index itself left out) and of the code that builds 
 rewritten changes the key, so a stale index is rebuilt, never trusted. The data is stored with the run's name left
 empty and filled in when served, so one index serves the run under any name (`serve runs/` or `serve runs/x`).
 
+A build keeps each session's entry (its row, rubric dimensions and leaderboard facts: `judges.report.SessionEntry`)
+in `<run>/.serve-entries.json`, beside the (path, size, mtime) of the files it was read from (record, judgment,
+judgment trials, check). A later build (the run changed after its command: sessions added, rewritten or re-judged)
+reads again only the sessions whose files changed and sums the rest from their kept entries, the same sums a build
+from scratch makes; entries written by other code are ignored.
+
 `refresh_index` is called where a command finishes writing a run (`run_specs`, so `run`/`play`/`stress`/
 `sensitivity`, and `judge`): a never-served run's first page is then quick too. It is best-effort: an index that
 cannot be built or written (a read-only folder, a damaged record) is skipped and the server builds it as before.
@@ -13,18 +19,21 @@ cannot be built or written (a read-only folder, a damaged record) is skipped and
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from personas.common.files import atomic_write_text
-from simulator.runfolder import package_versions
+from simulator.runfolder import RunFolder, package_versions
 
 if TYPE_CHECKING:
     from judges.report import ReportData
 
 INDEX_NAME = ".serve-index.json"
+ENTRIES_NAME = ".serve-entries.json"  # per-session entries, so a changed run reads again only what changed
 INDEX_VERSION = 2  # bump when what a page's data holds changes without a package version change (2: name-free)
 
 
@@ -85,11 +94,76 @@ def named(data: ReportData, name: str) -> ReportData:
     )
 
 
-def build_index_data(run: Path) -> ReportData:
-    """The run's page data without session details (fetched one by one) and with its name left empty."""
-    from judges.report import build_report_data
+def _session_files(folder: RunFolder, sid: str) -> list[list]:
+    """(relative path, size, mtime ns) of every file a session's entry is read from: its record, judgment,
+    judgment trials and stress check (those that exist)."""
+    name = folder.session_path(sid).name
+    paths = [folder.sessions_dir / name, folder.judgments_dir / name, folder.path / "checks" / name]
+    trials = folder.judgments_dir / "trials" / sid
+    if trials.is_dir():
+        paths += sorted(trials.glob("*.json"))
+    out = []
+    for p in paths:
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            continue
+        out.append([p.relative_to(folder.path).as_posix(), st.st_size, st.st_mtime_ns])
+    return out
 
-    data = build_report_data([run], details=False)
+
+def _entries_key() -> str:
+    return f"{INDEX_VERSION}|{_code_version()}"
+
+
+def read_entries(run: Path) -> dict[str, dict]:
+    """The per-session entries kept at the last build (session id -> {"files", "entry"}), when the same code wrote
+    them; empty otherwise (or when unreadable)."""
+    try:
+        raw = (run / ENTRIES_NAME).read_bytes()
+    except OSError:
+        return {}
+    head, _, body = raw.partition(b"\n")
+    if head.decode("ascii", "replace") != _entries_key():
+        return {}
+    try:
+        kept = json.loads(body)
+    except ValueError:
+        return {}
+    return kept if isinstance(kept, dict) else {}
+
+
+def build_index_data(run: Path) -> ReportData:
+    """The run's page data without session details (fetched one by one) and with its name left empty.
+
+    Each session's entry (its row, rubric dimensions and leaderboard facts) is reused from `.serve-entries.json`
+    when none of its files changed since (same path, size and mtime, taken before it was read), else read again:
+    a run with a few sessions added or rewritten after its command reads only those. The entries are kept again
+    for the next build (best-effort)."""
+    from judges.report import SessionEntry, build_report_data, read_entry
+
+    kept = read_entries(run)
+    fresh: dict[str, dict] = {}
+
+    def entry(folder: RunFolder, sid: str) -> SessionEntry:
+        files = _session_files(folder, sid)
+        old = kept.get(sid)
+        if isinstance(old, dict) and old.get("files") == files:
+            try:
+                reused = SessionEntry.model_validate(old.get("entry"))
+            except ValueError:
+                reused = None
+            if reused is not None:
+                fresh[sid] = old
+                return reused
+        new = read_entry(folder, sid)[0]
+        fresh[sid] = {"files": files, "entry": new.model_dump(mode="json")}
+        return new
+
+    data = build_report_data([run], details=False, entries=entry)
+    if fresh != kept:
+        with contextlib.suppress(OSError, TypeError, ValueError):
+            atomic_write_text(run / ENTRIES_NAME, _entries_key() + "\n" + json.dumps(fresh), fsync=False)
     return named(data, "").model_copy(update={"unreadable": [Path(u).name for u in data.unreadable]})
 
 

@@ -254,6 +254,9 @@ def build_app(
             return _line(400, str(err))
         return JSONResponse({"run": live.run, "session": live.session_id})
 
+    async def run_options(request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(lives.options))
+
     async def rate_page(request: Request) -> Response:
         return HTMLResponse(_shell("Rate", '<div id="rate"></div>', "rate.js"))
 
@@ -354,6 +357,7 @@ def build_app(
             Route("/api/live", live_api),
             Route("/start", start_page),
             Route("/api/run", run_start, methods=["POST"]),
+            Route("/api/run/options", run_options),
             Route("/rate", rate_page),
             Route("/api/rate/batches", rate_batches),
             Route("/api/rate/batch", rate_batch),

@@ -19,17 +19,25 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from judges.report import record_detail, session_detail
+from personas.case import Case
 from simulator.cli._render import call_line
+from simulator.llm.preflight import check_models
 from simulator.llm.progress import CallProgress, watching
+from simulator.llm.roles import RoleBoundClient
 from simulator.llm.types import ModelClient
+from simulator.perturbations import Perturbation, applies_to, builtin_perturbations, resolve_perturbation
 from simulator.records import SessionRecord, SessionStatus
+from simulator.redact import redact
 from simulator.runfolder import RunFolder, RunFolderError
 from simulator.runner.runs import RunConfig, RunEvents, run_sessions
 from simulator.runner.session import session_id_for
+from simulator.runner.stress import run_stress
+from simulator.runner.stress_config import BASELINE, StressConfig, StressConfigError, build_matrix
 from simulator.serve._play import MoveRefused, library_case
 from simulator.serve._runs import RunsRoot
 from simulator.supporters import HUMAN, SupporterSpecError, parse_supporter_spec, supporter_model
 
+MODEL_ROLES = ("member", "tracker", "judge")
 TICK_S = 0.5
 START_WAIT_S = 10.0  # how long a start waits for the session's first record before answering
 
@@ -43,6 +51,13 @@ class LiveStart(BaseModel):
     supporter: str = Field(min_length=1, max_length=200, description="A model id, a ladder rung or a baseline.")
     turns: int = Field(default=6, ge=1, le=60)
     seed: int = Field(default=0, ge=0, le=1_000_000)
+    stressor: str = Field(
+        default="", max_length=60, description="A built-in perturbation's name (as `stress` takes); empty or none."
+    )
+    member_model: str = Field(default="", max_length=200, description="Empty: the server's model (--model).")
+    tracker_model: str = Field(default="", max_length=200, description="Empty: the server's model (--model).")
+    judge_model: str = Field(default="", max_length=200, description="Empty: the server's model (--model).")
+    judge: bool = Field(default=False, description="Judge the session when it ends (with the judge model).")
 
 
 @dataclass
@@ -55,7 +70,61 @@ class LiveRun:
     calls: dict[int, CallProgress] = field(default_factory=dict)
     version: int = 0
     error: str = ""
+    saved: bool = False  # the runner wrote the final record (completed or failed)
     task: asyncio.Task | None = None
+
+
+def _browser_model(field: str, value: str) -> str:
+    """A role's model from the page: empty (the server's model) or a plain model id; endpoint URLs and code, which
+    may carry keys or run anything, are for the command line (`run --member-model`)."""
+    value = value.strip()
+    if value and supporter_model(value) != value:
+        raise MoveRefused(
+            f"{field} {redact(value)!r}: give a model id such as provider/model, or leave it empty for the server's"
+        )
+    return value
+
+
+async def _check_models(client: ModelClient, roles: dict[str, str]) -> None:
+    """The chosen models through the preflight `run` uses (provider known, key present, weights there), in a
+    thread: the embedded model's first check probes its build in a child process."""
+    uses = [(r, client.model_for(r)) for r in MODEL_ROLES]
+    problems = await asyncio.to_thread(asyncio.run, check_models(client, uses))
+    for problem in problems:
+        role = next((r for r in problem.roles if roles.get(r)), problem.roles[0])
+        reason = problem.reason.removeprefix(f"model {problem.model!r}: ")
+        reason = reason.replace(f"unknown model {problem.model!r}", "unknown model")
+        fix = "choose another model" if roles.get(role) else "set it, or restart the server with another --model"
+        raise MoveRefused(f"{role}_model {redact(problem.model)!r}: {reason}; {fix}")
+
+
+def _browser_stressor(name: str, case: Case) -> Perturbation | None:
+    """A built-in stressor by name (a page cannot name a YAML file on the server), resolved as `stress` resolves
+    one; None for no stressor."""
+    name = name.strip()
+    if not name or name == BASELINE:
+        return None
+    known = builtin_perturbations()
+    if name not in known:
+        raise MoveRefused(f"stressor {name!r}: not a built-in stressor; choose one of {', '.join(known)} or none")
+    stressor = resolve_perturbation(name)
+    if not applies_to(stressor, case):
+        raise MoveRefused(
+            f"stressor {name}: for {' and '.join(stressor.groups)} cases only, and {case.id} is a {case.group} case; "
+            "choose another stressor or case"
+        )
+    return stressor
+
+
+def _judge_hook(client: ModelClient, panel: list[str]):
+    """Judge a completed session as `rescue-sim run` does, with the judge model chosen on the page."""
+
+    async def hook(record: SessionRecord, folder: RunFolder) -> None:
+        from judges import judge_session, judging_mode, load_rubric, write_judgment
+
+        write_judgment(folder, await judge_session(record, client, panel, load_rubric(), judging_mode(panel)))
+
+    return hook
 
 
 def _browser_spec(spec: str) -> str:
@@ -76,35 +145,101 @@ class LiveRuns:
         self.started: dict[tuple[str, str], LiveRun] = {}
         self._client: ModelClient | None = None
 
+    def client(self) -> ModelClient:
+        """The server's one client (made on first use): every session shares its cache and provider limits."""
+        if self._client is None:
+            self._client = self.client_factory()
+        return self._client
+
+    def options(self) -> dict:
+        """What the start form offers: the built-in stressors and the models each role takes by default."""
+        client = self.client()
+        return {
+            "stressors": [
+                {"name": p.name, "title": p.title, "groups": list(p.groups)} for p in builtin_perturbations().values()
+            ],
+            "models": {r: redact(client.model_for(r)) for r in MODEL_ROLES},
+        }
+
     async def start(self, form: LiveStart) -> LiveRun:
         case = library_case(form.case)
         spec = _browser_spec(form.supporter)
-        if self._client is None:
-            self._client = self.client_factory()
-        client = self._client
+        roles = {r: _browser_model(f"{r}_model", getattr(form, f"{r}_model")) for r in MODEL_ROLES}
+        client = RoleBoundClient(self.client(), {r: m for r, m in roles.items() if m})
+        await _check_models(client, roles)
+        stressor = _browser_stressor(form.stressor, case)
         try:
             supporter = parse_supporter_spec(spec, client, seed=form.seed)
         except SupporterSpecError as err:
             raise MoveRefused(str(err)) from None
+        models = {r: client.model_for(r) for r in MODEL_ROLES}
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        out = self.runs.root / f"web-{case.id}-{stamp}-{secrets.token_hex(3)}"
-        live = LiveRun(run=self.runs.name_of(out), session_id=session_id_for(case, form.seed))
-        config = RunConfig(
-            cases=[case.id],
-            supporter=spec,
-            models={r: client.model_for(r) for r in ("member", "tracker")},
-            seeds=[form.seed],
-            max_turns=form.turns,
-            judge=False,
-        )
-
+        slug = f"{case.id}-{stressor.name}" if stressor is not None else case.id
+        out = self.runs.root / f"web-{slug}-{stamp}-{secrets.token_hex(3)}"
         folder = RunFolder(out)
+        events = None  # set below, once `live` exists
+
+        if stressor is None:
+            live = LiveRun(run=self.runs.name_of(out), session_id=session_id_for(case, form.seed))
+            config = RunConfig(
+                cases=[case.id],
+                supporter=spec,
+                models=models,
+                seeds=[form.seed],
+                max_turns=form.turns,
+                judge=form.judge,
+                judges=[models["judge"]],
+            )
+            judging = _judge_hook(client, [models["judge"]]) if form.judge else None
+
+            async def run() -> list[SessionRecord]:
+                summary = await run_sessions(config, [case], client, supporter, out, events=events, judge_hook=judging)
+                if summary.judge_errors:
+                    live.error = "judging failed: " + next(iter(summary.judge_errors.values()))
+                return summary.finished
+        else:
+            # a one-cell stress run: the matrix, the perturbed card, the check after the session, all as `stress`
+            stress = StressConfig(
+                name=f"web-{case.id}",
+                supporters=[spec],
+                cases=[case.id],
+                seeds=[form.seed],
+                perturbations=[stressor.name],
+                models=models,
+                judge=form.judge,
+                turns=form.turns,
+            )
+            try:
+                matrix = build_matrix(stress, self.runs.root, source="stressor")
+            except StressConfigError as err:
+                raise MoveRefused(str(err).replace("stressor: perturbations[0]: ", "stressor: ", 1)) from None
+            live = LiveRun(run=self.runs.name_of(out), session_id=matrix.specs[0].session_id)
+
+            async def run() -> list[SessionRecord]:
+                summary = await run_stress(
+                    stress,
+                    matrix,
+                    client,
+                    out,
+                    base=self.runs.root,
+                    events=events,
+                    supporter_factory=lambda spec, c: supporter,
+                )
+                if summary.errors:
+                    live.error = "judging or the stressor's check failed: " + next(iter(summary.errors.values()))
+                return summary.run.finished
 
         def update(record: SessionRecord) -> None:
             if live.record is None:  # the runner's first checkpoint comes seconds later: list the session now
                 folder.write_session(record, durable=False)
             live.record = record
             live.version += 1
+
+        def saved(record: SessionRecord, path) -> None:  # the runner has written the final record
+            live.record, live.saved = record, True
+            live.version += 1
+
+        events = RunEvents(session_update=update, session_finished=saved)
 
         def hook(p: CallProgress) -> None:  # may run in a worker thread: only record
             if p.finished:
@@ -115,13 +250,11 @@ class LiveRuns:
         async def drive() -> None:
             try:
                 with watching(hook):
-                    summary = await run_sessions(
-                        config, [case], client, supporter, out, events=RunEvents(session_update=update)
-                    )
-                if summary.finished:
-                    live.record = summary.finished[0]
+                    finished = await run()
+                if finished:
+                    live.record = finished[0]
             except Exception as err:  # noqa: BLE001 - shown to the watcher as one line; the runner saved the record
-                live.error = f"{type(err).__name__}: {err}".splitlines()[0]
+                live.error = redact(f"{type(err).__name__}: {err}".splitlines()[0])
             finally:
                 live.calls.clear()
                 live.version += 1
@@ -132,7 +265,7 @@ class LiveRuns:
             if folder.session_path(live.session_id).is_file() or live.task.done():
                 break
             await asyncio.sleep(0.02)
-        if live.error:
+        if live.error and live.record is None:
             raise MoveRefused(live.error)
         return live
 
@@ -171,7 +304,11 @@ class LiveRuns:
             if record is not None:
                 seen = key
                 yield _event("session", _payload(folder, record, live.error if live else ""))
-                if record.status != SessionStatus.INCOMPLETE or (live is not None and live.task and live.task.done()):
+                if live is not None:  # ended once the runner saved it: a watcher then reads the file it wrote
+                    ended = live.saved or bool(live.task and live.task.done())
+                else:
+                    ended = record.status != SessionStatus.INCOMPLETE
+                if ended:
                     yield _event("end", {"status": record.status.value})
                     return
             elif live is not None and live.task is not None and live.task.done() and live.record is None:

@@ -11,7 +11,12 @@ page data and keeps it in `<run>/.serve-index.json`: what every start did before
 restart: the first request reads that one file), and the way `rescue-sim serve` starts (page data made ready in a
 thread at start; the page is loaded once that is done). The cold first loads' ratio is printed.
 
-    python -m tests.benchmarks.serve_bench [--sessions 200] [--loads 3] [--fake-run 200]
+    python -m tests.benchmarks.serve_bench [--sessions 200] [--loads 3] [--fake-run 200] [--changed 5]
+
+`--changed N` then changes the folder after its command: N sessions re-judged (other scores) and N added. Its
+first page load is timed twice in the same run: with the per-session entries the previous build kept
+(`.serve-entries.json`: only the 2N changed sessions are read again) and without them (every session read, what
+every such start did before), with their ratio.
 
 `--fake-run N` also times `run_specs` on N fake-provider sessions of 2 turns (no judging) without the index, then
 the `refresh_index` that `run_specs` adds at its end on that folder: the added seconds of a plain `run`.
@@ -32,7 +37,7 @@ from pathlib import Path
 
 from judges import write_judgment
 from simulator.runfolder import RunFolder
-from simulator.runner.pageindex import INDEX_NAME, refresh_index
+from simulator.runner.pageindex import ENTRIES_NAME, INDEX_NAME, refresh_index
 from simulator.serve import bind_socket, build_app
 from tests._browser import Browser, chromium_missing
 from tests._rating_fixtures import SessionSpec, judge_record
@@ -50,6 +55,17 @@ def make_run(path: Path, sessions: int) -> Path:
         folder.write_session(record)
         write_judgment(folder, judge_record(record, JUDGES, score))
     return folder.path
+
+
+def change_run(path: Path, n: int) -> None:
+    """What a later command (or a person) does to a run: `n` sessions re-judged with other scores, `n` added."""
+    folder = RunFolder(path)
+    for sid in folder.session_ids()[:n]:
+        write_judgment(folder, judge_record(folder.load_session(sid), JUDGES, lambda *a: 1))
+    for k in range(n):
+        record = long_session(SessionSpec(f"c{k}__s{900 + k}", case_id=f"c{k}", seed=900 + k), SUPPORTER)
+        folder.write_session(record)
+        write_judgment(folder, judge_record(record, JUDGES, score))
 
 
 def no_model():  # the benchmark plays no session
@@ -138,6 +154,7 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=200)
     ap.add_argument("--loads", type=int, default=3)
     ap.add_argument("--fake-run", type=int, default=0, help="also time the index added to a fake run of N sessions")
+    ap.add_argument("--changed", type=int, default=0, help="also time a first load after N re-judged + N added")
     args = ap.parse_args()
     why = chromium_missing()
     if why:
@@ -164,6 +181,7 @@ def main() -> None:
                 f"the index after it {index_s:.2f} s (+{100 * index_s / run_s:.0f}%)"
             )
         index.unlink()
+        (index.parent / ENTRIES_NAME).unlink()  # and the per-session entries: a build from nothing
         before = timed_loads(root / "runs", warm=False, loads=args.loads, profile=root / "p1")
         print(
             f"cold, no index (the first request builds the page data): first page load "
@@ -182,6 +200,22 @@ def main() -> None:
             f"first page load {w['first_load_s'] * 1000:.0f} ms, median of {args.loads} {w['median_load_s'] * 1000:.0f} ms; "
             f"open one session (detail fetched) {w['open_session_s'] * 1000:.0f} ms; console errors {w['errors']:.0f}"
         )
+        if args.changed:
+            run = root / "runs" / "run"
+            kept = (run / ENTRIES_NAME).read_bytes()  # the entries the last build left
+            change_run(run, args.changed)
+            (run / ENTRIES_NAME).unlink()
+            whole = timed_loads(root / "runs", warm=False, loads=args.loads, profile=root / "p4")
+            (run / ENTRIES_NAME).write_bytes(kept)
+            (run / INDEX_NAME).unlink()
+            part = timed_loads(root / "runs", warm=False, loads=args.loads, profile=root / "p5")
+            print(
+                f"changed after its command ({args.changed} re-judged, {args.changed} added, "
+                f"{len(RunFolder(run).session_ids())} sessions): first page load {whole['first_load_s'] * 1000:.0f} ms "
+                f"reading every session, {part['first_load_s'] * 1000:.0f} ms reading the {2 * args.changed} changed "
+                f"ones ({whole['first_load_s'] / part['first_load_s']:.1f}x faster; later loads median "
+                f"{part['median_load_s'] * 1000:.0f} ms; console errors {part['errors']:.0f})"
+            )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
