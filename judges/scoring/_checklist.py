@@ -168,7 +168,7 @@ def _upto(record: SessionRecord, turn: int) -> SessionRecord:
     return record.model_copy(update={"turns": [t for t in record.turns if t.index <= turn]})
 
 
-def _context(record: SessionRecord, copies: Sequence[CopiedLine], turn: int | None) -> tuple[str, str]:
+def turn_context(record: SessionRecord, copies: Sequence[CopiedLine], turn: int | None) -> tuple[str, str]:
     """(shared prefix, what the question is about): the transcript up to the turn, or the whole session."""
     if turn is None:
         return judge_context(record, copies), "the whole session"
@@ -336,7 +336,7 @@ async def judge_checklist(
         raise TypeError(f"{type(client).__name__} cannot read answer probabilities (no yes_probability)")
 
     async def one_context(turn: int | None, questions: list[str]) -> None:
-        context, about = _context(record, copies, turn)
+        context, about = turn_context(record, copies, turn)
         async with gate:
             answers, made = await ask_questions(
                 client, model, context, about, questions, seed=record.seed + 31 * trial, trial=trial

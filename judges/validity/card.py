@@ -93,6 +93,11 @@ class ValidityCard(_Record):
     instrument: Instrument = Field(description="`tracker` or `judge`.")
     model: str = Field(description="Model id the instrument ran on.")
     digest: str = Field(description="Prompt digest of the instrument (prompt files + schema + settings).")
+    judge_mode: Literal["verdict", "checklist"] | None = Field(
+        default=None,
+        description="Judge cards: how the judge read strategy and target (`judge --judge-mode`); None on cards "
+        "written before checklist validation, which measured verdicts.",
+    )
     data: DataSource = Field(description="The RESCUE-format data measured against.")
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="When it was measured.")
     wall_s: float = Field(default=0.0, description="Wall time spent on this instrument in the run.")

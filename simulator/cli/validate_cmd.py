@@ -21,6 +21,7 @@ from rich.table import Table
 from personas.common.errors import UserError
 from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings
+from simulator.cli.judge_cmd import JudgeModeChoice
 
 if TYPE_CHECKING:
     from judges.validity import ValidityCard
@@ -101,7 +102,8 @@ def _judge_tables(card: ValidityCard) -> list[Table | str]:
     assert jv is not None
     out: list[Table | str] = [
         (
-            f"[bold]judge {escape(card.model)}[/] (prompt digest {card.digest}): calls {card.calls}, "
+            f"[bold]judge {escape(card.model)}[/] ({card.judge_mode or 'verdict'} mode, prompt digest "
+            f"{card.digest}): calls {card.calls}, "
             f"from cache {card.cached_calls}"
         )
     ]
@@ -153,6 +155,14 @@ def validate(
     window: Annotated[int, typer.Option("--window", min=2, help="Turns shown to the tracker (session default).")] = 16,
     seed: Annotated[int, typer.Option("--seed", help="Session seed the tracker calls derive theirs from.")] = 0,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N judge items per check.")] = None,
+    judge_mode: Annotated[
+        JudgeModeChoice,
+        typer.Option(
+            "--judge-mode",
+            help="Read the judge's strategy and target as `judge` does: from checklist items' answer "
+            "probabilities (default) or structured verdicts.",
+        ),
+    ] = JudgeModeChoice.checklist,
     no_vp_judge: Annotated[
         bool, typer.Option("--no-vp-judge", help="Score viewpoints by pairing only (no VP judge calls).")
     ] = False,
@@ -170,7 +180,8 @@ def validate(
     Tracker: replayed over each transcript as in a session (same prompt, window, cadence);
     scored on group pattern, emotion intensity, viewpoints, risk flags and jitter.
 
-    Judge: strategy labels of given therapist turns; preferred target of the next one.
+    Judge: strategy labels of given therapist turns; preferred target of the next one,
+    read from checklist items (--judge-mode checklist, as `judge`) or verdicts.
 
     Writes a validity card per instrument (model id + prompt digest) that `leaderboard`
     and `bench` show next to their numbers. Failed calls are excluded and counted;
@@ -195,7 +206,7 @@ def validate(
     instruments = [only] if only else list(INSTRUMENTS)
     samples = load_rescue(data)
     settings = ReplaySettings(tracker_every=tracker_every, window=window, seed=seed)
-    estimate = estimate_calls(samples, settings, limit=limit)
+    estimate = estimate_calls(samples, settings, limit=limit, judge_mode=judge_mode.value)
     if "tracker" not in instruments:
         estimate = estimate.model_copy(update={"tracker": 0, "vp_judge": 0})
     if "judge" not in instruments:
@@ -227,6 +238,7 @@ def validate(
             judge_model=mset.model_for("judge"),
             settings=settings,
             limit=limit,
+            judge_mode=judge_mode.value,
             vp_judge=not no_vp_judge,
             concurrency=concurrency,
             on_progress=progress,
