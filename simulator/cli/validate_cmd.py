@@ -19,9 +19,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from personas.common.errors import UserError
-from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
+from simulator.cli._common import EXIT_FAILED, JudgeModeChoice, console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings
-from simulator.cli.judge_cmd import JudgeModeChoice
 
 if TYPE_CHECKING:
     from judges.validity import ValidityCard
@@ -171,6 +170,14 @@ def validate(
         Path | None, typer.Option("--card", help="Also write the cards (a JSON list) to this file.")
     ] = None,
     no_store: Annotated[bool, typer.Option("--no-store", help="Do not store cards in the validity folder.")] = False,
+    ship: Annotated[
+        Path | None,
+        typer.Option(
+            "--ship",
+            help="Also write numbers-only copies (no sample ids, text or names) to this folder, e.g. "
+            "judges/validity/shipped to regenerate the cards the package ships.",
+        ),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count the model calls; call nothing.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call disk cache.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the cards as JSON.")] = False,
@@ -191,6 +198,7 @@ def validate(
         INSTRUMENTS,
         ReplaySettings,
         estimate_calls,
+        numbers_only,
         validity_dir,
         write_card,
     )
@@ -201,6 +209,8 @@ def validate(
 
     if only is not None and only not in INSTRUMENTS:
         raise UserError(f"--only: {only!r} is not one of {', '.join(INSTRUMENTS)}")
+    if ship is not None and ship.exists() and not ship.is_dir():
+        raise UserError(f"--ship {ship}: is a file; give the folder the numbers-only cards go to")
     if card is not None and card.is_dir():
         raise UserError(f"--card {card}: is a folder; give a file name such as {card / 'validity.json'}")
     instruments = [only] if only else list(INSTRUMENTS)
@@ -246,6 +256,7 @@ def validate(
     )
     wall = time.perf_counter() - started
     stored = [] if no_store else [write_card(c) for c in cards]
+    shipped = [write_card(numbers_only(c), ship) for c in cards] if ship is not None else []
     if card is not None:
         from personas.common.files import atomic_write_text
 
@@ -262,6 +273,8 @@ def validate(
             console.print(f"cards stored in {escape(str(validity_dir()))}")
         if card is not None:
             console.print(f"cards written to {escape(str(card))}")
+        for path in shipped:
+            console.print(f"numbers-only card written to {escape(str(path))}")
     empty = [
         c.instrument
         for c in cards
