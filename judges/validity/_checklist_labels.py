@@ -100,22 +100,17 @@ def checklist_call_counts(
     s_items = strategy_items(samples)[0][:limit]
     t_items = target_items(samples)[0][:limit]
     strategy = sum(
-        len({q for a in turn_asks(rescue_record(by_id[i.sample_id], i.position), strategy_dim, i.position)
-             for q in a.questions})
-        for i in s_items
-    )  # fmt: skip
+        _distinct(turn_asks(rescue_record(by_id[i.sample_id], i.position), strategy_dim, i.position)) for i in s_items
+    )
     target = sum(
-        len(
-            {
-                q
-                for asks in _target_asks(i, by_id[i.sample_id], target_dim)[1].values()
-                for a in asks
-                for q in a.questions
-            }
-        )
+        _distinct([a for asks in _target_asks(i, by_id[i.sample_id], target_dim)[1].values() for a in asks])
         for i in t_items
     )
     return strategy, target
+
+
+def _distinct(asks: Sequence[Ask]) -> int:
+    return len({q for a in asks for q in a.questions})
 
 
 async def _ask_all(
