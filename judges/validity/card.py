@@ -227,9 +227,8 @@ def write_card(card: ValidityCard, folder: Path | None = None) -> Path:
 def numbers_only(card: ValidityCard) -> ValidityCard:
     """The card with every per-item record, sample id, person name and model reply removed: what may ship with
     the package (RESCUE's text stays out of the repository). Headlines read the same from it."""
-    data = card.data.model_copy(
-        update={"path": f"RESCUE-format data ({len(card.data.samples)} samples)", "samples": [], "skipped": {}}
-    )
+    path = f"RESCUE-format data ({len(card.data.samples)} samples)" if card.data.samples else card.data.path
+    data = card.data.model_copy(update={"path": path, "samples": [], "skipped": {}})
     update: dict[str, Any] = {"data": data}
     if card.tracker is not None:
         t = card.tracker
