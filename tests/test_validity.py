@@ -396,6 +396,23 @@ def test_cli_validate_writes_cards(monkeypatch, tmp_path):
     assert stored[1] == f"tracker-fake_model-{tracker_digest()}.json"
 
 
+def test_cli_ship_writes_numbers_only_cards(monkeypatch, tmp_path):
+    app = _cli(monkeypatch, FakeModelClient(yes=checklist_yes))
+    ship = tmp_path / "shipped"
+    res = CliRunner().invoke(
+        app, ["validate", "--data", str(FIXTURE), "--only", "judge", "--no-store", "--ship", str(ship)]
+    )
+    assert res.exit_code == 0, res.output
+    (path,) = ship.glob("*.json")
+    card = read_card(path)
+    assert card.judge_mode == "checklist" and card.digest == judge_digest("checklist")
+    assert card.data.samples == [] and card.judge.strategy.results == [] and card.judge.strategy.scored == 4
+    assert not list(validity_dir().glob("*.json"))  # --no-store: nothing in the user's folder
+    (tmp_path / "file").write_text("")
+    res = CliRunner().invoke(app, ["validate", "--data", str(FIXTURE), "--ship", str(tmp_path / "file")])
+    assert res.exit_code == 2 and "--ship" in res.output and "is a file" in res.output
+
+
 def test_cli_dry_run_counts_calls(monkeypatch):
     app = _cli(monkeypatch, FakeModelClient())
     res = CliRunner().invoke(
