@@ -20,7 +20,7 @@ from judges.fidelity._audit import (
 )
 from judges.fidelity._sim_vs_real import ComparisonRow, SimVsReal, TransitionRow, compare_runs_with_rescue, load_golds
 from judges.fidelity._turn_taking import FloorComparison, TurnTaking, TurnTakingRow, floor_by_group, turn_taking
-from judges.scoring._checklist import checklist_questions, judge_checklist
+from judges.scoring._checklist import checklist_digest, checklist_questions, judge_checklist
 from judges.scoring._faults import FaultedSession, FaultTally, faulted
 from judges.scoring._judge import (
     SessionJudge,
@@ -152,6 +152,7 @@ __all__ = [
     "rubric_judge",
     "judge_calls",
     "judge_session",
+    "checklist_digest",
     "checklist_questions",
     "judge_checklist",
     "ItemAnswer",

@@ -3,6 +3,7 @@ reads at 80 columns, and the relation-graph picture. CLI tests go through the re
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
@@ -195,10 +196,16 @@ def test_status_lines_read_plainly():
 # ---- judging: exit codes, counts, scores in show ----------------------------------------------------------------
 
 
-def test_run_exits_1_when_judging_fails_and_says_how_many(invoke, fake, tmp_path):
-    fake["client"] = FakeModelClient(default=judged_room(fake["script"], judge_reply=lambda call: "not json"))
+@pytest.mark.parametrize("mode", ["checklist", "verdict"])
+def test_run_exits_1_when_judging_fails_and_says_how_many(invoke, fake, tmp_path, mode):
+    fake["client"] = FakeModelClient(
+        default=judged_room(fake["script"], judge_reply=lambda call: "not json"),
+        yes=lambda call: RuntimeError("provider down"),
+    )
     out = tmp_path / "r"
-    res = invoke("run", "--case", "dana-and-theo", "--supporter", "scripted", "--turns", "2", "--out", out)
+    res = invoke(
+        "run", "--case", "dana-and-theo", "--supporter", "scripted", "--turns", "2", "--judge-mode", mode, "--out", out
+    )
     assert res.exit_code == 1, res.output
     assert "judging failed for 1 of 1 session(s): dana-and-theo__s0: failed" in squash(res.stderr)
     assert RunFolder(out).load_session("dana-and-theo__s0").status == "completed"  # the session itself is kept
@@ -234,7 +241,7 @@ def test_partial_results_say_how_many_sessions_failed(invoke, fake, tmp_path):
 
 
 def test_show_prints_the_judges_scores_when_the_session_was_judged(invoke, fake, tmp_path):
-    fake["client"] = FakeModelClient(default=judged_room(fake["script"]))
+    fake["client"] = FakeModelClient(default=judged_room(fake["script"]), yes=lambda call: 0.7)
     out = tmp_path / "r"
     res = invoke("run", "--case", "dana-and-theo", "--supporter", "scripted", "--turns", "2", "--out", out)
     assert res.exit_code == 0
@@ -244,6 +251,64 @@ def test_show_prints_the_judges_scores_when_the_session_was_judged(invoke, fake,
         assert label in shown
     (out / "judgments" / "dana-and-theo__s0.json").unlink()
     assert f"not judged yet: rescue-sim judge {out}" in squash(invoke("show", out).stdout)
+
+
+def _judge_line(output: str, label: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith(f"│ {label}"))
+
+
+def _local_checklist_card():
+    """A checklist judge card for the default (embedded) judge, measured on the RESCUE fixture with a fake."""
+    from judges.validity import validate
+    from personas.rescue import load_rescue
+    from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
+    from tests.test_validity import FIXTURE, checklist_yes
+
+    (card,) = asyncio.run(
+        validate(
+            load_rescue(FIXTURE),
+            FakeModelClient(yes=checklist_yes),
+            source="f",
+            instruments=["judge"],
+            judge_model=DEFAULT_LOCAL_MODEL,
+        )
+    )
+    return card
+
+
+@pytest.mark.parametrize("where", ["user", "shipped"])
+def test_run_prints_what_each_judge_number_is_worth_beside_it(invoke, fake, tmp_path, monkeypatch, where):
+    """README command 1: beside each judge number, the matching card's figure (the user's card in RESCUE_SIM_HOME,
+    or one shipped with the package), and "not validated" where no card measures that dimension; 80 columns."""
+    from judges.validity import card as card_module
+    from judges.validity import numbers_only, write_card
+
+    monkeypatch.setenv("RESCUE_SIM_HOME", str(tmp_path / "home"))
+    shipped = tmp_path / "shipped"
+    monkeypatch.setattr(card_module, "shipped_dir", lambda: shipped)
+    card = _local_checklist_card()
+    write_card(card) if where == "user" else write_card(numbers_only(card), shipped)
+    fake["client"] = FakeModelClient(default=judged_room(fake["script"]), yes=lambda call: 0.7)
+    res = invoke("run", "--case", "dana-and-theo", "--supporter", "scripted", "--turns", "2", "--out", tmp_path / "r")
+    assert res.exit_code == 0, res.output
+    assert "judge vs RESCUE gold" in res.output
+    assert "strategy accuracy 3/4 (n=4)" in _judge_line(res.output, "strategy=stated")
+    assert "target accuracy 3/4 (n=4)" in _judge_line(res.output, "target fit")
+    for label in ("strategy fit", "relational ", "sides taken", "balance"):
+        assert _judge_line(res.output, label).split("│")[3].strip() == "not validated", label
+    assert max(len(line) for line in res.output.splitlines()) <= 80
+
+
+def test_run_says_not_validated_beside_every_number_without_a_card(invoke, fake, tmp_path, monkeypatch):
+    from judges.validity import card as card_module
+
+    monkeypatch.setenv("RESCUE_SIM_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(card_module, "shipped_dir", lambda: tmp_path / "none")
+    fake["client"] = FakeModelClient(default=judged_room(fake["script"]), yes=lambda call: 0.7)
+    res = invoke("run", "--case", "dana-and-theo", "--supporter", "scripted", "--turns", "2", "--out", tmp_path / "r")
+    assert res.exit_code == 0, res.output
+    for label in ("strategy=stated", "strategy fit", "target fit"):
+        assert _judge_line(res.output, label).split("│")[3].strip() == "not validated", label
 
 
 # ---- personas validate ------------------------------------------------------------------------------------------

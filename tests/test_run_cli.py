@@ -287,7 +287,7 @@ def test_run_judges_each_session_at_the_end(invoke, fake, tmp_path, bench_reply)
             return fill_reply(call.schema, quote=script.line)
         return bench_reply(call)
 
-    fake["client"] = FakeModelClient(default=reply)
+    fake["client"] = FakeModelClient(default=reply, yes=lambda call: 0.7)  # checklist answers (the default)
     out = tmp_path / "r"
     res = invoke("run", "--case", "dana-and-theo", "--supporter", "scripted", "--turns", "2", "--out", out)
     assert res.exit_code == 0, res.output

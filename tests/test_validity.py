@@ -28,6 +28,7 @@ from judges.validity import (
     validity_for,
     write_card,
 )
+from judges.validity.run import judge_digest
 from personas.rescue import load_rescue, warmth_tension
 from simulator.engine import derive_seed
 from simulator.llm.fake import FakeModelClient
@@ -239,7 +240,11 @@ def test_failed_tracker_call_is_counted_and_excluded(samples):
 
 
 def test_judge_strategy_and_target(samples):
-    cards = asyncio.run(validate(samples, fixture_client(), source="f", instruments=["judge"], judge_model="fake/j"))
+    cards = asyncio.run(
+        validate(
+            samples, fixture_client(), source="f", instruments=["judge"], judge_model="fake/j", judge_mode="verdict"
+        )
+    )
     (card,) = cards
     s, g = card.judge.strategy, card.judge.target
     assert (s.items, s.scored, s.failed, s.accuracy) == (4, 4, 0, 0.75)
@@ -256,11 +261,70 @@ def test_judge_strategy_and_target(samples):
 
 def test_target_judge_sees_only_earlier_rows(samples):
     client = fixture_client()
-    asyncio.run(validate(samples, client, source="f", instruments=["judge"]))
+    asyncio.run(validate(samples, client, source="f", instruments=["judge"], judge_mode="verdict"))
     calls = [c for c in client.calls if c.schema.__name__ == "PreferredTarget"]
     six = next(c for c in calls if _row_of(c) == 6)
     assert "[5] Tomas" in six.prompt.context and "freeze?" not in six.prompt.context
     assert set(six.schema.model_json_schema()["properties"]["target"]["enum"]) == {"Rosa", "Tomas", "Couple"}
+
+
+def checklist_yes(call):
+    """Chosen P(yes): the strategy of STRATEGY_BY_ROW and the target of TARGET_BY_ROW answer yes most strongly."""
+    text = call.prompt.instructions
+    turn = int(re.search(r"turn \[(\d+)\]", text).group(1))
+    if "Is this turn mainly" in text:
+        return 0.8 if f"'{STRATEGY_BY_ROW[turn]}'" in text else 0.3
+    if "need the counsellor's attention" in text:
+        wanted = {"Couple": "the couple as a whole"}.get(TARGET_BY_ROW[turn], TARGET_BY_ROW[turn])
+        return 0.7 if f"did {wanted} need" in text else 0.4
+    raise AssertionError(text)
+
+
+def test_checklist_judge_strategy_and_target_as_judge_reads_them(samples):
+    client = FakeModelClient(yes=checklist_yes)
+    (card,) = asyncio.run(validate(samples, client, source="f", instruments=["judge"], judge_model="fake/j"))
+    s, g = card.judge.strategy, card.judge.target
+    # the yes-most strategy is the label: 3 of 4 as gold (row 6 reads reframe, gold evoke), as the verdict test
+    assert (s.items, s.scored, s.failed, s.accuracy) == (4, 4, 0, 0.75)
+    assert s.confusion["evoke"] == {"reframe": 1}
+    assert [r.reasoning for r in s.results][0] == "checklist: most probable strategy track (0.80)"
+    # the candidate whose addressee item says yes most: Couple, Rosa, Rosa, Tomas against gold Couple, Tomas, Rosa, Tomas
+    assert (g.items, g.scored, g.correct) == (4, 4, 3)
+    assert [r.predicted for r in g.results] == ["Couple", "Rosa", "Rosa", "Tomas"]
+    assert card.judge_mode == "checklist" and card.calls == 40 + 12
+    assert card.digest == judge_digest("checklist") != judge_digest("verdict")
+    # strategy items see the turn itself; target items only the rows before it (the turn names its addressee)
+    strategy_calls = [c for c in client.calls if "Is this turn mainly" in c.prompt.instructions]
+    target_calls = [c for c in client.calls if "attention" in c.prompt.instructions]
+    assert all(c.prompt.context == strategy_calls[0].prompt.context for c in strategy_calls[:10])
+    six = next(c for c in target_calls if "turn [6]" in c.prompt.instructions)
+    assert "[5] Tomas" in six.prompt.context and "freeze?" not in six.prompt.context
+
+
+def test_checklist_validation_uses_the_judges_items_and_scoring(samples):
+    """A strategy item answered yes below 0.5 everywhere still names the most probable strategy (the judge's rule);
+    a failed question fails its item (excluded and counted), never filled in."""
+
+    def yes(call):
+        text = call.prompt.instructions
+        if "turn [9]" in text and "Is this turn mainly" in text:
+            return RuntimeError("provider down")
+        return checklist_yes(call) - 0.25
+
+    (card,) = asyncio.run(validate(samples, FakeModelClient(yes=yes), source="f", instruments=["judge"]))
+    s = card.judge.strategy
+    assert (s.scored, s.failed) == (3, 1) and "provider down" in s.results[2].failure
+    assert [r.predicted for r in s.results if r.predicted] == ["track", "reframe", "safeguard"]
+
+
+def test_a_verdict_card_never_answers_for_a_checklist_judgment(samples):
+    (card,) = asyncio.run(
+        validate(samples, fixture_client(), source="f", instruments=["judge"], judge_model="j", judge_mode="verdict")
+    )
+    write_card(card)
+    assert card.judge_mode == "verdict"
+    assert dimension_validity("strategy", "j", judge_digest("verdict")).validated
+    assert not dimension_validity("strategy", "j", judge_digest("checklist")).validated
 
 
 # ---- cards and where they are shown ------------------------------------------------------------------------------
@@ -309,7 +373,17 @@ def test_cli_validate_writes_cards(monkeypatch, tmp_path):
     out = tmp_path / "cards.json"
     res = CliRunner().invoke(
         app,
-        ["validate", "--data", str(FIXTURE), "--card", str(out), "--judge-model", "fake/judge"],
+        [
+            "validate",
+            "--data",
+            str(FIXTURE),
+            "--card",
+            str(out),
+            "--judge-model",
+            "fake/judge",
+            "--judge-mode",
+            "verdict",
+        ],
         catch_exceptions=False,
     )
     assert res.exit_code == 0, res.output
@@ -322,11 +396,33 @@ def test_cli_validate_writes_cards(monkeypatch, tmp_path):
     assert stored[1] == f"tracker-fake_model-{tracker_digest()}.json"
 
 
+def test_cli_ship_writes_numbers_only_cards(monkeypatch, tmp_path):
+    app = _cli(monkeypatch, FakeModelClient(yes=checklist_yes))
+    ship = tmp_path / "shipped"
+    res = CliRunner().invoke(
+        app, ["validate", "--data", str(FIXTURE), "--only", "judge", "--no-store", "--ship", str(ship)]
+    )
+    assert res.exit_code == 0, res.output
+    (path,) = ship.glob("*.json")
+    card = read_card(path)
+    assert card.judge_mode == "checklist" and card.digest == judge_digest("checklist")
+    assert card.data.samples == [] and card.judge.strategy.results == [] and card.judge.strategy.scored == 4
+    assert not list(validity_dir().glob("*.json"))  # --no-store: nothing in the user's folder
+    (tmp_path / "file").write_text("")
+    res = CliRunner().invoke(app, ["validate", "--data", str(FIXTURE), "--ship", str(tmp_path / "file")])
+    assert res.exit_code == 2 and "--ship" in res.output and "is a file" in res.output
+
+
 def test_cli_dry_run_counts_calls(monkeypatch):
     app = _cli(monkeypatch, FakeModelClient())
-    res = CliRunner().invoke(app, ["validate", "--data", str(FIXTURE), "--dry-run", "--json"])
+    res = CliRunner().invoke(
+        app, ["validate", "--data", str(FIXTURE), "--dry-run", "--json", "--judge-mode", "verdict"]
+    )
     assert res.exit_code == 0
     assert json.loads(res.output) == {"tracker": 3, "vp_judge": 3, "strategy": 4, "target": 4, "total": 14}
+    # checklist (the default): one question per couple strategy (10) per turn, one per candidate target (3) per turn
+    res = CliRunner().invoke(app, ["validate", "--data", str(FIXTURE), "--dry-run", "--json"])
+    assert json.loads(res.output) == {"tracker": 3, "vp_judge": 3, "strategy": 40, "target": 12, "total": 58}
 
 
 def test_cli_bad_input_is_one_line(monkeypatch, tmp_path):

@@ -60,7 +60,9 @@ def _run_folder(path: Path, *, digests: bool = True) -> RunFolder:
 
 def _store_cards() -> None:
     samples = load_rescue(FIXTURE)
-    for card in asyncio.run(validate(samples, fixture_client(), source="fixture", judge_model="judge/a")):
+    for card in asyncio.run(
+        validate(samples, fixture_client(), source="fixture", judge_model="judge/a", judge_mode="verdict")
+    ):
         write_card(card)
 
 
@@ -99,7 +101,14 @@ def test_leaderboard_card_option_and_bad_card(invoke, tmp_path):
     folder = _run_folder(tmp_path / "run")
     assert invoke("judge", "--judge-mode", "verdict", folder.path, "--judges", "judge/a").exit_code == 0
     (card,) = asyncio.run(
-        validate(load_rescue(FIXTURE), fixture_client(), source="f", instruments=["judge"], judge_model="judge/a")
+        validate(
+            load_rescue(FIXTURE),
+            fixture_client(),
+            source="f",
+            instruments=["judge"],
+            judge_model="judge/a",
+            judge_mode="verdict",
+        )
     )
     given = tmp_path / "given.json"
     given.write_text(card.model_dump_json())

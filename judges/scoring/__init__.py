@@ -5,6 +5,7 @@ aggregation, judge repeat trials (flip rates), trajectory metrics over relation 
 from judges.scoring._checklist import (
     CHECKLIST_PROMPTS,
     Ask,
+    checklist_digest,
     checklist_questions,
     judge_checklist,
     plan_asks,
@@ -172,6 +173,7 @@ __all__ = [
     "ChecklistItem",
     "ItemAnswer",
     "JudgeMode",
+    "checklist_digest",
     "checklist_questions",
     "judge_checklist",
     "plan_asks",

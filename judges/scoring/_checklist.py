@@ -17,6 +17,7 @@ probable strategy. A failed item leaves its dimension unscored (recorded, never 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,10 +32,10 @@ from judges.scoring._records import (
     JudgeVerdict,
     JudgmentStatus,
 )
-from judges.scoring._render import PROMPTS, as_data, judge_context
+from judges.scoring._render import PROMPTS, as_data, judge_context, prompt_digest
 from judges.scoring._rubric import MEMBER_LABEL, OTHERS_LABEL, ChecklistItem, Dimension, Rubric
 from personas.common.prompts import render_prompt
-from personas.taxonomy import strategies_for
+from personas.taxonomy import GROUP_TARGET_LABELS, strategies_for
 from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt, YesProbability, is_local
 from simulator.records import SUPPORTER, SessionRecord
 
@@ -70,13 +71,36 @@ def _fill(item: ChecklistItem, record: SessionRecord, **values: str) -> str:
     return text
 
 
+def addressee_phrase(targets: Sequence[str], group: str) -> str:
+    """Whom a turn addresses, as `{addressee}` reads: `Dana`, `Dana and Theo`, `the couple as a whole`."""
+    label = GROUP_TARGET_LABELS.get(group)  # type: ignore[call-overload]
+    if any(t == label for t in targets):
+        return f"the {'couple' if group == 'couple' else 'family'} as a whole"
+    names = [n.strip() for t in targets for n in t.split("&") if n.strip()]
+    return " and ".join(names)
+
+
 def _instances(
-    dim: Dimension, item: ChecklistItem, record: SessionRecord, unit: str, turn: int | None, rated: str | None
+    dim: Dimension,
+    item: ChecklistItem,
+    record: SessionRecord,
+    unit: str,
+    turn: int | None,
+    rated: str | None,
+    addressee: str | None = None,
 ) -> list[Ask]:
-    """The asks one item makes about one scored object: per member, pair (both orders), strategy."""
+    """The asks one item makes about one scored object: per member, pair (both orders), strategy.
+
+    `addressee` fills `{addressee}` (None: whom `turn` addresses in the record; an item naming it is skipped for
+    a turn that addresses nobody)."""
     ph = item.placeholders()
     if "risks" in ph and not record.case.risk_flags:
         return []
+    if "addressee" in ph and addressee is None:
+        shown = next((t for t in record.turns if t.index == turn), None)
+        addressee = addressee_phrase(shown.addressees, record.case.group) if shown is not None else ""
+        if not addressee:
+            return []
     members = record.case.member_names
     if "other" in ph:
         pairs = [(rated, o) for o in members if o != rated] if rated else list(itertools.combinations(members, 2))
@@ -87,7 +111,7 @@ def _instances(
     strategies = list(strategies_for(record.case.group).items()) if "strategy" in ph else [(None, "")]
     out = []
     for (member, other), (strategy, definition) in itertools.product(pairs, strategies):
-        values = {"strategy": strategy or "", "definition": definition}
+        values = {"strategy": strategy or "", "definition": definition, "addressee": addressee or ""}
         if member is None:
             questions: tuple[str, ...] = (_fill(item, record, **values),)
         elif other is None:
@@ -122,6 +146,19 @@ def plan_asks(record: SessionRecord, rubric: Rubric) -> list[Ask]:
     return asks
 
 
+def turn_asks(record: SessionRecord, dim: Dimension, turn: int, *, addressee: str | None = None) -> list[Ask]:
+    """The asks an intervention dimension makes about one supporter turn (as `plan_asks` does for each turn);
+    `addressee` puts another target in `{addressee}` (validate asks each candidate)."""
+    return [a for item in dim.items for a in _instances(dim, item, record, f"t{turn}", turn, None, addressee)]
+
+
+def checklist_digest(rubric: Rubric) -> str:
+    """What produced a checklist judgment's numbers: the judge prompts, the rubric, its active items and the item
+    prompt. Judgments record it and validity cards are keyed by it (a verdict card never matches it)."""
+    item_prompt = hashlib.sha256((CHECKLIST_PROMPTS / "item.md").read_bytes()).hexdigest()[:12]
+    return prompt_digest(f"{rubric.digest}+checklist:{rubric.items_digest}+item:{item_prompt}")
+
+
 def checklist_questions(record: SessionRecord, rubric: Rubric) -> int:
     """How many distinct questions a checklist judgment of this session asks (for progress displays)."""
     return len({(a.turn, q) for a in plan_asks(record, rubric) for q in a.questions})
@@ -131,7 +168,7 @@ def _upto(record: SessionRecord, turn: int) -> SessionRecord:
     return record.model_copy(update={"turns": [t for t in record.turns if t.index <= turn]})
 
 
-def _context(record: SessionRecord, copies: Sequence[CopiedLine], turn: int | None) -> tuple[str, str]:
+def turn_context(record: SessionRecord, copies: Sequence[CopiedLine], turn: int | None) -> tuple[str, str]:
     """(shared prefix, what the question is about): the transcript up to the turn, or the whole session."""
     if turn is None:
         return judge_context(record, copies), "the whole session"
@@ -157,10 +194,7 @@ def score_dimension(
     if not answers:
         return "no checklist item applies (add items to the rubric or judge with --judge-mode verdict)"
     if dim.kind == "scale":
-        by_item: dict[str, list[ItemAnswer]] = {}
-        for a in answers:
-            by_item.setdefault(a.item, []).append(a)
-        share = _weighted([(group[0].weight, sum(_q_of(a) for a in group) / len(group)) for group in by_item.values()])
+        share = good_share(answers)
         if share is None:
             return "every item weighs 0"
         assert dim.min is not None and dim.max is not None
@@ -226,6 +260,59 @@ def _q_of(a: ItemAnswer) -> float:
     return a.p_yes if a.direction == "yes_good" else 1.0 - a.p_yes
 
 
+def good_share(answers: Sequence[ItemAnswer]) -> float | None:
+    """A scale's weighted mean of its items' yes-shares, direction applied (instances of one item averaged
+    first); None when every item weighs 0."""
+    by_item: dict[str, list[ItemAnswer]] = {}
+    for a in answers:
+        by_item.setdefault(a.item, []).append(a)
+    return _weighted([(group[0].weight, sum(_q_of(a) for a in group) / len(group)) for group in by_item.values()])
+
+
+async def ask_questions(
+    client: ModelClient, model: str, context: str, about: str, questions: Sequence[str], *, seed: int, trial: int = 0
+) -> tuple[dict[str, YesProbability | str], list[CallRecord]]:
+    """Each question's P(yes) (or why it failed) on one shared prefix, asked one after another so the prefix stays
+    in the model's cache; the calls made."""
+    ask = getattr(client, "yes_probability", None)
+    if ask is None:
+        raise TypeError(f"{type(client).__name__} cannot read answer probabilities (no yes_probability)")
+    got: dict[str, YesProbability | str] = {}
+    calls: list[CallRecord] = []
+    for q in questions:
+        prompt = Prompt(context=context, instructions=render_prompt("item", CHECKLIST_PROMPTS, about=about, question=q))
+        try:
+            answer = await ask(prompt, role="judge", model=model, samples=SAMPLES, seed=seed, trial=trial)
+        except ModelError as err:
+            got[q] = err.reason
+            continue
+        got[q] = answer
+        calls.append(answer.call)
+    return got, calls
+
+
+def item_answer(a: Ask, results: Sequence[YesProbability | str | None]) -> ItemAnswer | str:
+    """One ask's answer (its questions' P(yes) averaged: both orders of a comparison), or why it failed."""
+    bad = [r for r in results if not isinstance(r, YesProbability)]
+    if bad:
+        return f"item {a.item.id} ({a.questions[0][:60]}): {bad[0] or 'not asked'}"
+    ok = [r for r in results if isinstance(r, YesProbability)]
+    return ItemAnswer(
+        item=a.item.id,
+        question=a.questions[0],
+        turn=a.turn,
+        member=a.member,
+        other=a.other,
+        strategy=a.strategy,
+        direction=a.item.direction,
+        supports=a.item.supports,
+        weight=a.item.weight,
+        p_yes=round(sum(r.p_yes for r in ok) / len(ok), 6),
+        method="samples" if any(r.method == "samples" for r in ok) else "logprobs",
+        k=max(r.k for r in ok),
+    )
+
+
 async def judge_checklist(
     record: SessionRecord,
     client: ModelClient,
@@ -245,27 +332,17 @@ async def judge_checklist(
     got: dict[tuple[int | None, str], YesProbability | str] = {}
     calls: list[CallRecord] = []
     gate = asyncio.Semaphore(1 if is_local(model) else CONTEXTS_AT_ONCE)
-    ask = getattr(client, "yes_probability", None)
-    if ask is None:
+    if getattr(client, "yes_probability", None) is None:
         raise TypeError(f"{type(client).__name__} cannot read answer probabilities (no yes_probability)")
 
     async def one_context(turn: int | None, questions: list[str]) -> None:
-        context, about = _context(record, copies, turn)
+        context, about = turn_context(record, copies, turn)
         async with gate:
-            for q in questions:  # one after another: the shared prefix stays in the model's cache
-                prompt = Prompt(
-                    context=context,
-                    instructions=render_prompt("item", CHECKLIST_PROMPTS, about=about, question=q),
-                )
-                try:
-                    answer = await ask(
-                        prompt, role="judge", model=model, samples=SAMPLES, seed=record.seed + 31 * trial, trial=trial
-                    )
-                except ModelError as err:
-                    got[(turn, q)] = err.reason
-                    continue
-                got[(turn, q)] = answer
-                calls.append(answer.call)
+            answers, made = await ask_questions(
+                client, model, context, about, questions, seed=record.seed + 31 * trial, trial=trial
+            )
+        got.update({(turn, q): r for q, r in answers.items()})
+        calls.extend(made)
 
     await asyncio.gather(*(one_context(t, qs) for t, qs in by_context.items()))
 
@@ -290,28 +367,11 @@ async def judge_checklist(
         dim = dims[dim_id]
         answers, failed = [], []
         for a in dim_asks:
-            results = [got.get((a.turn, q)) for q in a.questions]
-            bad = [r for r in results if not isinstance(r, YesProbability)]
-            if bad:
-                failed.append(f"item {a.item.id} ({a.questions[0][:60]}): {bad[0] or 'not asked'}")
-                continue
-            ok = [r for r in results if isinstance(r, YesProbability)]
-            answers.append(
-                ItemAnswer(
-                    item=a.item.id,
-                    question=a.questions[0],
-                    turn=a.turn,
-                    member=a.member,
-                    other=a.other,
-                    strategy=a.strategy,
-                    direction=a.item.direction,
-                    supports=a.item.supports,
-                    weight=a.item.weight,
-                    p_yes=round(sum(r.p_yes for r in ok) / len(ok), 6),
-                    method="samples" if any(r.method == "samples" for r in ok) else "logprobs",
-                    k=max(r.k for r in ok),
-                )
-            )
+            answer = item_answer(a, [got.get((a.turn, q)) for q in a.questions])
+            if isinstance(answer, str):
+                failed.append(answer)
+            else:
+                answers.append(answer)
         if failed:
             failures.append(JudgeFailure(unit=f"{unit}/{dim_id}", reason=f"{len(failed)} item(s) failed: {failed[0]}"))
             continue

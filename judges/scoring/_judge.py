@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
-from judges.scoring._checklist import judge_checklist
+from judges.scoring._checklist import checklist_digest, judge_checklist
 from judges.scoring._facts import (
     apply_copy_caps,
     apply_repeat_caps,
@@ -433,7 +433,7 @@ async def judge_session(
     used = rubric.model_copy(update={"dimensions": rubric.active})
     if judge_mode == "checklist":
         jobs = [judge_checklist(record, client, m, used, trial=trial) for m in panel]
-        digest = prompt_digest(f"{used.digest}+checklist:{used.items_digest}")
+        digest = checklist_digest(used)
     else:
         scorer = rubric_judge(used, per_intervention=per_intervention, temperature=temperature, trial=trial)
         jobs = [scorer(record, client, m) for m in panel]

@@ -69,7 +69,7 @@ class Strength(_Strict):
 
 
 ItemLevel = Literal["intervention", "session"]
-PLACEHOLDERS = ("member", "other", "pattern", "risks", "strategy", "definition")
+PLACEHOLDERS = ("member", "other", "pattern", "risks", "strategy", "definition", "addressee")
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 MEMBER_LABEL, OTHERS_LABEL = "$member", "$others"
 
@@ -80,7 +80,8 @@ class ChecklistItem(_Strict):
     Placeholders instantiate it: `{member}` once per member (member dimensions: the rated member), `{member}` and
     `{other}` once per pair, asked in both orders and averaged (position bias), `{pattern}` and `{risks}` from the
     case card (an item about risks is skipped when the case lists none), `{strategy}` and `{definition}` once per
-    strategy of the case group's taxonomy."""
+    strategy of the case group's taxonomy, `{addressee}` with whom the turn asked about addresses (a member,
+    members, or the whole group), so an item about the target can name it (`validate` asks it of each candidate)."""
 
     id: str = Field(pattern=r"^[a-z][a-z0-9_]{0,39}$", description="Unique within its dimension.")
     question: str = Field(min_length=1, description="A yes/no question about what the transcript shows.")
@@ -177,6 +178,8 @@ class Dimension(_Strict):
                     )
                 if item.supports in (MEMBER_LABEL, OTHERS_LABEL) and "member" not in item.placeholders():
                     raise ValueError(f"{where}question: an item that supports {item.supports} must name {{member}}")
+            if "addressee" in item.placeholders() and (item.level or self.level) != "intervention":
+                raise ValueError(f"{where}level: {{addressee}} names whom one turn addresses; use intervention")
             if self.kind == "taxonomy_strategy" and "strategy" not in item.placeholders():
                 raise ValueError(f"{where}question: a strategy item must name {{strategy}} (asked once per strategy)")
         return self

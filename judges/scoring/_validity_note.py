@@ -24,3 +24,8 @@ class ValidityNote(BaseModel):
     validated: bool = Field(description="A matching card vouches for the number.")
     text: str = Field(description="One line: the validity figure with its n, or 'not validated (why)'.")
     card: str | None = Field(default=None, description="Card file it comes from.")
+    brief: str = Field(
+        default="",
+        description="The same in a few words, for a cell beside the number: `strategy accuracy 33% (n=36)` (against "
+        "RESCUE gold), or `not validated`; empty in notes written before it existed.",
+    )

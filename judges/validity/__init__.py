@@ -2,7 +2,8 @@
 
 `validate` (or `validate_tracker` / `validate_judges`) returns `ValidityCard`s keyed by instrument, model id and
 prompt digest; `write_card` stores them under `validity_dir()`; `validity_for` / `dimension_validity` give the
-`ValidityNote` that leaderboards and reports show next to a number ("not validated" when no card matches).
+`ValidityNote` that leaderboards and reports show next to a number ("not validated" when no card matches), from
+the user's cards first, then the cards shipped in `judges/validity/shipped/` (`numbers_only` copies).
 Scoring is pure (`judges.validity.scores`); the replay runs the session engine's own tracker node.
 
 Names load on first use, so report modules can import `judges.scoring._validity_note` without pulling in the rest.
@@ -28,6 +29,8 @@ _EXPORTS: dict[str, str] = {
     "card_path": "card",
     "dimension_validity": "card",
     "find_card": "card",
+    "numbers_only": "card",
+    "shipped_dir": "card",
     "headlines": "card",
     "read_card": "card",
     "read_cards": "card",
@@ -98,6 +101,7 @@ __all__ = [
     "gold_viewpoints",
     "headlines",
     "jitter_scores",
+    "numbers_only",
     "pattern_scores",
     "planned_checkpoints",
     "read_card",
@@ -106,6 +110,7 @@ __all__ = [
     "rescue_turns",
     "risk_scores",
     "series_jitter",
+    "shipped_dir",
     "tracker_case",
     "usable_samples",
     "validate",
@@ -132,8 +137,10 @@ if TYPE_CHECKING:
         dimension_validity,
         find_card,
         headlines,
+        numbers_only,
         read_card,
         read_cards,
+        shipped_dir,
         validity_dir,
         validity_for,
         write_card,

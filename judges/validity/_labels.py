@@ -46,6 +46,7 @@ class StrategyItem(_Record):
     sample_id: str = Field(description="RESCUE sample id.")
     group: str = Field(description="`couple` or `family`: whose taxonomy applies.")
     row_index: int = Field(description="1-based row of the therapist utterance.")
+    position: int = Field(description="1-based position of that row in the sample (its turn index in a replay).")
     gold: str = Field(description="strategy_type of the row's first support_strategy item.")
     context: str = Field(description="Prior rows and the row itself, rendered for the judge.")
 
@@ -133,6 +134,7 @@ def strategy_items(samples: Sequence[RescueSample]) -> tuple[list[StrategyItem],
                     sample_id=sample.sample_id,
                     group=sample.group,
                     row_index=row.row_index or len(lines),
+                    position=len(lines),
                     gold=gold,
                     context=context,
                 )
@@ -256,6 +258,7 @@ class TargetItem(_Record):
     sample_id: str = Field(description="RESCUE sample id.")
     group: str = Field(description="`couple` or `family`.")
     row_index: int = Field(description="1-based row of the therapist turn (not shown to the judge).")
+    position: int = Field(description="1-based position of that row in the sample (its turn index in a replay).")
     gold: str = Field(description="Target label: a member, members joined by ' & ', or the group label.")
     gold_kind: TargetKind = Field(description="Individual, subgroup or whole group.")
     candidates: list[str] = Field(description="The sample's closed target set, as offered to the judge.")
@@ -316,6 +319,7 @@ def target_items(samples: Sequence[RescueSample]) -> tuple[list[TargetItem], int
                 sample_id=inst.sample_id,
                 group=inst.group,
                 row_index=sample.rows[inst.row - 1].row_index or inst.row,
+                position=inst.row,
                 gold=inst.gold_label,
                 gold_kind=inst.gold_target_kind or TargetKind.INDIVIDUAL,
                 candidates=list(inst.candidates),

@@ -4,7 +4,8 @@ An instrument is the `tracker` (simulator/tracker.py: `simulator.tracker.prompt_
 (judges/prompts + rubric: `judges.scoring._render.prompt_digest(rubric_digest)`, measured with the default rubric).
 Cards are stored as `<validity dir>/<instrument>-<model slug>-<digest>.json`, where the validity dir is
 `simulator.llm.embedded.cache_dir()/validity/` (`RESCUE_SIM_HOME` moves it). A later run of `validate` for the
-same key replaces the card. `validity_for(instrument, model, digest)` is the one lookup that leaderboards, bench
+same key replaces the card. Cards for the embedded model ship in `judges/validity/shipped/` (package data) and are
+found after the user's own. `validity_for(instrument, model, digest)` is the one lookup that leaderboards, bench
 reports and the HTML report use: it returns a `ValidityNote` that says "not validated" when no card matches.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -93,6 +95,11 @@ class ValidityCard(_Record):
     instrument: Instrument = Field(description="`tracker` or `judge`.")
     model: str = Field(description="Model id the instrument ran on.")
     digest: str = Field(description="Prompt digest of the instrument (prompt files + schema + settings).")
+    judge_mode: Literal["verdict", "checklist"] | None = Field(
+        default=None,
+        description="Judge cards: how the judge read strategy and target (`judge --judge-mode`); None on cards "
+        "written before checklist validation, which measured verdicts.",
+    )
     data: DataSource = Field(description="The RESCUE-format data measured against.")
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="When it was measured.")
     wall_s: float = Field(default=0.0, description="Wall time spent on this instrument in the run.")
@@ -166,12 +173,39 @@ def headlines(card: ValidityCard) -> dict[str, str]:
     return out
 
 
+def _share(k: int, n: int) -> str:
+    return f"{k / n:.0%}" if n >= 10 else f"{k}/{n}"
+
+
+def briefs(card: ValidityCard) -> dict[str, str]:
+    """measure -> a few words with n against RESCUE gold, for a cell beside a number (`headlines` has the full
+    line)."""
+    out = dict(headlines(card))
+    if card.tracker is not None and card.tracker.pattern.n:
+        p = card.tracker.pattern
+        out["pattern"] = f"pattern accuracy {_share(p.correct, p.n)} (n={p.n})"
+    if card.judge is not None:
+        s, g = card.judge.strategy, card.judge.target
+        if s is not None and s.scored:
+            correct = round((s.accuracy or 0) * s.scored)
+            out["strategy"] = f"strategy accuracy {_share(correct, s.scored)} (n={s.scored})"
+        if g is not None and g.scored:
+            out["target"] = f"target accuracy {_share(g.correct, g.scored)} (n={g.scored})"
+    return out
+
+
 # ---- store ----------------------------------------------------------------------------------------------------
 
 
 def validity_dir() -> Path:
     """Where cards are kept: `cache_dir()/validity` (RESCUE_SIM_HOME, else ~/.cache/rescue-sim)."""
     return cache_dir() / "validity"
+
+
+def shipped_dir() -> Path:
+    """Cards measured on the embedded model and shipped with the package (numbers only, no RESCUE text); looked
+    up after the user's own. A prompt or rubric change changes the digest, so a stale shipped card never matches."""
+    return Path(str(files("judges.validity") / "shipped"))
 
 
 def _slug(text: str) -> str:
@@ -188,6 +222,33 @@ def write_card(card: ValidityCard, folder: Path | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, card.model_dump_json(indent=2) + "\n")
     return path
+
+
+def numbers_only(card: ValidityCard) -> ValidityCard:
+    """The card with every per-item record, sample id, person name and model reply removed: what may ship with
+    the package (RESCUE's text stays out of the repository). Headlines read the same from it."""
+    path = f"RESCUE-format data ({len(card.data.samples)} samples)" if card.data.samples else card.data.path
+    data = card.data.model_copy(update={"path": path, "samples": [], "skipped": {}})
+    update: dict[str, Any] = {"data": data}
+    if card.tracker is not None:
+        t = card.tracker
+        update["tracker"] = t.model_copy(
+            update={
+                "items": [],
+                "viewpoint_items": [],
+                "failures": [],
+                "emotions": t.emotions.model_copy(update={"per_person": {}}),
+            }
+        )
+    if card.judge is not None:
+        j = card.judge
+        update["judge"] = j.model_copy(
+            update={
+                "strategy": j.strategy.model_copy(update={"results": []}) if j.strategy else None,
+                "target": j.target.model_copy(update={"results": []}) if j.target else None,
+            }
+        )
+    return card.model_copy(update=update)
 
 
 def read_card(path: str | Path) -> ValidityCard:
@@ -218,18 +279,22 @@ def read_cards(paths: Iterable[str | Path]) -> list[ValidityCard]:
 def find_card(
     instrument: str, model: str, digest: str, *, cards: Sequence[ValidityCard] = (), folder: Path | None = None
 ) -> tuple[ValidityCard | None, str | None]:
-    """(card, where): a matching card among `cards` (later ones win), else the stored one; (None, None) if none."""
+    """(card, where): a matching card among `cards` (later ones win), else the user's stored one, else a shipped
+    one (`shipped_dir`); (None, None) if none."""
     for card in reversed(list(cards)):
         if card.key == (instrument, model, digest):
             return card, "given card"
-    path = card_path(instrument, model, digest, folder)
-    if path.is_file():
-        try:
-            card = read_card(path)
-        except CardError:
-            return None, None
-        if card.key == (instrument, model, digest):
-            return card, str(path)
+    for where, path in (
+        (None, card_path(instrument, model, digest, folder)),
+        ("shipped card", card_path(instrument, model, digest, shipped_dir())),
+    ):
+        if path.is_file():
+            try:
+                card = read_card(path)
+            except CardError:
+                continue
+            if card.key == (instrument, model, digest):
+                return card, f"{where} {path.name}" if where else str(path)
     return None, None
 
 
@@ -249,16 +314,22 @@ def validity_for(
     """
     base = {"instrument": instrument, "model": model, "digest": digest, "measure": measure}
     if not model or not digest:
-        return ValidityNote(**base, validated=False, text=f"{NOT_VALIDATED} (no prompt digest recorded)")
+        return ValidityNote(
+            **base, validated=False, text=f"{NOT_VALIDATED} (no prompt digest recorded)", brief=NOT_VALIDATED
+        )
     card, where = find_card(instrument, model, digest, cards=cards, folder=folder)
     if card is None:
-        return ValidityNote(**base, validated=False, text=f"{NOT_VALIDATED} (no card for {model} @ {digest})")
+        return ValidityNote(
+            **base, validated=False, text=f"{NOT_VALIDATED} (no card for {model} @ {digest})", brief=NOT_VALIDATED
+        )
     lines = card.headlines()
     if measure is not None:
         if measure not in lines:
-            return ValidityNote(**base, validated=False, text=f"{NOT_VALIDATED} ({measure} not measured)", card=where)
-        return ValidityNote(**base, validated=True, text=lines[measure], card=where)
-    return ValidityNote(**base, validated=True, text="; ".join(lines.values()), card=where)
+            text = f"{NOT_VALIDATED} ({measure} not measured)"
+            return ValidityNote(**base, validated=False, text=text, card=where, brief=NOT_VALIDATED)
+        return ValidityNote(**base, validated=True, text=lines[measure], card=where, brief=briefs(card)[measure])
+    text = "; ".join(lines.values())
+    return ValidityNote(**base, validated=True, text=text, card=where, brief=text)
 
 
 def dimension_validity(
@@ -279,6 +350,7 @@ def dimension_validity(
             measure=None,
             validated=False,
             text=f"{NOT_VALIDATED} (no RESCUE gold measures {dimension})",
+            brief=NOT_VALIDATED,
         )
     inst, measure = DIMENSION_MEASURES[dimension]
     return validity_for(inst, model, digest, measure=measure, cards=cards, folder=folder)

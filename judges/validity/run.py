@@ -18,8 +18,11 @@ from judges.bench.instances import DEFAULT_SEED, Instance, Task, ViewpointTriple
 from judges.bench.render import vp_judge_prompt
 from judges.bench.runner import JUDGE_MAX_TOKENS
 from judges.bench.schemas import VpJudgement
+from judges.scoring._checklist import checklist_digest
+from judges.scoring._judge import JudgeMode
 from judges.scoring._render import prompt_digest as judge_prompt_digest
-from judges.scoring._rubric import load_rubric
+from judges.scoring._rubric import Rubric, load_rubric
+from judges.validity._checklist_labels import checklist_call_counts, checklist_strategy, checklist_targets
 from judges.validity._labels import strategy_items, target_items, validate_judge, validate_targets
 from judges.validity.card import DataSource, Instrument, JudgeValidity, TrackerValidity, ValidityCard
 from judges.validity.replay import Checkpoint, ReplaySettings, planned_checkpoints, replay_tracker, tracker_case
@@ -34,7 +37,7 @@ from judges.validity.scores import (
 )
 from personas.common.errors import UserError
 from personas.rescue import RescueSample
-from simulator.llm.types import CallRecord, Completion, ModelClient, ModelError, Prompt, Role
+from simulator.llm.types import CallRecord, Completion, ModelClient, ModelError, Prompt, Role, YesProbability
 from simulator.tracker import prompt_digest as tracker_prompt_digest
 
 Progress = Callable[[str], None]
@@ -72,6 +75,11 @@ class _Counting:
         self.calls.append(completion.call)
         return completion
 
+    async def yes_probability(self, prompt: Prompt, **kwargs) -> YesProbability:  # type: ignore[no-untyped-def]
+        answer = await self.inner.yes_probability(prompt, **kwargs)  # type: ignore[attr-defined]
+        self.calls.append(answer.call)
+        return answer
+
 
 def usable_samples(samples: Sequence[RescueSample]) -> tuple[list[RescueSample], dict[str, str]]:
     """(samples a case card can be derived from, sample id -> why the others are skipped)."""
@@ -87,20 +95,26 @@ def usable_samples(samples: Sequence[RescueSample]) -> tuple[list[RescueSample],
 
 
 def estimate_calls(
-    samples: Sequence[RescueSample], settings: ReplaySettings, *, limit: int | None = None
+    samples: Sequence[RescueSample],
+    settings: ReplaySettings,
+    *,
+    limit: int | None = None,
+    judge_mode: JudgeMode = "checklist",
 ) -> CallEstimate:
+    """Calls per check; in checklist mode every distinct question is a call (one per strategy, per candidate)."""
     from judges.validity.scores import gold_viewpoints
 
     usable, _ = usable_samples(samples)
     rows = [(s, r) for s in usable for r in planned_checkpoints(s, settings)]
-    strategy, _ = strategy_items(samples)
-    targets, _ = target_items(samples)
-    cap = (lambda n: min(n, limit)) if limit else (lambda n: n)
+    if judge_mode == "checklist":
+        strategy, target = checklist_call_counts(samples, load_rubric(), limit=limit)
+    else:
+        strategy, target = len(strategy_items(samples)[0][:limit]), len(target_items(samples)[0][:limit])
     return CallEstimate(
         tracker=len(rows),
         vp_judge=sum(bool(gold_viewpoints(s, r)[0]) for s, r in rows),
-        strategy=cap(len(strategy)),
-        target=cap(len(targets)),
+        strategy=strategy,
+        target=target,
     )
 
 
@@ -225,6 +239,13 @@ async def validate_tracker(
     )
 
 
+def judge_digest(judge_mode: JudgeMode, rubric: Rubric | None = None) -> str:
+    """The digest a judgment in `judge_mode` records with this rubric (the default one): cards are keyed by it."""
+    rubric = rubric or load_rubric()
+    used = rubric.model_copy(update={"dimensions": rubric.active})
+    return checklist_digest(used) if judge_mode == "checklist" else judge_prompt_digest(used.digest)
+
+
 async def validate_judges(
     samples: Sequence[RescueSample],
     client: ModelClient,
@@ -232,33 +253,52 @@ async def validate_judges(
     *,
     source: str,
     limit: int | None = None,
+    judge_mode: JudgeMode = "checklist",
     on_progress: Progress | None = None,
 ) -> ValidityCard:
-    """The judge's strategy labels and preferred targets against RESCUE's therapist annotations."""
+    """The judge's strategy labels and preferred targets against RESCUE's therapist annotations, read as
+    `judge --judge-mode` reads them: from checklist items (default) or structured verdicts."""
     started = time.perf_counter()
     counting = _Counting(client)
-    strategy = await validate_judge(samples, counting, judge_model, limit=limit)
-    if on_progress:
-        on_progress(f"judge: {strategy.scored} strategy labels ({strategy.failed} failed)")
-    target = await validate_targets(samples, counting, judge_model, limit=limit)
-    if on_progress:
-        on_progress(f"judge: {target.scored} preferred targets ({target.failed} failed)")
-    return ValidityCard(
-        instrument="judge",
-        model=judge_model,
-        digest=judge_prompt_digest(load_rubric().digest),
-        data=DataSource(path=source, samples=[s.sample_id for s in samples]),
-        wall_s=round(time.perf_counter() - started, 3),
-        calls=len(counting.calls),
-        cached_calls=sum(c.cache_hit for c in counting.calls),
-        judge=JudgeValidity(strategy=strategy, target=target),
-        notes=[
+    rubric = load_rubric()
+    if judge_mode == "checklist":
+        strategy = await checklist_strategy(
+            samples, counting, judge_model, rubric, limit=limit, on_progress=on_progress
+        )
+        target = await checklist_targets(samples, counting, judge_model, rubric, limit=limit, on_progress=on_progress)
+        notes = [
+            (
+                "checklist mode: strategy = the most probable of the rubric's strategy items about the given therapist "
+                "turn (case + transcript up to it); target = the candidate whose target_fit {addressee} items score "
+                "best on the rows before the turn; both scored by judges.scoring._checklist as in `judge`"
+            ),
+            "measured with the default rubric; the digest covers judges/prompts, the rubric, its items and item.md",
+        ]
+    else:
+        strategy = await validate_judge(samples, counting, judge_model, limit=limit)
+        if on_progress:
+            on_progress(f"judge: {strategy.scored} strategy labels ({strategy.failed} failed)")
+        target = await validate_targets(samples, counting, judge_model, limit=limit)
+        if on_progress:
+            on_progress(f"judge: {target.scored} preferred targets ({target.failed} failed)")
+        notes = [
             (
                 "strategy: labels a GIVEN therapist utterance (not RESCUE SSP); target: names the preferred target "
                 "of the next therapist turn from the rows before it (RESCUE STP gold, subgroups kept, top-1)"
             ),
             "measured with the default rubric; the digest covers judges/prompts/*.md and the rubric",
-        ],
+        ]
+    return ValidityCard(
+        instrument="judge",
+        model=judge_model,
+        digest=judge_digest(judge_mode, rubric),
+        judge_mode=judge_mode,
+        data=DataSource(path=source, samples=[s.sample_id for s in samples]),
+        wall_s=round(time.perf_counter() - started, 3),
+        calls=len(counting.calls),
+        cached_calls=sum(c.cache_hit for c in counting.calls),
+        judge=JudgeValidity(strategy=strategy, target=target),
+        notes=notes,
     )
 
 
@@ -271,6 +311,7 @@ async def validate(
     judge_model: str | None = None,
     settings: ReplaySettings | None = None,
     limit: int | None = None,
+    judge_mode: JudgeMode = "checklist",
     vp_judge: bool = True,
     concurrency: int = 1,
     on_progress: Progress | None = None,
@@ -292,6 +333,14 @@ async def validate(
         )
     if "judge" in instruments:
         cards.append(
-            await validate_judges(samples, client, judge_model, source=source, limit=limit, on_progress=on_progress)
+            await validate_judges(
+                samples,
+                client,
+                judge_model,
+                source=source,
+                limit=limit,
+                judge_mode=judge_mode,
+                on_progress=on_progress,
+            )
         )
     return cards

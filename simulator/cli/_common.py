@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from enum import Enum
 from typing import ParamSpec, TypeVar
 
 import typer
@@ -108,3 +109,10 @@ def _help_classes():
 
 
 HelpCommand, HelpGroup = _help_classes()
+
+
+class JudgeModeChoice(str, Enum):
+    """`--judge-mode` of `judge`, `run` and `validate`: checklist items' answer probabilities, or verdicts."""
+
+    checklist = "checklist"
+    verdict = "verdict"

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from judges import Leaderboard
+    from judges import Leaderboard, SessionJudgment
     from judges.validity import ValidityNote
 
 INTRO = "validity (`rescue-sim validate` cards, matched by model and prompt digest):"
@@ -37,3 +37,15 @@ def validity_lines(board: Leaderboard, header: Callable[[str], str] = str) -> li
 
 def notes_lines(label: str, notes: Iterable[ValidityNote]) -> list[str]:
     return [note_line(label, n) for n in notes]
+
+
+def judgment_briefs(judgment: SessionJudgment, dimensions: Iterable[str]) -> dict[str, str]:
+    """Dimension -> what its number is worth on the judge that produced it (`briefs` of the matching card, the
+    user's or a shipped one), or "not validated"; one entry per distinct judge note, joined, for a panel."""
+    from judges.validity import dimension_validity
+
+    out: dict[str, str] = {}
+    for dim_id in dimensions:
+        texts = [dimension_validity(dim_id, j, judgment.prompt_digest).brief for j in judgment.judges]
+        out[dim_id] = "; ".join(dict.fromkeys(texts))
+    return out

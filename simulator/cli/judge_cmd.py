@@ -7,7 +7,6 @@ module-level `make_client` with a factory returning a fake client.
 from __future__ import annotations
 
 import asyncio
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
+from simulator.cli._common import EXIT_FAILED, JudgeModeChoice, console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings
 from simulator.cli.leaderboard_cmd import header
 from simulator.llm.types import is_local
@@ -25,11 +24,6 @@ if TYPE_CHECKING:
     from simulator.llm.types import ModelClient
     from simulator.records import SessionRecord
     from simulator.runfolder import RunFolder
-
-
-class JudgeModeChoice(str, Enum):
-    checklist = "checklist"
-    verdict = "verdict"
 
 
 SESSIONS_AT_ONCE = 4  # sessions judged concurrently (the client still limits calls per provider)
@@ -125,7 +119,9 @@ def _cell(value: float | None, measure: str) -> str:
     return f"{value:.2f}" if measure == "mean" else f"{value:.0%}"
 
 
-def render(judgments: list[SessionJudgment]) -> Table:
+def render(judgments: list[SessionJudgment], *, validity: bool = False) -> Table:
+    """The judges' numbers per session; `validity` adds, for a few sessions, what each number is worth on the judge
+    model that produced it (its validity card) or "not validated"."""
     from judges import session_values
 
     dims: list[tuple[str, str]] = []
@@ -135,7 +131,7 @@ def render(judgments: list[SessionJudgment]) -> Table:
             if shown and d.id not in [x for x, _ in dims]:
                 dims.append((d.id, "mean" if d.kind == "scale" else "rate"))
     if len(judgments) <= 4:  # few sessions: one row per dimension reads better than 15 narrow columns
-        return _render_tall(judgments, dims)
+        return _render_tall(judgments, dims, validity=validity)
     table = Table(
         title=f"{len(judgments)} sessions judged",
         title_justify="left",
@@ -156,8 +152,9 @@ def render(judgments: list[SessionJudgment]) -> Table:
     return table
 
 
-def _render_tall(judgments: list[SessionJudgment], dims: list[tuple[str, str]]) -> Table:
+def _render_tall(judgments: list[SessionJudgment], dims: list[tuple[str, str]], *, validity: bool = False) -> Table:
     from judges import session_values
+    from simulator.cli._validity import judgment_briefs
 
     table = Table(
         title=f"{len(judgments)} session(s) judged",
@@ -168,12 +165,17 @@ def _render_tall(judgments: list[SessionJudgment], dims: list[tuple[str, str]]) 
     table.add_column("dimension", no_wrap=True)
     for j in judgments:
         table.add_column(f"{escape(j.session_id)}\n[dim]{escape(j.supporter)} · {j.status.value}[/]", justify="right")
+    if validity:
+        table.add_column("judge vs RESCUE gold", overflow="fold")
     values = [session_values(j) for j in judgments]
+    briefs = [judgment_briefs(j, [d for d, _ in dims]) for j in judgments] if validity else []
     for d, measure in dims:
-        table.add_row(header(d), *(_cell(v[d][1] if d in v else None, measure) for v in values))
+        worth = ["; ".join(dict.fromkeys(b[d] for b in briefs))] if validity else []
+        table.add_row(header(d), *(_cell(v[d][1] if d in v else None, measure) for v in values), *worth)
     table.add_row(
         "simulator failure",
         *(escape(j.simulator_failure_reason or "yes") if j.simulator_failure else "-" for j in judgments),
+        *([""] if validity else []),
     )
     return table
 

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from personas.common.errors import UserError
-from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
+from simulator.cli._common import EXIT_FAILED, JudgeModeChoice, console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings
 
 if TYPE_CHECKING:
@@ -101,7 +101,8 @@ def _judge_tables(card: ValidityCard) -> list[Table | str]:
     assert jv is not None
     out: list[Table | str] = [
         (
-            f"[bold]judge {escape(card.model)}[/] (prompt digest {card.digest}): calls {card.calls}, "
+            f"[bold]judge {escape(card.model)}[/] ({card.judge_mode or 'verdict'} mode, prompt digest "
+            f"{card.digest}): calls {card.calls}, "
             f"from cache {card.cached_calls}"
         )
     ]
@@ -153,6 +154,14 @@ def validate(
     window: Annotated[int, typer.Option("--window", min=2, help="Turns shown to the tracker (session default).")] = 16,
     seed: Annotated[int, typer.Option("--seed", help="Session seed the tracker calls derive theirs from.")] = 0,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N judge items per check.")] = None,
+    judge_mode: Annotated[
+        JudgeModeChoice,
+        typer.Option(
+            "--judge-mode",
+            help="Read the judge's strategy and target as `judge` does: from checklist items' answer "
+            "probabilities (default) or structured verdicts.",
+        ),
+    ] = JudgeModeChoice.checklist,
     no_vp_judge: Annotated[
         bool, typer.Option("--no-vp-judge", help="Score viewpoints by pairing only (no VP judge calls).")
     ] = False,
@@ -161,6 +170,14 @@ def validate(
         Path | None, typer.Option("--card", help="Also write the cards (a JSON list) to this file.")
     ] = None,
     no_store: Annotated[bool, typer.Option("--no-store", help="Do not store cards in the validity folder.")] = False,
+    ship: Annotated[
+        Path | None,
+        typer.Option(
+            "--ship",
+            help="Also write numbers-only copies (no sample ids, text or names) to this folder, e.g. "
+            "judges/validity/shipped to regenerate the cards the package ships.",
+        ),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count the model calls; call nothing.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call disk cache.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the cards as JSON.")] = False,
@@ -170,7 +187,8 @@ def validate(
     Tracker: replayed over each transcript as in a session (same prompt, window, cadence);
     scored on group pattern, emotion intensity, viewpoints, risk flags and jitter.
 
-    Judge: strategy labels of given therapist turns; preferred target of the next one.
+    Judge: strategy labels of given therapist turns; preferred target of the next one,
+    read from checklist items (--judge-mode checklist, as `judge`) or verdicts.
 
     Writes a validity card per instrument (model id + prompt digest) that `leaderboard`
     and `bench` show next to their numbers. Failed calls are excluded and counted;
@@ -180,6 +198,7 @@ def validate(
         INSTRUMENTS,
         ReplaySettings,
         estimate_calls,
+        numbers_only,
         validity_dir,
         write_card,
     )
@@ -190,12 +209,14 @@ def validate(
 
     if only is not None and only not in INSTRUMENTS:
         raise UserError(f"--only: {only!r} is not one of {', '.join(INSTRUMENTS)}")
+    if ship is not None and ship.exists() and not ship.is_dir():
+        raise UserError(f"--ship {ship}: is a file; give the folder the numbers-only cards go to")
     if card is not None and card.is_dir():
         raise UserError(f"--card {card}: is a folder; give a file name such as {card / 'validity.json'}")
     instruments = [only] if only else list(INSTRUMENTS)
     samples = load_rescue(data)
     settings = ReplaySettings(tracker_every=tracker_every, window=window, seed=seed)
-    estimate = estimate_calls(samples, settings, limit=limit)
+    estimate = estimate_calls(samples, settings, limit=limit, judge_mode=judge_mode.value)
     if "tracker" not in instruments:
         estimate = estimate.model_copy(update={"tracker": 0, "vp_judge": 0})
     if "judge" not in instruments:
@@ -227,6 +248,7 @@ def validate(
             judge_model=mset.model_for("judge"),
             settings=settings,
             limit=limit,
+            judge_mode=judge_mode.value,
             vp_judge=not no_vp_judge,
             concurrency=concurrency,
             on_progress=progress,
@@ -234,6 +256,7 @@ def validate(
     )
     wall = time.perf_counter() - started
     stored = [] if no_store else [write_card(c) for c in cards]
+    shipped = [write_card(numbers_only(c), ship) for c in cards] if ship is not None else []
     if card is not None:
         from personas.common.files import atomic_write_text
 
@@ -250,6 +273,8 @@ def validate(
             console.print(f"cards stored in {escape(str(validity_dir()))}")
         if card is not None:
             console.print(f"cards written to {escape(str(card))}")
+        for path in shipped:
+            console.print(f"numbers-only card written to {escape(str(path))}")
     empty = [
         c.instrument
         for c in cards
