@@ -43,8 +43,8 @@ from judges.validity._labels import (
     TargetResult,
     TargetValidation,
     ValidationItem,
-    classification_report,
     strategy_items,
+    strategy_report,
     target_items,
     target_report,
 )
@@ -144,7 +144,7 @@ async def checklist_strategy(
     gate = asyncio.Semaphore(1 if is_local(model) else CONTEXTS_AT_ONCE)
 
     async def one(item: StrategyItem) -> ValidationItem:
-        base = {"sample_id": item.sample_id, "row_index": item.row_index, "group": item.group, "gold": item.gold}
+        base = item.identity()
         record = rescue_record(by_id[item.sample_id], item.position)
         context, about = turn_context(record, copied_lines(record), item.position)
         async with gate:
@@ -157,26 +157,15 @@ async def checklist_strategy(
         return ValidationItem(**base, predicted=scored.label, reasoning=scored.reasoning)
 
     results = list(await asyncio.gather(*(one(i) for i in items)))
-    scored = [r for r in results if r.predicted is not None]
-    if on_progress:
-        on_progress(f"judge (checklist): {len(scored)} strategy labels ({len(results) - len(scored)} failed)")
-    accuracy, macro_f1, labels, confusion = classification_report(
-        [r.gold for r in scored],
-        [r.predicted for r in scored],  # type: ignore[misc]
-    )
-    return JudgeValidation(
-        model=model,
+    report = strategy_report(
+        model,
+        results,
+        skipped,
         task="the most probable strategy from the checklist's strategy items about a given therapist turn",
-        items=len(results),
-        scored=len(scored),
-        failed=len(results) - len(scored),
-        skipped_off_taxonomy=skipped,
-        accuracy=accuracy,
-        macro_f1=macro_f1,
-        labels=labels,
-        confusion=confusion,
-        results=results,
     )
+    if on_progress:
+        on_progress(f"judge (checklist): {report.scored} strategy labels ({report.failed} failed)")
+    return report
 
 
 def _target_asks(item: TargetItem, sample: RescueSample, dim: Dimension) -> tuple[SessionRecord, dict[str, list[Ask]]]:
@@ -207,13 +196,7 @@ async def checklist_targets(
     about = f"{SUPPORTER}'s next turn [{{turn}}], which follows the transcript (not shown)"
 
     async def one(item: TargetItem) -> TargetResult:
-        base = {
-            "sample_id": item.sample_id,
-            "row_index": item.row_index,
-            "group": item.group,
-            "gold": item.gold,
-            "gold_kind": item.gold_kind,
-        }
+        base = item.identity()
         sample = by_id[item.sample_id]
         record, asks = _target_asks(item, sample, dim)
         flat = [a for candidate_asks in asks.values() for a in candidate_asks]

@@ -50,6 +50,10 @@ class StrategyItem(_Record):
     gold: str = Field(description="strategy_type of the row's first support_strategy item.")
     context: str = Field(description="Prior rows and the row itself, rendered for the judge.")
 
+    def identity(self) -> dict[str, object]:
+        """The fields a `ValidationItem` about this item repeats."""
+        return {"sample_id": self.sample_id, "row_index": self.row_index, "group": self.group, "gold": self.gold}
+
 
 class StrategyVerdict(_Record):
     """The judge's label for one item, with its reason and the call's accounting."""
@@ -220,14 +224,20 @@ async def validate_judge(
     labeler = strategy_labeler()
 
     async def one(item: StrategyItem) -> ValidationItem:
-        base = {"sample_id": item.sample_id, "row_index": item.row_index, "group": item.group, "gold": item.gold}
+        base = item.identity()
         try:
             verdict = await labeler(item, client, model)
         except ModelError as err:
             return ValidationItem(**base, failure=err.reason)
         return ValidationItem(**base, predicted=verdict.label, reasoning=verdict.reasoning)
 
-    results = list(await asyncio.gather(*(one(i) for i in items)))
+    return strategy_report(model, list(await asyncio.gather(*(one(i) for i in items))), skipped)
+
+
+def strategy_report(
+    model: str, results: Sequence[ValidationItem], skipped: int = 0, task: str = TASK
+) -> JudgeValidation:
+    """Score strategy labels (pure): accuracy, macro-F1, per-label stats and confusion over the scored results."""
     scored = [r for r in results if r.predicted is not None]
     accuracy, macro_f1, labels, confusion = classification_report(
         [r.gold for r in scored],
@@ -235,6 +245,7 @@ async def validate_judge(
     )
     return JudgeValidation(
         model=model,
+        task=task,
         items=len(results),
         scored=len(scored),
         failed=len(results) - len(scored),
@@ -243,7 +254,7 @@ async def validate_judge(
         macro_f1=macro_f1,
         labels=labels,
         confusion=confusion,
-        results=results,
+        results=list(results),
     )
 
 
@@ -263,6 +274,16 @@ class TargetItem(_Record):
     gold_kind: TargetKind = Field(description="Individual, subgroup or whole group.")
     candidates: list[str] = Field(description="The sample's closed target set, as offered to the judge.")
     context: str = Field(description="Rows before the therapist turn, rendered for the judge.")
+
+    def identity(self) -> dict[str, object]:
+        """The fields a `TargetResult` about this item repeats."""
+        return {
+            "sample_id": self.sample_id,
+            "row_index": self.row_index,
+            "group": self.group,
+            "gold": self.gold,
+            "gold_kind": self.gold_kind,
+        }
 
 
 class TargetResult(_Record):
@@ -399,13 +420,7 @@ async def validate_targets(
     prefer = target_preference()
 
     async def one(item: TargetItem) -> TargetResult:
-        base = {
-            "sample_id": item.sample_id,
-            "row_index": item.row_index,
-            "group": item.group,
-            "gold": item.gold,
-            "gold_kind": item.gold_kind,
-        }
+        base = item.identity()
         try:
             target, why = await prefer(item, client, model)
         except ModelError as err:
