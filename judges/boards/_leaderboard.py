@@ -291,11 +291,12 @@ def session_facts(
         return facts
     trials = read_trials(folder, sid, first=judgment)
     scores = []
+    dims = {d.id: d for d in judgment.rubric.active}
     for v in judgment.verdicts:
         if v.status == JudgmentStatus.FAILED:
             continue
         for s in v.scores:
-            dim = next((d for d in judgment.rubric.active if d.id == s.dimension), None)
+            dim = dims.get(s.dimension)
             if dim is not None and dim.kind == "scale" and dim.about == "supporter" and s.score is not None:
                 scores.append(ScoreFact(dimension=s.dimension, item=s.item, judge=v.judge, score=s.score))
     return facts.model_copy(

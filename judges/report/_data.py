@@ -262,7 +262,8 @@ def read_entry(folder: RunFolder, sid: str) -> tuple[SessionEntry, SessionRecord
         for d in (judgment.rubric.active if judgment is not None else [])
     ]
     values = {k: v for k, (_, v) in session_values(judgment).items()} if judgment is not None else {}
-    fault = faulted(record, judgment)
+    facts = session_facts(folder, sid, record, judgment if completed else None)
+    fault = facts.fault if completed else faulted(record, judgment)  # the facts hold it for a completed session
     summary = SessionSummary(
         run="",
         id=sid,
@@ -284,7 +285,6 @@ def read_entry(folder: RunFolder, sid: str) -> tuple[SessionEntry, SessionRecord
         faults=fault.reasons if fault is not None else [],
         scores=values,
     )
-    facts = session_facts(folder, sid, record, judgment if completed else None)
     return SessionEntry(summary=summary, dimensions=dims, facts=facts), record, judgment
 
 
