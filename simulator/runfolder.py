@@ -34,6 +34,19 @@ class RunFolderError(UserError):
     pass
 
 
+def refuse_newer(path: Path, found: str | int, current: int, what: str) -> None:
+    """A RunFolderError when a file of the run (its text, or its parsed `schema_version`) is of a newer layout than
+    this code's `current`: named before any validation error, since the fix is an upgrade, not a rerun."""
+    version: object = found
+    if isinstance(found, str):
+        try:
+            version = json.loads(found).get("schema_version", 0)
+        except (ValueError, AttributeError):
+            version = 0
+    if isinstance(version, int) and version > current:
+        raise RunFolderError(f"{path}: written by a newer rescue-sim ({what} schema {version}); upgrade to read it")
+
+
 class RunManifest(BaseModel):
     """What produced a run: its config, the config's hash, package versions and seeds."""
 

@@ -9,7 +9,6 @@ Schema 1 (no batches, no pi) reads as schema 2 with every rating of unknown prob
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from personas.common.files import atomic_write_text
-from simulator.runfolder import RunFolder, RunFolderError
+from simulator.runfolder import RunFolder, RunFolderError, refuse_newer
 
 RATINGS_SCHEMA_VERSION = 2
 RATINGS_FILE = "ratings.json"
@@ -100,12 +99,7 @@ def read_ratings(folder: RunFolder | str | Path) -> RatingsFile:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return RatingsFile()
-    try:
-        version = json.loads(text).get("schema_version", 0)
-    except (ValueError, AttributeError):
-        version = 0
-    if isinstance(version, int) and version > RATINGS_SCHEMA_VERSION:
-        raise RunFolderError(f"{path}: written by a newer rescue-sim (ratings schema {version}); upgrade to read it")
+    refuse_newer(path, text, RATINGS_SCHEMA_VERSION, "ratings")
     try:
         return RatingsFile.model_validate_json(text)
     except ValueError as err:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from judges.scoring._records import JUDGMENT_SCHEMA_VERSION, SessionJudgment
 from personas.common.files import atomic_write_text
-from simulator.runfolder import RunFolder, RunFolderError
+from simulator.runfolder import RunFolder, RunFolderError, refuse_newer
 
 
 def _folder(folder: RunFolder | str | Path) -> RunFolder:
@@ -38,20 +37,8 @@ def read_judgment(folder: RunFolder | str | Path, session_id: str) -> SessionJud
     try:
         judgment = SessionJudgment.model_validate_json(text)
     except ValueError as err:
-        _refuse_newer(path, text)
+        refuse_newer(path, text, JUDGMENT_SCHEMA_VERSION, "judgment")
         first = str(err).splitlines()[0]
         raise RunFolderError(f"{path}: not a valid judgment ({first}); rerun `rescue-sim judge`") from None
-    _refuse_newer(path, judgment.schema_version)
+    refuse_newer(path, judgment.schema_version, JUDGMENT_SCHEMA_VERSION, "judgment")
     return judgment
-
-
-def _refuse_newer(path: Path, found: str | int) -> None:
-    """A RunFolderError when the judgment (its text, or its parsed version) is of a newer layout than this code's."""
-    version: object = found
-    if isinstance(found, str):
-        try:
-            version = json.loads(found).get("schema_version", 0)
-        except (ValueError, AttributeError):
-            version = 0
-    if isinstance(version, int) and version > JUDGMENT_SCHEMA_VERSION:
-        raise RunFolderError(f"{path}: written by a newer rescue-sim (judgment schema {version}); upgrade to read it")
