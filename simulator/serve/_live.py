@@ -289,6 +289,9 @@ class LiveRuns:
             if live is not None:
                 key: object = live.version
                 record = live.record if key != seen else None
+                # read with the record, before the yield below: the runner may save the final record while the
+                # event is being sent, and an end sent then would carry the stale checkpoint's status
+                ended = live.saved or bool(live.task and live.task.done())
             else:
                 try:
                     key = path.stat().st_mtime_ns
@@ -304,9 +307,7 @@ class LiveRuns:
             if record is not None:
                 seen = key
                 yield _event("session", _payload(folder, record, live.error if live else ""))
-                if live is not None:  # ended once the runner saved it: a watcher then reads the file it wrote
-                    ended = live.saved or bool(live.task and live.task.done())
-                else:
+                if live is None:  # a live session ends once the runner saved it (read above)
                     ended = record.status != SessionStatus.INCOMPLETE
                 if ended:
                     yield _event("end", {"status": record.status.value})
