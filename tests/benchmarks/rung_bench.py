@@ -15,6 +15,12 @@ the line (`simulator.members.appraise`, personas/prompts/member_appraisal.yaml):
 - `lecture`: `lectured`, asked of every member; took when anyone reads it as a lecture;
 - `generic`: `specific`, asked of every member; took when nobody reads it as about them in particular.
 
+With `--judge`, every line is also read by the checklist judge's side-taking items (the rubric's `side_taking`
+dimension, asked and scored as `rescue-sim judge` does on the transcript up to the line): `judge_side` is the
+probability the judge gives that the line takes a side (the strongest item's P(yes) when it names a side, else 1
+minus the neutral reading), `judge_label` the label it scores. The totals compare `sides` with `model` (paired by
+case and seed): AUC, the thresholded share against the probability, and the units each would need for 80% power.
+
 Every rung's lines are also counted when said in a member's voice (`simulator.transcript.in_member_voice`): each
 rung draws again on such a line, so this share is what is left after the draws.
 
@@ -68,7 +74,29 @@ async def _opening(client, case):
     return [t for t in rec.turns if t.kind == "member"]
 
 
-async def measure(client, case_ids: list[str], rungs: list[str], seeds: list[int], model: str) -> list[dict]:
+async def judge_side(client, model: str, case, opening, said) -> tuple[float, str]:
+    """The checklist judge's P(the line takes a side) and its label, as `rescue-sim judge` scores the turn."""
+    from judges.scoring._checklist import ask_questions, item_answer, score_dimension, turn_asks, turn_context
+    from judges.scoring._rubric import load_rubric
+    from simulator.records import SessionRecord, SessionStatus
+
+    dim = next(d for d in load_rubric().active if d.id == "side_taking")
+    record = SessionRecord(
+        session_id="bench", case=case, supporter=model, models={}, seed=0, max_turns=6,
+        status=SessionStatus.COMPLETED, turns=[*opening, said],
+    )  # fmt: skip
+    asks = turn_asks(record, dim, said.index)
+    context, about = turn_context(record, [], said.index)
+    got, _ = await ask_questions(client, model, context, about, [q for a in asks for q in a.questions], seed=0)
+    answers = [item_answer(a, [got[q] for q in a.questions]) for a in asks]
+    scored = score_dimension(dim, f"t{said.index}", answers, list(case.member_names))
+    side = scored.value if scored.label != dim.neutral else 1.0 - scored.value
+    return round(side, 4), scored.label
+
+
+async def measure(
+    client, case_ids: list[str], rungs: list[str], seeds: list[int], model: str, judge: bool = False
+) -> list[dict]:
     """Every rung's first line on every case and seed, with the room's answers to the rung's check questions."""
     from personas.library import resolve_case
     from simulator.members import appraise, is_yes
@@ -101,11 +129,15 @@ async def measure(client, case_ids: list[str], rungs: list[str], seeds: list[int
                 answers = {
                     q: {m: is_yes((await appraise(client, q, said, m, names)).text) for m in names} for q in questions
                 }
+                if judge:
+                    row["judge_side"], row["judge_label"] = await judge_side(client, model, case, opening, said)
                 rows.append(
                     {**row, "text": decision.text, "targets": list(decision.targets), "answers": answers,
                      "draws": decision.draws}
                 )  # fmt: skip
                 marks = " ".join(f"{q}:{','.join(m for m, y in a.items() if y) or '-'}" for q, a in answers.items())
+                if judge:
+                    marks += f" judge:{row['judge_label']} {row['judge_side']:.2f}"
                 print(
                     f"{rung:8} {case_id:18} s{seed} to {','.join(decision.targets):16} {marks:34} "
                     f"draws {decision.draws} ({time.perf_counter() - t0:.0f} s) {decision.text[:90]!r}",
@@ -132,6 +164,33 @@ def summary(rows: list[dict], rungs: list[str]) -> list[dict]:
                 entry["first_draw"] = sum(r.get("draws", 1) == 1 and took(rung, r) for r in spoke)
             table.append(entry)
     return table
+
+
+def judge_summary(rows: list[dict]) -> None:
+    """The judge's side-taking reading of `sides` against `model`, paired by case and seed."""
+    from simulator.runner.sensitivity_analysis import sessions_for_power
+
+    judged = {(r["case"], r["seed"], r["rung"]): r for r in rows if r.get("judge_side") is not None}
+    pairs = [(judged[(c, s, "sides")], judged[(c, s, "model")]) for c, s, rung in judged if rung == "sides"
+             and (c, s, "model") in judged]  # fmt: skip
+    if not pairs:
+        return
+    sides = [a["judge_side"] for a, _ in pairs]
+    ref = [b["judge_side"] for _, b in pairs]
+    auc = sum((x > y) + 0.5 * (x == y) for x in sides for y in ref) / (len(sides) * len(ref))
+    print(f"\njudge side-taking, {len(pairs)} paired lines (sides vs model): AUC {auc:.2f}")
+    for name, value in (
+        ("share of lines labelled a side", lambda r: float(r["judge_label"] != "none")),
+        ("probability of a side", lambda r: r["judge_side"]),
+    ):
+        diffs = [value(a) - value(b) for a, b in pairs]
+        mean = sum(diffs) / len(diffs)
+        need = sessions_for_power(diffs, mean) if mean else None
+        print(
+            f"  {name:32}: sides {sum(value(a) for a, _ in pairs) / len(pairs):.2f}, model "
+            f"{sum(value(b) for _, b in pairs) / len(pairs):.2f}, paired difference {mean:+.2f}; "
+            f"units for 80% power: {need if need is not None else '-'}"
+        )
 
 
 def _print(table: list[dict], rungs: list[str]) -> None:
@@ -166,6 +225,7 @@ def main() -> None:
     ap.add_argument("--seeds", default="0-1")
     ap.add_argument("--model", default="local/qwen2.5-coder-1.5b")
     ap.add_argument("--out", type=Path, help="write every line and the table as JSON")
+    ap.add_argument("--judge", action="store_true", help="also read every line with the judge's side-taking items")
     ap.add_argument(
         "--tables", type=Path, nargs="+", help="print the table of earlier --out files together; run nothing"
     )
@@ -174,19 +234,22 @@ def main() -> None:
         rows = [r for f in args.tables for r in json.loads(f.read_text(encoding="utf-8"))["rows"]]
         rungs = list(dict.fromkeys(r["rung"] for r in rows))
         _print(summary(rows, rungs), rungs)
+        judge_summary(rows)
         return
     from personas.library import load_library
     from simulator.cli.run_cmd import parse_seeds
     from simulator.llm.client import LiteLLMClient, ModelSettings
 
-    client = LiteLLMClient(ModelSettings(roles={role: args.model for role in ("member", "tracker", "supporter")}))
+    roles = ("member", "tracker", "supporter", "judge")
+    client = LiteLLMClient(ModelSettings(roles={role: args.model for role in roles}))
 
     cases = [c.id for c in load_library()] if args.cases == "all" else args.cases.split(",")
     rungs = args.rungs.split(",")
     t0 = time.perf_counter()
-    rows = asyncio.run(measure(client, cases, rungs, parse_seeds(0, args.seeds), args.model))
+    rows = asyncio.run(measure(client, cases, rungs, parse_seeds(0, args.seeds), args.model, args.judge))
     table = summary(rows, rungs)
     _print(table, rungs)
+    judge_summary(rows)
     if args.out:
         args.out.write_text(json.dumps({"rows": rows, "table": table}, indent=1), encoding="utf-8")
     print(f"\n{time.perf_counter() - t0:.0f} s")
