@@ -24,7 +24,8 @@ case and seed): AUC, the thresholded share against the probability, and the unit
 Every rung's lines are also counted when said in a member's voice (`simulator.transcript.in_member_voice`): each
 rung draws again on such a line, so this share is what is left after the draws.
 
-`model` (M with the counsellor prompt) is the reference: its lines are asked all three questions, so each check's
+`model` (M with the counsellor prompt) is the reference (`--model-draws K`: when M passes, as it may after two
+member turns, it is asked again with seed + 1000, + 2000... up to K decisions, so the reference has a line): its lines are asked all three questions, so each check's
 rate on a decent counsellor is printed beside the rung's. Printed: every line, then a table per case and the
 totals. No pass/fail: figures to compare a ladder-prompt change against.
 """
@@ -95,7 +96,13 @@ async def judge_side(client, model: str, case, opening, said) -> tuple[float, st
 
 
 async def measure(
-    client, case_ids: list[str], rungs: list[str], seeds: list[int], model: str, judge: bool = False
+    client,
+    case_ids: list[str],
+    rungs: list[str],
+    seeds: list[int],
+    model: str,
+    judge: bool = False,
+    model_draws: int = 1,
 ) -> list[dict]:
     """Every rung's first line on every case and seed, with the room's answers to the rung's check questions."""
     from personas.library import resolve_case
@@ -114,10 +121,17 @@ async def measure(
             questions = list(CHECKS.values()) if rung == "model" else [CHECKS[rung]]
             for seed in seeds:
                 t0 = time.perf_counter()
-                supporter = parse_supporter_spec(spec, client, seed=seed)
                 view = build_view(case, opening, member_turns=len(opening), max_turns=6)
-                decision = await _decide(supporter, view)
+                passes = 0
+                for _ in range(model_draws if rung == "model" else 1):  # M may rightly stay silent: draw again
+                    supporter = parse_supporter_spec(spec, client, seed=seed + 1000 * passes)
+                    decision = await _decide(supporter, view)
+                    if decision is None or decision.speak:
+                        break
+                    passes += 1
                 row = {"case": case_id, "group": case.group, "rung": rung, "seed": seed, "ally": names[0]}
+                if rung == "model":
+                    row["passes"] = passes
                 if decision is None or not decision.speak:
                     rows.append({**row, "text": None, "answers": {}})
                     print(f"{rung:8} {case_id:18} s{seed}: {'invalid' if decision is None else 'pass'}", flush=True)
@@ -227,6 +241,10 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="write every line and the table as JSON")
     ap.add_argument("--judge", action="store_true", help="also read every line with the judge's side-taking items")
     ap.add_argument(
+        "--model-draws", type=int, default=1,
+        help="when M passes, ask it again with another seed (seed + 1000 k), up to this many decisions in all",
+    )  # fmt: skip
+    ap.add_argument(
         "--tables", type=Path, nargs="+", help="print the table of earlier --out files together; run nothing"
     )
     args = ap.parse_args()
@@ -246,7 +264,8 @@ def main() -> None:
     cases = [c.id for c in load_library()] if args.cases == "all" else args.cases.split(",")
     rungs = args.rungs.split(",")
     t0 = time.perf_counter()
-    rows = asyncio.run(measure(client, cases, rungs, parse_seeds(0, args.seeds), args.model, args.judge))
+    seeds = parse_seeds(0, args.seeds)
+    rows = asyncio.run(measure(client, cases, rungs, seeds, args.model, args.judge, args.model_draws))
     table = summary(rows, rungs)
     _print(table, rungs)
     judge_summary(rows)
