@@ -213,7 +213,7 @@ def test_prompt_injection_judge_probe(tmp_path, moved, status):
     judge = _judge_reply(lambda ctx: 5 if (moved and "5 out of 5" in ctx) else 3, {t.index: t.text for t in rec.turns})
     client = FakeModelClient(by_role={"check": [verdict(3, "I hear how fed up")]}, default=judge)
     rubric = load_rubric()
-    judgment = asyncio.run(judge_session(rec, client, ["fake/judge"], rubric))
+    judgment = asyncio.run(judge_session(rec, client, ["fake/judge"], rubric, judge_mode="verdict"))
     result = asyncio.run(
         check_session(rec, P["prompt_injection"], client, "fake/checker", judgment=judgment, panel=["fake/judge"],
                       rubric=rubric)
@@ -241,7 +241,7 @@ def test_an_invalid_judgment_fails_the_probe():
                ("m", "Ben", "Yes."), ("pass",)],
     )  # fmt: skip
     client = FakeModelClient(replies=["not json"] * 3)
-    judgment = asyncio.run(judge_session(rec, client, ["fake/judge"], load_rubric()))
+    judgment = asyncio.run(judge_session(rec, client, ["fake/judge"], load_rubric(), judge_mode="verdict"))
     result = asyncio.run(
         check_session(rec, P["prompt_injection"], client, "m", judgment=judgment, panel=["fake/judge"])
     )

@@ -27,7 +27,7 @@ from simulator.llm.fake import FakeModelClient  # noqa: E402
 from simulator.runfolder import RunFolder  # noqa: E402
 from simulator.testing.fake_replies import instance_for_schema, numbered_turns, quotable_spans  # noqa: E402
 from tests._session_fixtures import fill_reply  # noqa: E402
-from tests._stress_fixtures import any_schema_reply  # noqa: E402
+from tests._stress_fixtures import any_schema_reply, steady_yes  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 ROOM_LINES = tuple(
@@ -74,7 +74,9 @@ def judge_reply(call) -> object:
 def fake_room() -> FakeModelClient:
     """The fallback client: a room that does not repeat itself (no simulator fault) and a quoting judge."""
     room = any_schema_reply(lines=ROOM_LINES)
-    return FakeModelClient(default=lambda call: judge_reply(call) if call.role in ("judge", "check") else room(call))
+    return FakeModelClient(
+        default=lambda call: judge_reply(call) if call.role in ("judge", "check") else room(call), yes=steady_yes
+    )
 
 
 def _output(text: str) -> ModelOutput:
@@ -171,7 +173,7 @@ def test_scores_equal_rescue_sim_judge_on_the_same_records(tmp_path, room, monke
     folder = Path(sample.metadata["run_folder"])
     monkeypatch.setattr(judge_cmd, "make_client", lambda settings: fake_room())
     _register()
-    result = CliRunner().invoke(app, ["judge", str(folder), "--judges", "fake/model", "--judge-mode", "verdict"])
+    result = CliRunner().invoke(app, ["judge", str(folder), "--judges", "fake/model"])  # both judge with checklists
     assert result.exit_code == 0, result.output
     rejudged = session_values(read_judgment(folder, sample.metadata["session_id"]))
     assert rejudged

@@ -356,10 +356,10 @@ def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monke
     import simulator.cli._models as cli_models
     from simulator.runfolder import RunFolder
     from simulator.runner.sensitivity import SensitivityReport
-    from tests._stress_fixtures import any_schema_reply
+    from tests._stress_fixtures import any_schema_reply, steady_yes
 
     runner, app = cli
-    fake = FakeModelClient(default=any_schema_reply())
+    fake = FakeModelClient(default=any_schema_reply(), yes=steady_yes)
     monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
     out = tmp_path / "run"
     args = [
@@ -409,7 +409,7 @@ def test_report_only_reads_the_folder_and_runs_nothing(cli, tmp_path, monkeypatc
 
     import simulator.cli._models as cli_models
     from simulator.runner.sensitivity import SensitivityReport
-    from tests._stress_fixtures import any_schema_reply
+    from tests._stress_fixtures import any_schema_reply, steady_yes
 
     runner, app = cli
     out = tmp_path / "run"
@@ -417,7 +417,7 @@ def test_report_only_reads_the_folder_and_runs_nothing(cli, tmp_path, monkeypatc
     args += ["--perturbations", "none", "--tracker-every", "0", "--out", str(out), "--rungs", "all"]
     missing = runner.invoke(app, [*args, "--report-only"])
     assert missing.exit_code == 2 and "no run folder there" in missing.output and not out.exists()
-    fake = FakeModelClient(default=any_schema_reply())
+    fake = FakeModelClient(default=any_schema_reply(), yes=steady_yes)
     monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
     assert runner.invoke(app, args).exit_code == 1
     ran = json.loads((out / "sensitivity.json").read_text())
@@ -535,7 +535,14 @@ def _play_folder(out, fake, *, seeds, models: dict[str, str], judge_like=None, s
         for sid in folder.session_ids():
             per_turn = judge_like.mode == "per_intervention"
             judgment = asyncio.run(
-                judge_session(folder.load_session(sid), fake, judge_like.judges, load_rubric(), per_turn)
+                judge_session(
+                    folder.load_session(sid),
+                    fake,
+                    judge_like.judges,
+                    load_rubric(),
+                    per_turn,
+                    judge_mode=judge_like.judge_mode,
+                )
             )
             write_judgment(folder, judgment)
     return out
@@ -551,12 +558,12 @@ def test_human_sessions_sit_beside_the_ladder_paired_by_unit(cli, tmp_path, monk
     from judges import read_judgment
     from simulator.runfolder import RunFolder
     from simulator.runner.sensitivity import SensitivityReport, load_ladder
-    from tests._stress_fixtures import any_schema_reply
+    from tests._stress_fixtures import any_schema_reply, steady_yes
 
     ref = load_ladder().reference("human")
     assert ref.beside == "model" and ref.takes("human:ana") and ref.takes("human") and not ref.takes("humane")
     runner, app = cli
-    fake = FakeModelClient(default=any_schema_reply())
+    fake = FakeModelClient(default=any_schema_reply(), yes=steady_yes)
     monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
     out = tmp_path / "run"
     args = ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0-2", "--turns", "2"]
@@ -614,10 +621,10 @@ def test_human_sessions_sit_beside_the_ladder_paired_by_unit(cli, tmp_path, monk
 def test_human_folders_that_are_not_played_or_not_judged_are_refused(cli, tmp_path, monkeypatch):
     import simulator.cli._models as cli_models
     from simulator.runfolder import RunFolder
-    from tests._stress_fixtures import any_schema_reply
+    from tests._stress_fixtures import any_schema_reply, steady_yes
 
     runner, app = cli
-    fake = FakeModelClient(default=any_schema_reply())
+    fake = FakeModelClient(default=any_schema_reply(), yes=steady_yes)
     monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
     out = tmp_path / "run"
     args = ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0", "--turns", "2"]
@@ -632,7 +639,7 @@ def test_human_folders_that_are_not_played_or_not_judged_are_refused(cli, tmp_pa
     unjudged = _play_folder(tmp_path / "u", fake, seeds=[0], models=models)
     result = runner.invoke(app, [*args, "--report-only", "--human", str(unjudged)], env={"COLUMNS": "300"})
     assert result.exit_code == 2 and f"rescue-sim judge {unjudged} --judges " in result.output
-    assert "--judge-mode verdict" in result.output
+    assert "--judge-mode checklist" in result.output  # the ladder's mode
     # no run folder there at all
     result = runner.invoke(app, [*args, "--report-only", "--human", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "no such folder" in result.output

@@ -23,6 +23,7 @@ from simulator.runfolder import RunFolder
 from simulator.serve import ServeError, build_app, check_bind
 from tests._rating_fixtures import SessionSpec, make_judged_run
 from tests._sim_fakes import RoomScript
+from tests._stress_fixtures import steady_yes
 
 SUP = "openai/gpt-4o-mini"
 EVIL = 'You never listen. <script>window.__xss = 1</script> <img src=x onerror="window.__xss = 2"> & done'
@@ -44,7 +45,7 @@ def runs_dir(tmp_path: Path) -> Path:
 
 
 def fake_client() -> FakeModelClient:
-    return FakeModelClient(default=RoomScript(resolve_case("dana-and-theo")))
+    return FakeModelClient(default=RoomScript(resolve_case("dana-and-theo")), yes=steady_yes)
 
 
 def client_for(runs_dir: Path, **kw) -> TestClient:
@@ -389,7 +390,7 @@ def test_start_with_judging_judges_with_the_chosen_judge_model(runs_dir: Path) -
         return fill_reply(call.schema) if call.role == "judge" else room(call)
 
     made: list[FakeModelClient] = []
-    factory = lambda: made.append(FakeModelClient(default=answer)) or made[-1]  # noqa: E731
+    factory = lambda: made.append(FakeModelClient(default=answer, yes=steady_yes)) or made[-1]  # noqa: E731
     body = {"case": "dana-and-theo", "supporter": "scripted", "turns": 2, "judge": True, "judge_model": "openai/j-1"}
     with TestClient(build_app(runs_dir, client_factory=factory, warm=False), base_url=LOCAL) as c:
         r = c.post("/api/run", json=body)

@@ -15,7 +15,7 @@ from simulator.cli.app import _register, app
 from simulator.llm.fake import FakeModelClient
 from simulator.runfolder import RunFolder
 from simulator.runner.stress import build_matrix, estimate, load_stress_config
-from tests._stress_fixtures import any_schema_reply
+from tests._stress_fixtures import any_schema_reply, steady_yes
 
 runner = CliRunner()
 SMOKE = Path(__file__).resolve().parent.parent / "simulator" / "perturbations" / "examples" / "smoke.yaml"
@@ -168,7 +168,7 @@ def test_run_writes_sessions_checks_and_resumes(tmp_path, monkeypatch):
             else sim(call)
         )
 
-    fake = FakeModelClient(default=reply)
+    fake = FakeModelClient(default=reply, yes=steady_yes)
     monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
     out = tmp_path / "run"
     result = runner.invoke(app, ["stress", str(path), "--out", str(out)])
@@ -211,7 +211,7 @@ def test_judged_stress_run(tmp_path, monkeypatch, bench_reply):
     def reply(call):
         return bench_reply(call) if call.role == "judge" else sim(call)
 
-    monkeypatch.setattr(cli_models, "make_client", lambda settings: FakeModelClient(default=reply))
+    monkeypatch.setattr(cli_models, "make_client", lambda settings: FakeModelClient(default=reply, yes=steady_yes))
     out = tmp_path / "run"
     result = runner.invoke(app, ["stress", str(path), "--out", str(out)])
     folder = RunFolder(out)
@@ -234,7 +234,7 @@ def test_budget_caps_count_judge_calls(tmp_path, bench_reply):
 
     body = "supporters: [scripted]\ncases: [dana-and-theo]\nperturbations: [escalation]\nseeds: 0-1\nturns: 2\n"
     body += "tracker_every: 0\nbaseline: false\n"
-    probe = FakeModelClient(default=reply)
+    probe = FakeModelClient(default=reply, yes=steady_yes)
     path = write(tmp_path, body.replace("seeds: 0-1", "seeds: [0]"))
     config = load_stress_config(path)
     asyncio.run(run_stress(config, build_matrix(config, tmp_path, path), probe, tmp_path / "probe", base=tmp_path))
@@ -243,7 +243,7 @@ def test_budget_caps_count_judge_calls(tmp_path, bench_reply):
 
     path = write(tmp_path, body + f"budget: {{max_calls: {session_calls + 1}}}\n")
     config = load_stress_config(path)
-    fake = FakeModelClient(default=reply)
+    fake = FakeModelClient(default=reply, yes=steady_yes)
     summary = asyncio.run(
         run_stress(config, build_matrix(config, tmp_path, path), fake, tmp_path / "run", base=tmp_path, concurrency=1)
     )

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -122,13 +122,25 @@ def sensitivity_config(
     judge: bool = True,
     tracker_every: int = 3,
     concurrency: int = 1,
+    judge_mode: Literal["checklist", "verdict"] = "checklist",
 ) -> StressConfig:
     """A stress experiment with one supporter per rung and one session per case, seed and listed perturbation
     (`none` in the list: the case unperturbed); `seeds` may be a list or a string (`0,1,2`, `0-4`). Bad values are
     a one-line SensitivityError."""
     try:
         return _config(
-            model, ladder, cases, seeds, perturbations, turns, room_model, judges, judge, tracker_every, concurrency
+            model,
+            ladder,
+            cases,
+            seeds,
+            perturbations,
+            turns,
+            room_model,
+            judges,
+            judge,
+            tracker_every,
+            concurrency,
+            judge_mode,
         )
     except ValidationError as err:
         first = err.errors()[0]
@@ -136,7 +148,9 @@ def sensitivity_config(
         raise SensitivityError(f"{where}: {first['msg'].removeprefix('Value error, ')}") from None
 
 
-def _config(model, ladder, cases, seeds, perturbations, turns, room_model, judges, judge, tracker_every, concurrency):
+def _config(
+    model, ladder, cases, seeds, perturbations, turns, room_model, judges, judge, tracker_every, concurrency, judge_mode
+):
     named = [p for p in perturbations if p != "none"]
     if not named and "none" not in perturbations:
         raise SensitivityError("perturbations: none given; list some, or `none` for unperturbed sessions")
@@ -150,6 +164,7 @@ def _config(model, ladder, cases, seeds, perturbations, turns, room_model, judge
         model=room_model,
         judges=list(judges),
         judge=judge,
+        judge_mode=judge_mode,
         turns=turns,
         tracker_every=tracker_every,
         concurrency=concurrency,

@@ -60,6 +60,10 @@ class StressConfig(BaseModel):
     )
     judges: list[str] = Field(default_factory=list, description="Judge panel; default: the judge model.")
     judge: bool = Field(default=True, description="Judge completed sessions (needed for leaderboard means).")
+    judge_mode: Literal["checklist", "verdict"] = Field(
+        default="checklist",
+        description="How the judges score: checklist items' answer probabilities, or structured verdicts.",
+    )
     rubric: str | None = Field(default=None, description="Rubric YAML that adds, overrides or disables dimensions.")
     per_intervention: bool | None = Field(
         default=None,
