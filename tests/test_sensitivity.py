@@ -324,7 +324,7 @@ def test_dry_run_prints_the_matrix_and_runs_nothing(cli, tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "3 rungs x 1 cases x 3 seeds x 1 perturbations = 9 sessions" in result.output  # default_rungs
     assert "perturbations: crisis_disclosure" in result.output and "scripted" not in result.output
-    assert "embedded model, no cache" not in result.output  # M is not the embedded model
+    assert "embedded model," not in result.output  # M is not the embedded model
     result = runner.invoke(app, [*args, "--perturbations", " , "])
     assert result.exit_code == 2 and "perturbations: none given" in result.output
 
@@ -459,7 +459,7 @@ def test_dry_run_estimates_the_embedded_model_s_minutes_for_ladder_rungs(cli, tm
     result = runner.invoke(app, ["sensitivity", "--model", local, "--dry-run", "--out", str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
     assert "3 rungs x 1 cases x 2 seeds x 1 perturbations = 6 sessions" in result.output
-    assert "embedded model, no cache" in result.output  # sides:local/... is the embedded model too
+    assert "embedded model, checklist prefixes cached" in result.output  # sides:local/... is the embedded model too
 
 
 def test_rung_bench_reads_each_rung_by_its_own_check():

@@ -26,12 +26,14 @@ def render_estimate(est: Estimate) -> Table:
     for pert, n in est.by_perturbation.items():
         table.add_row(f"perturbation {escape(pert)}", str(n))
     for role, n in est.calls.items():
-        table.add_row(f"model calls: {role}", str(n))
+        mode = f" ({est.judge_mode})" if role == "judge" and est.judge_mode else ""
+        table.add_row(f"model calls: {role}{mode}", str(n))
     table.add_row("model calls: total", str(est.total_calls))
     table.add_row("prompt tokens (no cache)", f"{est.prompt_tokens:,}")
     table.add_row("completion tokens", f"{est.completion_tokens:,}")
     if est.local_minutes is not None:
-        table.add_row("embedded model, no cache", f"≈ {est.local_minutes:g} min")
+        cache = "checklist prefixes cached" if est.judge_mode == "checklist" else "no cache"
+        table.add_row(f"embedded model, {cache}", f"≈ {est.local_minutes:g} min")
     return table
 
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from judges import judge_units, load_rubric
 from judges.scoring import Rubric
 from personas.case import Case
+from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
 from simulator.llm.types import is_local
 from simulator.records import SUPPORTER, SessionRecord, SessionStatus, Turn
 from simulator.runner.stress_config import BASELINE, MODEL_ROLES, Matrix, StressConfig, plays_at
@@ -37,6 +38,10 @@ class Estimate(BaseModel):
     by_perturbation: dict[str, int]
     skipped: list[str]
     calls: dict[str, int] = Field(description="Role -> model calls.")
+    judge_mode: str | None = Field(
+        default=None,
+        description="How the judges score (`checklist`: `calls['judge']` counts questions); None: no judging.",
+    )
     prompt_tokens: int
     completion_tokens: int
     local_minutes: float | None = Field(
@@ -98,7 +103,7 @@ def estimate(config: StressConfig, matrix: Matrix, base: Path | None = None) -> 
     calls = {"member": 0, "tracker": 0, "supporter": 0, "judge": 0, "check": 0}
     prompt = completion = 0
     cached = 0  # prompt tokens the embedded model's prefix cache spares the checklist judge (local minutes only)
-    judges = config.judges or [config.model_for("judge") or ""]
+    judges = config.judges or [config.model_for("judge") or DEFAULT_LOCAL_MODEL]  # unset: the embedded model
     panel = len(judges)
     rubric = _rubric(config, base) if config.judge else None
     units: dict[tuple[str, int, int], int] = {}
@@ -169,6 +174,7 @@ def estimate(config: StressConfig, matrix: Matrix, base: Path | None = None) -> 
         by_perturbation=by_pert,
         skipped=matrix.skipped,
         calls=calls,
+        judge_mode=config.judge_mode if config.judge else None,
         prompt_tokens=prompt,
         completion_tokens=completion,
         local_minutes=(
