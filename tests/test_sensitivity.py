@@ -383,6 +383,11 @@ def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monke
     folder = RunFolder(out)
     records = [folder.load_session(s) for s in folder.session_ids()]
     assert {r.supporter for r in records} == set(report.rungs.values())  # each record names its rung
+    from judges import read_judgment
+
+    judgments = [read_judgment(folder, r.session_id) for r in records]
+    assert all(j is not None and j.judge_mode == "checklist" for j in judgments)  # the default, as `run`
+    assert folder.read_manifest().config["stress"]["judge_mode"] == "checklist"
     # a room that says the same line every turn is a malfunctioning room: every session is a simulator fault,
     # left out of every metric and counted per rung, so nothing is measured and nothing separates
     assert set(report.simulator_faults) == set(report.rungs)
@@ -402,6 +407,28 @@ def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monke
     assert objective.measured and objective.kendall_tau is None  # measured, identical for every rung
     assert all(p.difference == 0 and p.sessions_for_power is None for p in objective.adjacent)
     assert "not sensitive" in result.output and "do not separate" in result.output
+
+
+def test_judge_mode_verdict_judges_the_ladder_with_verdicts(cli, tmp_path, monkeypatch, bench_reply):
+    import simulator.cli._models as cli_models
+    from judges import read_judgment
+    from simulator.runfolder import RunFolder
+    from tests._stress_fixtures import any_schema_reply
+
+    runner, app = cli
+    room = any_schema_reply(lines=["I am tired of this.", "You never ask me.", "Fine, say it then."])
+    fake = FakeModelClient(default=lambda call: bench_reply(call) if call.role == "judge" else room(call))
+    monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
+    out = tmp_path / "run"
+    args = ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0", "--turns", "2", "--rungs"]
+    args += ["model,silent", "--perturbations", "none", "--tracker-every", "0", "--out", str(out)]
+    result = runner.invoke(app, [*args, "--judge-mode", "verdict"])
+    assert result.exit_code in (0, 1), result.output  # one unit separates nothing; the judgments are what count
+    folder = RunFolder(out)
+    judgments = [read_judgment(folder, sid) for sid in folder.session_ids()]
+    assert len(judgments) == 2 and all(j is not None and j.judge_mode == "verdict" for j in judgments)
+    assert not any(c.schema is None and c.role == "judge" for c in fake.calls)  # no checklist question asked
+    assert folder.read_manifest().config["stress"]["judge_mode"] == "verdict"
 
 
 def test_report_only_reads_the_folder_and_runs_nothing(cli, tmp_path, monkeypatch):
