@@ -231,8 +231,14 @@ def test_judged_stress_run(tmp_path, monkeypatch, bench_reply):
     judgment = read_judgment(folder, sid)
     assert judgment is not None and judgment.judge_mode == "verdict" and judgment.prompt_digest
     assert not any(s.answers for v in judgment.verdicts for s in v.scores)
-    assert folder.read_manifest().config["stress"]["judge_mode"] == "verdict"
+    # verdict, the mode of every run made before judge_mode existed, is left out of the manifest as those left
+    # it: a run begun then resumes under --judge-mode verdict, and is refused (one line) under checklists
+    assert "judge_mode" not in folder.read_manifest().config["stress"]
     assert result.exit_code in (0, 1)  # the fake judge's quotes may be unsupported; the check is recorded anyway
+    again = runner.invoke(app, ["stress", str(path), "--out", str(out), "--judge-mode", "verdict"])
+    assert again.exit_code in (0, 1) and "different config" not in again.output
+    refused = runner.invoke(app, ["stress", str(path), "--out", str(out)])
+    assert refused.exit_code == 2 and "different config (changed: stress)" in " ".join(refused.output.split())
     assert load_stress_config(write(tmp_path, path.read_text() + "judge_mode: verdict\n")).judge_mode == "verdict"
 
 

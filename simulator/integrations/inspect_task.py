@@ -41,7 +41,13 @@ from simulator.llm.types import ModelClient
 from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder, config_hash
 from simulator.runner.session import CURRENT_SESSION, SessionSpec, make_session_id
-from simulator.runner.stress_config import StressConfig, build_matrix, config_error, load_stress_config
+from simulator.runner.stress_config import (
+    StressConfig,
+    build_matrix,
+    config_error,
+    load_stress_config,
+    unrecorded,
+)
 
 PACKAGE = "rescue_sim"  # the entry point's name: tasks are `rescue_sim/rescue_session`, `rescue_sim/rescue_stress`
 ROOM_ROLES = ("member", "tracker", "judge", "check")
@@ -212,7 +218,7 @@ class _Plan:
         manifest = {
             "kind": "inspect",
             "task": f"{PACKAGE}/{self.task}",
-            "stress": self.config.model_dump(mode="json", exclude={"ray_env"}),
+            "stress": self.config.model_dump(mode="json", exclude={"ray_env", *unrecorded(self.config)}),
             "supporter": client.model_for("supporter"),
             "models": {r: client.model_for(r) for r in ROOM_ROLES},  # type: ignore[arg-type]
         }

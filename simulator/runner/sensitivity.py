@@ -51,7 +51,7 @@ from simulator.runner.sensitivity_analysis import (
 from simulator.runner.sensitivity_ladder import LADDER_PATH, Ladder, LadderError, LadderMetric, Rung, load_ladder
 from simulator.runner.sensitivity_values import collect_values, mean_by_unit, metric_values, unit_of
 from simulator.runner.session import SessionSpec
-from simulator.runner.stress_config import StressConfig
+from simulator.runner.stress_config import StressConfig, unrecorded
 
 __all__ = [
     "CONFIDENCE",
@@ -173,7 +173,7 @@ def _config(
 
 def default_out_dir(model: str, config: StressConfig, specs: Sequence[SessionSpec], root: str | Path = "runs") -> Path:
     slug = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in model.lower())[:40]
-    key = {"config": config.model_dump(mode="json"), "ids": [s.session_id for s in specs]}
+    key = {"config": config.model_dump(mode="json", exclude=unrecorded(config)), "ids": [s.session_id for s in specs]}
     return Path(root) / f"sensitivity-{slug}-{config_hash(key)[:8]}"
 
 
