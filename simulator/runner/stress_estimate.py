@@ -198,7 +198,7 @@ def _judging_tokens(
 
     Verdicts: every call reads the whole transcript and writes entries. Checklist: every question reads the
     transcript up to its turn (on average half the session) and answers one token; the questions about one turn
-    share that prefix, read once per turn and judge by a prefix cache."""
+    share that prefix, which a prefix cache (the embedded model's) reads once per turn."""
     if config.judge_mode == "checklist":
         prefix = average_prefix + _CHECKLIST_PREFIX
         prefixes = panel * (interventions + 1)  # one per supporter turn and one for the whole session, per judge
