@@ -399,3 +399,7 @@ def test_the_embedded_model_is_the_room_by_default(tmp_path, monkeypatch):
     assert sum(t.kind == "member" for t in record.turns) == 2
     assert any(t.kind == "supporter" and t.text == GOOD_DECISION["text"] for t in record.turns)
     assert sample.scores["rescue_judges"].metadata["judgment"]["judges"] == [DEFAULT_LOCAL_MODEL]
+    judgment = sample.scores["rescue_judges"].metadata["judgment"]
+    assert judgment["judge_mode"] == "checklist" and judgment["status"] == "ok"  # P(yes) from llama.cpp's logits
+    answers = [a for v in judgment["verdicts"] for s in v["scores"] for a in s["answers"]]
+    assert answers and {a["method"] for a in answers} == {"logprobs"}
