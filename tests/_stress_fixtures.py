@@ -88,6 +88,12 @@ def _fill(node: dict, defs: dict) -> object:
     return {"string": "it stung", "integer": 5, "number": 5, "boolean": False}.get(kind)
 
 
+def steady_yes(call) -> float:
+    """A FakeModelClient `yes`: every checklist question answered yes with p = 0.7 (the checklist judge, the
+    default of every path that judges, gets an answer; tests of its arithmetic choose their own)."""
+    return 0.7
+
+
 def any_schema_reply(line: str = "I can't do this any more.", *, lines: Sequence[str] = ()):
     """A FakeModelClient `default` that answers any schema with its first allowed values (empty optional lists,
     so no risk is flagged) and free text with `line`: robust to fields the simulator's schemas gain. With `lines`,

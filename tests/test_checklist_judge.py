@@ -209,7 +209,7 @@ def test_an_old_judgment_still_loads_is_shown_and_enters_the_leaderboard(tmp_pat
     record = couple_session()
     folder.write_session(record)
     client = FakeModelClient(default=lambda call: fill_reply(call.schema))
-    judgment = asyncio.run(judge_session(record, client, ["fake/judge"]))
+    judgment = asyncio.run(judge_session(record, client, ["fake/judge"], judge_mode="verdict"))
     path = write_judgment(folder, judgment)
     old = json.loads(path.read_text())  # as schema 2 wrote it: no judge mode, no values or answers
     old["schema_version"] = 2

@@ -394,7 +394,7 @@ def test_a_score_whose_evidence_is_not_in_the_transcript_is_reasked_then_failed_
     good = fill_reply(schema)
     made_up = fill_reply(schema, quote="words nobody said in this room")
     client = FakeModelClient(replies=[made_up, made_up])
-    judgment = asyncio.run(judge_session(record, client, ["fake/judge"], rubric, False))
+    judgment = asyncio.run(judge_session(record, client, ["fake/judge"], rubric, False, judge_mode="verdict"))
     verdict = judgment.verdicts[0]
     assert len(client.calls) == 2  # asked, then re-asked with the reason
     assert "not in the turns it named" in client.calls[1].prompt.instructions
@@ -403,7 +403,7 @@ def test_a_score_whose_evidence_is_not_in_the_transcript_is_reasked_then_failed_
 
     # a reply whose quotes are real is kept; the re-ask recovers
     client = FakeModelClient(replies=[made_up, good])
-    recovered = asyncio.run(judge_session(record, client, ["fake/judge"], rubric, False))
+    recovered = asyncio.run(judge_session(record, client, ["fake/judge"], rubric, False, judge_mode="verdict"))
     assert recovered.verdicts[0].status == JudgmentStatus.OK and recovered.verdicts[0].scores
 
     # unsupported scores never reach the leaderboard

@@ -25,9 +25,10 @@ from typer.testing import CliRunner  # noqa: E402
 from simulator.integrations import inspect_task  # noqa: E402
 from simulator.llm.fake import FakeModelClient  # noqa: E402
 from simulator.runfolder import RunFolder  # noqa: E402
+from simulator.runner.stress_config import StressConfigError  # noqa: E402
 from simulator.testing.fake_replies import instance_for_schema, numbered_turns, quotable_spans  # noqa: E402
 from tests._session_fixtures import fill_reply  # noqa: E402
-from tests._stress_fixtures import any_schema_reply  # noqa: E402
+from tests._stress_fixtures import any_schema_reply, steady_yes  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 ROOM_LINES = tuple(
@@ -74,7 +75,9 @@ def judge_reply(call) -> object:
 def fake_room() -> FakeModelClient:
     """The fallback client: a room that does not repeat itself (no simulator fault) and a quoting judge."""
     room = any_schema_reply(lines=ROOM_LINES)
-    return FakeModelClient(default=lambda call: judge_reply(call) if call.role in ("judge", "check") else room(call))
+    return FakeModelClient(
+        default=lambda call: judge_reply(call) if call.role in ("judge", "check") else room(call), yes=steady_yes
+    )
 
 
 def _output(text: str) -> ModelOutput:
@@ -151,6 +154,7 @@ def test_rescue_session_runs_each_sample_as_a_session_with_a_valid_log(tmp_path,
     assert set(inspect_task.ROOM_METRICS) <= set(score.value) and "strategy_fit" in score.value
     assert not math.isnan(score.value["strategy_fit"])
     assert score.metadata["judgment"]["session_id"] == record.session_id
+    assert score.metadata["judgment"]["judge_mode"] == "checklist"  # the default, as `run` and `stress`
     assert "strategy_fit" in score.explanation
     metrics = {s.name: s.metrics for s in again.results.scores}
     assert {"mean", "stderr", "bootstrap_ci_low", "bootstrap_ci_high"} <= set(metrics["strategy_fit"])
@@ -171,7 +175,7 @@ def test_scores_equal_rescue_sim_judge_on_the_same_records(tmp_path, room, monke
     folder = Path(sample.metadata["run_folder"])
     monkeypatch.setattr(judge_cmd, "make_client", lambda settings: fake_room())
     _register()
-    result = CliRunner().invoke(app, ["judge", str(folder), "--judges", "fake/model", "--judge-mode", "verdict"])
+    result = CliRunner().invoke(app, ["judge", str(folder), "--judges", "fake/model"])  # both judge with checklists
     assert result.exit_code == 0, result.output
     rejudged = session_values(read_judgment(folder, sample.metadata["session_id"]))
     assert rejudged
@@ -266,6 +270,18 @@ def test_eval_retry_resumes_without_duplicating_sessions(tmp_path):
     assert got["retry_room_served"] and all("__s1__" in s for s in got["retry_room_served"])
 
 
+def test_judge_mode_verdict_makes_the_scorer_judge_with_verdicts(tmp_path, room):
+    log = run_eval(tmp_path, supporter(), seeds="0", judge_mode="verdict")
+    assert log.status == "success", log.error
+    sample = read_eval_log(log.location).samples[0]
+    score = sample.scores["rescue_judges"]
+    assert score.metadata["judgment"]["judge_mode"] == "verdict" and not math.isnan(score.value["strategy_fit"])
+    judged = [c for c in room.calls if c.role == "judge"]
+    assert judged and all(c.schema is not None for c in judged)  # structured verdicts, no yes/no question
+    with pytest.raises(StressConfigError, match=r"rescue_session task args: judge_mode: must be 'checklist' or"):
+        inspect_task.rescue_session(cases="dana-and-theo", judge_mode="rubric")
+
+
 def test_rescue_stress_runs_a_stress_config(tmp_path, room):
     config = tmp_path / "stress.yaml"
     config.write_text(
@@ -282,6 +298,12 @@ def test_rescue_stress_runs_a_stress_config(tmp_path, room):
     samples = read_eval_log(log.location).samples
     assert [s.id for s in samples] == ["dana-and-theo__none__s0__t0"]  # the config's supporters are replaced
     assert samples[0].metadata["session_id"].startswith("dana-and-theo__inspect-mockllm-model")
+    assert samples[0].scores["rescue_judges"].metadata["judgment"]["judge_mode"] == "checklist"
+    # the task's judge_mode overrides the config's
+    task = inspect_task.rescue_stress(config=str(config), out=str(tmp_path / "runs"), judge_mode="verdict")
+    assert task.metadata["rescue_sim"]["config"]["judge_mode"] == "verdict"
+    with pytest.raises(StressConfigError, match=r"rescue_stress task args: judge_mode: must be"):
+        inspect_task.rescue_stress(config=str(config), judge_mode="rubric")
 
 
 def test_import_inspect_rebuilds_the_run_folder_and_the_leaderboard_reads_it(tmp_path, room):
@@ -377,3 +399,7 @@ def test_the_embedded_model_is_the_room_by_default(tmp_path, monkeypatch):
     assert sum(t.kind == "member" for t in record.turns) == 2
     assert any(t.kind == "supporter" and t.text == GOOD_DECISION["text"] for t in record.turns)
     assert sample.scores["rescue_judges"].metadata["judgment"]["judges"] == [DEFAULT_LOCAL_MODEL]
+    judgment = sample.scores["rescue_judges"].metadata["judgment"]
+    assert judgment["judge_mode"] == "checklist" and judgment["status"] == "ok"  # P(yes) from llama.cpp's logits
+    answers = [a for v in judgment["verdicts"] for s in v["scores"] for a in s["answers"]]
+    assert answers and {a["method"] for a in answers} == {"logprobs"}

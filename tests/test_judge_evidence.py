@@ -32,7 +32,9 @@ def judged(reply, record: SessionRecord | None = None, judge: str = "fake/judge"
     client = FakeModelClient(
         replies=reply if isinstance(reply, list) else [], default=None if isinstance(reply, list) else reply
     )
-    return asyncio.run(judge_session(record, client, [judge], load_rubric(), per_intervention)), client
+    return asyncio.run(
+        judge_session(record, client, [judge], load_rubric(), per_intervention, judge_mode="verdict")
+    ), client
 
 
 def whole_reply(record: SessionRecord | None = None, **kw) -> dict:
@@ -345,7 +347,7 @@ def test_copy_cap_is_declared_in_the_rubric_and_validated(tmp_path: Path) -> Non
     path.write_text(yaml.safe_dump({"dimensions": [{"id": "strategy_fit", "copy_cap": 3}]}), encoding="utf-8")
     record = with_t5(COPY)
     client = FakeModelClient(default=lambda call: fill_reply(call.schema, record=record))
-    j = asyncio.run(judge_session(record, client, ["fake/judge"], load_rubric(path), False))
+    j = asyncio.run(judge_session(record, client, ["fake/judge"], load_rubric(path), False, judge_mode="verdict"))
     assert score_of(j, "t5", "strategy_fit").score == 3
     for entry, message in (
         ({"id": "strategy_fit", "copy_cap": 9}, "copy_cap must lie within 1-5"),

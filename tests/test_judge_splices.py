@@ -72,7 +72,7 @@ def copies_in(record: SessionRecord) -> list[tuple[int, list[tuple[int, str]], f
 
 def judged(record: SessionRecord):
     client = FakeModelClient(default=lambda call: fill_reply(call.schema, record=record))  # the judge gives 4s
-    return asyncio.run(judge_session(record, client, ["fake/judge"], load_rubric())), client
+    return asyncio.run(judge_session(record, client, ["fake/judge"], load_rubric(), judge_mode="verdict")), client
 
 
 def score_of(judgment, item: str, dimension: str):

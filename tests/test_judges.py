@@ -45,7 +45,7 @@ def one_judgment(reply, *, judges_=("fake/judge",), rubric=None, per_interventio
         replies=list(reply) if isinstance(reply, list) else [], default=None if isinstance(reply, list) else reply
     )
     record = record or couple_session()
-    return run(judge_session(record, client, list(judges_), rubric, per_intervention)), client
+    return run(judge_session(record, client, list(judges_), rubric, per_intervention, judge_mode="verdict")), client
 
 
 def valid_reply(**kw) -> dict:

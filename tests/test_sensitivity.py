@@ -324,7 +324,7 @@ def test_dry_run_prints_the_matrix_and_runs_nothing(cli, tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "3 rungs x 1 cases x 3 seeds x 1 perturbations = 9 sessions" in result.output  # default_rungs
     assert "perturbations: crisis_disclosure" in result.output and "scripted" not in result.output
-    assert "embedded model, no cache" not in result.output  # M is not the embedded model
+    assert "embedded model," not in result.output  # M is not the embedded model
     result = runner.invoke(app, [*args, "--perturbations", " , "])
     assert result.exit_code == 2 and "perturbations: none given" in result.output
 
@@ -356,10 +356,10 @@ def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monke
     import simulator.cli._models as cli_models
     from simulator.runfolder import RunFolder
     from simulator.runner.sensitivity import SensitivityReport
-    from tests._stress_fixtures import any_schema_reply
+    from tests._stress_fixtures import any_schema_reply, steady_yes
 
     runner, app = cli
-    fake = FakeModelClient(default=any_schema_reply())
+    fake = FakeModelClient(default=any_schema_reply(), yes=steady_yes)
     monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
     out = tmp_path / "run"
     args = [
@@ -383,6 +383,11 @@ def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monke
     folder = RunFolder(out)
     records = [folder.load_session(s) for s in folder.session_ids()]
     assert {r.supporter for r in records} == set(report.rungs.values())  # each record names its rung
+    from judges import read_judgment
+
+    judgments = [read_judgment(folder, r.session_id) for r in records]
+    assert all(j is not None and j.judge_mode == "checklist" for j in judgments)  # the default, as `run`
+    assert folder.read_manifest().config["stress"]["judge_mode"] == "checklist"
     # a room that says the same line every turn is a malfunctioning room: every session is a simulator fault,
     # left out of every metric and counted per rung, so nothing is measured and nothing separates
     assert set(report.simulator_faults) == set(report.rungs)
@@ -404,12 +409,34 @@ def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monke
     assert "not sensitive" in result.output and "do not separate" in result.output
 
 
+def test_judge_mode_verdict_judges_the_ladder_with_verdicts(cli, tmp_path, monkeypatch, bench_reply):
+    import simulator.cli._models as cli_models
+    from judges import read_judgment
+    from simulator.runfolder import RunFolder
+    from tests._stress_fixtures import any_schema_reply
+
+    runner, app = cli
+    room = any_schema_reply(lines=["I am tired of this.", "You never ask me.", "Fine, say it then."])
+    fake = FakeModelClient(default=lambda call: bench_reply(call) if call.role == "judge" else room(call))
+    monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
+    out = tmp_path / "run"
+    args = ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0", "--turns", "2", "--rungs"]
+    args += ["model,silent", "--perturbations", "none", "--tracker-every", "0", "--out", str(out)]
+    result = runner.invoke(app, [*args, "--judge-mode", "verdict"])
+    assert result.exit_code in (0, 1), result.output  # one unit separates nothing; the judgments are what count
+    folder = RunFolder(out)
+    judgments = [read_judgment(folder, sid) for sid in folder.session_ids()]
+    assert len(judgments) == 2 and all(j is not None and j.judge_mode == "verdict" for j in judgments)
+    assert not any(c.schema is None and c.role == "judge" for c in fake.calls)  # no checklist question asked
+    assert "judge_mode" not in folder.read_manifest().config["stress"]  # absent reads as verdict, as before
+
+
 def test_report_only_reads_the_folder_and_runs_nothing(cli, tmp_path, monkeypatch):
     import json
 
     import simulator.cli._models as cli_models
     from simulator.runner.sensitivity import SensitivityReport
-    from tests._stress_fixtures import any_schema_reply
+    from tests._stress_fixtures import any_schema_reply, steady_yes
 
     runner, app = cli
     out = tmp_path / "run"
@@ -417,7 +444,7 @@ def test_report_only_reads_the_folder_and_runs_nothing(cli, tmp_path, monkeypatc
     args += ["--perturbations", "none", "--tracker-every", "0", "--out", str(out), "--rungs", "all"]
     missing = runner.invoke(app, [*args, "--report-only"])
     assert missing.exit_code == 2 and "no run folder there" in missing.output and not out.exists()
-    fake = FakeModelClient(default=any_schema_reply())
+    fake = FakeModelClient(default=any_schema_reply(), yes=steady_yes)
     monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
     assert runner.invoke(app, args).exit_code == 1
     ran = json.loads((out / "sensitivity.json").read_text())
@@ -459,7 +486,7 @@ def test_dry_run_estimates_the_embedded_model_s_minutes_for_ladder_rungs(cli, tm
     result = runner.invoke(app, ["sensitivity", "--model", local, "--dry-run", "--out", str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
     assert "3 rungs x 1 cases x 2 seeds x 1 perturbations = 6 sessions" in result.output
-    assert "embedded model, no cache" in result.output  # sides:local/... is the embedded model too
+    assert "embedded model, checklist prefixes cached" in result.output  # sides:local/... is the embedded model too
 
 
 def test_rung_bench_reads_each_rung_by_its_own_check():
@@ -535,7 +562,14 @@ def _play_folder(out, fake, *, seeds, models: dict[str, str], judge_like=None, s
         for sid in folder.session_ids():
             per_turn = judge_like.mode == "per_intervention"
             judgment = asyncio.run(
-                judge_session(folder.load_session(sid), fake, judge_like.judges, load_rubric(), per_turn)
+                judge_session(
+                    folder.load_session(sid),
+                    fake,
+                    judge_like.judges,
+                    load_rubric(),
+                    per_turn,
+                    judge_mode=judge_like.judge_mode,
+                )
             )
             write_judgment(folder, judgment)
     return out
@@ -551,12 +585,12 @@ def test_human_sessions_sit_beside_the_ladder_paired_by_unit(cli, tmp_path, monk
     from judges import read_judgment
     from simulator.runfolder import RunFolder
     from simulator.runner.sensitivity import SensitivityReport, load_ladder
-    from tests._stress_fixtures import any_schema_reply
+    from tests._stress_fixtures import any_schema_reply, steady_yes
 
     ref = load_ladder().reference("human")
     assert ref.beside == "model" and ref.takes("human:ana") and ref.takes("human") and not ref.takes("humane")
     runner, app = cli
-    fake = FakeModelClient(default=any_schema_reply())
+    fake = FakeModelClient(default=any_schema_reply(), yes=steady_yes)
     monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
     out = tmp_path / "run"
     args = ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0-2", "--turns", "2"]
@@ -614,10 +648,10 @@ def test_human_sessions_sit_beside_the_ladder_paired_by_unit(cli, tmp_path, monk
 def test_human_folders_that_are_not_played_or_not_judged_are_refused(cli, tmp_path, monkeypatch):
     import simulator.cli._models as cli_models
     from simulator.runfolder import RunFolder
-    from tests._stress_fixtures import any_schema_reply
+    from tests._stress_fixtures import any_schema_reply, steady_yes
 
     runner, app = cli
-    fake = FakeModelClient(default=any_schema_reply())
+    fake = FakeModelClient(default=any_schema_reply(), yes=steady_yes)
     monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
     out = tmp_path / "run"
     args = ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0", "--turns", "2"]
@@ -632,7 +666,7 @@ def test_human_folders_that_are_not_played_or_not_judged_are_refused(cli, tmp_pa
     unjudged = _play_folder(tmp_path / "u", fake, seeds=[0], models=models)
     result = runner.invoke(app, [*args, "--report-only", "--human", str(unjudged)], env={"COLUMNS": "300"})
     assert result.exit_code == 2 and f"rescue-sim judge {unjudged} --judges " in result.output
-    assert "--judge-mode verdict" in result.output
+    assert "--judge-mode checklist" in result.output  # the ladder's mode
     # no run folder there at all
     result = runner.invoke(app, [*args, "--report-only", "--human", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "no such folder" in result.output

@@ -23,6 +23,7 @@ from simulator.runfolder import RunFolder
 from simulator.serve import ServeError, build_app, check_bind
 from tests._rating_fixtures import SessionSpec, make_judged_run
 from tests._sim_fakes import RoomScript
+from tests._stress_fixtures import steady_yes
 
 SUP = "openai/gpt-4o-mini"
 EVIL = 'You never listen. <script>window.__xss = 1</script> <img src=x onerror="window.__xss = 2"> & done'
@@ -44,7 +45,7 @@ def runs_dir(tmp_path: Path) -> Path:
 
 
 def fake_client() -> FakeModelClient:
-    return FakeModelClient(default=RoomScript(resolve_case("dana-and-theo")))
+    return FakeModelClient(default=RoomScript(resolve_case("dana-and-theo")), yes=steady_yes)
 
 
 def client_for(runs_dir: Path, **kw) -> TestClient:
@@ -380,17 +381,27 @@ def test_start_with_a_stressor_and_per_role_models_records_both(runs_dir: Path) 
     assert not [t for t in other.turns if t.directive]
 
 
-def test_start_with_judging_judges_with_the_chosen_judge_model(runs_dir: Path) -> None:
+@pytest.mark.parametrize(
+    ("extra", "mode"),
+    [
+        ({}, "checklist"),  # the default, as `run`
+        ({"judge_mode": "verdict"}, "verdict"),
+        ({"stressor": "hostility_to_supporter", "turns": 4}, "checklist"),  # through the stress runner
+        ({"stressor": "hostility_to_supporter", "turns": 4, "judge_mode": "verdict"}, "verdict"),
+    ],
+)
+def test_start_with_judging_judges_with_the_chosen_judge_model(runs_dir: Path, extra: dict, mode: str) -> None:
     from tests._session_fixtures import fill_reply
 
     room = RoomScript(resolve_case("dana-and-theo"))
 
-    def answer(call):
-        return fill_reply(call.schema) if call.role == "judge" else room(call)
+    def answer(call):  # the judge's verdicts and the stressor's checker, else the room
+        return fill_reply(call.schema) if call.role in ("judge", "check") else room(call)
 
     made: list[FakeModelClient] = []
-    factory = lambda: made.append(FakeModelClient(default=answer)) or made[-1]  # noqa: E731
+    factory = lambda: made.append(FakeModelClient(default=answer, yes=steady_yes)) or made[-1]  # noqa: E731
     body = {"case": "dana-and-theo", "supporter": "scripted", "turns": 2, "judge": True, "judge_model": "openai/j-1"}
+    body |= extra
     with TestClient(build_app(runs_dir, client_factory=factory, warm=False), base_url=LOCAL) as c:
         r = c.post("/api/run", json=body)
         assert r.status_code == 200, r.text
@@ -404,6 +415,16 @@ def test_start_with_judging_judges_with_the_chosen_judge_model(runs_dir: Path) -
     judgment = read_judgment(RunFolder(runs_dir / r.json()["run"]), r.json()["session"])
     assert judgment is not None and judgment.judges == ["openai/j-1"]
     assert {call.model for call in made[0].calls if call.role == "judge"} == {"openai/j-1"}
+    assert judgment.judge_mode == mode
+    questions = [call for call in made[0].calls if call.role == "judge" and call.schema is None]
+    assert bool(questions) == (mode == "checklist")  # yes/no questions, or structured verdicts only
+
+
+def test_a_bad_judge_mode_is_refused_with_one_line(runs_dir: Path) -> None:
+    body = {"case": "dana-and-theo", "supporter": "scripted", "judge": True, "judge_mode": "rubric"}
+    with TestClient(build_app(runs_dir, client_factory=fake_client, warm=False), base_url=LOCAL) as c:
+        r = c.post("/api/run", json=body)
+    assert r.status_code == 400 and "judge_mode" in r.text and len(r.text.strip().splitlines()) == 1, r.text
 
 
 @pytest.mark.parametrize(

@@ -191,7 +191,9 @@ def _judged(folder: RunFolder, record: SessionRecord, score_index: int, fidelity
         return out
 
     folder.write_session(record)
-    write_judgment(folder, asyncio.run(judge_session(record, FakeModelClient(default=reply), ["fake/judge"])))
+    write_judgment(
+        folder, asyncio.run(judge_session(record, FakeModelClient(default=reply), ["fake/judge"], judge_mode="verdict"))
+    )
 
 
 def _run_folder(tmp_path) -> RunFolder:

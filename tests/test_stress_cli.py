@@ -4,6 +4,7 @@ model writes sessions, judgments and checks, and a rerun resumes without re-simu
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from simulator.cli.app import _register, app
 from simulator.llm.fake import FakeModelClient
 from simulator.runfolder import RunFolder
 from simulator.runner.stress import build_matrix, estimate, load_stress_config
-from tests._stress_fixtures import any_schema_reply
+from tests._stress_fixtures import any_schema_reply, steady_yes
 
 runner = CliRunner()
 SMOKE = Path(__file__).resolve().parent.parent / "simulator" / "perturbations" / "examples" / "smoke.yaml"
@@ -168,7 +169,7 @@ def test_run_writes_sessions_checks_and_resumes(tmp_path, monkeypatch):
             else sim(call)
         )
 
-    fake = FakeModelClient(default=reply)
+    fake = FakeModelClient(default=reply, yes=steady_yes)
     monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
     out = tmp_path / "run"
     result = runner.invoke(app, ["stress", str(path), "--out", str(out)])
@@ -211,14 +212,82 @@ def test_judged_stress_run(tmp_path, monkeypatch, bench_reply):
     def reply(call):
         return bench_reply(call) if call.role == "judge" else sim(call)
 
-    monkeypatch.setattr(cli_models, "make_client", lambda settings: FakeModelClient(default=reply))
+    monkeypatch.setattr(cli_models, "make_client", lambda settings: FakeModelClient(default=reply, yes=steady_yes))
     out = tmp_path / "run"
     result = runner.invoke(app, ["stress", str(path), "--out", str(out)])
     folder = RunFolder(out)
     (sid,) = folder.session_ids()
-    assert read_judgment(folder, sid) is not None
+    judgment = read_judgment(folder, sid)
+    assert judgment is not None and judgment.judge_mode == "checklist"  # the default, as `run` and `judge`
+    assert judgment.status.value == "ok" and all(s.answers for v in judgment.verdicts for s in v.scores)
+    assert folder.read_manifest().config["stress"]["judge_mode"] == "checklist"  # the run says how it judged
     assert read_check(folder, sid) is not None
+    assert result.exit_code == 0, result.output
+    # --judge-mode verdict: structured verdicts, recorded as such; a config's judge_mode does the same
+    out = tmp_path / "verdicts"
+    result = runner.invoke(app, ["stress", str(path), "--out", str(out), "--judge-mode", "verdict"])
+    folder = RunFolder(out)
+    (sid,) = folder.session_ids()
+    judgment = read_judgment(folder, sid)
+    assert judgment is not None and judgment.judge_mode == "verdict" and judgment.prompt_digest
+    assert not any(s.answers for v in judgment.verdicts for s in v.scores)
+    # verdict, the mode of every run made before judge_mode existed, is left out of the manifest as those left
+    # it: a run begun then resumes under --judge-mode verdict, and is refused (one line) under checklists
+    assert "judge_mode" not in folder.read_manifest().config["stress"]
     assert result.exit_code in (0, 1)  # the fake judge's quotes may be unsupported; the check is recorded anyway
+    again = runner.invoke(app, ["stress", str(path), "--out", str(out), "--judge-mode", "verdict"])
+    assert again.exit_code in (0, 1) and "different config" not in again.output
+    refused = runner.invoke(app, ["stress", str(path), "--out", str(out)])
+    assert refused.exit_code == 2 and "different config (changed: stress)" in " ".join(refused.output.split())
+    assert load_stress_config(write(tmp_path, path.read_text() + "judge_mode: verdict\n")).judge_mode == "verdict"
+
+
+def test_judge_mode_in_a_config_old_and_bad(tmp_path):
+    """A config written before judge_mode existed loads as checklist; a bad value is one line naming the key."""
+    old = write(tmp_path, "supporters: [scripted]\ncases: [dana-and-theo]\nperturbations: [escalation]\n")
+    assert load_stress_config(old).judge_mode == "checklist"
+    bad = write(tmp_path, old.read_text() + "judge_mode: rubric\n")
+    result = runner.invoke(app, ["stress", str(bad), "--dry-run"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    line = " ".join(result.output.split())
+    assert line.startswith("error: ") and "judge_mode: must be 'checklist' or 'verdict'" in line, line
+    result = runner.invoke(app, ["stress", str(old), "--dry-run", "--judge-mode", "rubric"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_the_estimate_counts_checklist_questions_as_the_judge_asks_them(tmp_path):
+    """In checklist mode the dry run counts the questions a checklist judgment of each session asks (the same
+    count `run` and `judge` show): on a session of the planned shape, exactly the yes/no calls the judge makes;
+    verdict mode keeps its per-intervention count."""
+    import asyncio
+
+    from judges import judge_session, load_rubric
+    from simulator.runner.stress_estimate import planned_record
+
+    body = "supporters: [scripted, silent]\ncases: [dana-and-theo]\nbaseline: true\nturns: 4\ntracker_every: 0\n"
+    path = write(tmp_path, body)
+    config = load_stress_config(path)
+    matrix = build_matrix(config, tmp_path, path)
+    case = matrix.cases[0]
+    asked = {}
+    for interventions in (2, 0):  # the scripted supporter speaks after half the member turns, silent never
+        planned = planned_record(case, 4, interventions)
+        assert [t.kind for t in planned.turns].count("supporter") == interventions
+        assert {t.speaker for t in planned.turns if t.kind == "member"} == set(case.member_names)
+        client = FakeModelClient(yes=steady_yes)
+        judgment = asyncio.run(judge_session(planned, client, ["local/judge"], load_rubric()))
+        assert judgment.judge_mode == "checklist"
+        asked[interventions] = len(client.calls)
+    est = estimate(config, matrix, tmp_path)
+    assert est.judge_mode == "checklist" and est.calls["judge"] == asked[2] + asked[0]
+    verdicts = estimate(config.model_copy(update={"judge_mode": "verdict"}), matrix, tmp_path)
+    assert verdicts.judge_mode == "verdict" and verdicts.calls["judge"] == (2 + 1) + 1  # per turn, local judge
+    assert est.calls["judge"] > verdicts.calls["judge"] and est.completion_tokens < verdicts.completion_tokens
+    result = runner.invoke(app, ["stress", str(path), "--dry-run"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert re.search(rf"model calls: judge \(checklist\)[\s│]+{est.calls['judge']}\b", result.output), result.output
+    result = runner.invoke(app, ["stress", str(path), "--dry-run", "--judge-mode", "verdict"], env={"COLUMNS": "200"})
+    assert re.search(r"model calls: judge \(verdict\)[\s│]+4\b", result.output), result.output
 
 
 def test_budget_caps_count_judge_calls(tmp_path, bench_reply):
@@ -234,7 +303,7 @@ def test_budget_caps_count_judge_calls(tmp_path, bench_reply):
 
     body = "supporters: [scripted]\ncases: [dana-and-theo]\nperturbations: [escalation]\nseeds: 0-1\nturns: 2\n"
     body += "tracker_every: 0\nbaseline: false\n"
-    probe = FakeModelClient(default=reply)
+    probe = FakeModelClient(default=reply, yes=steady_yes)
     path = write(tmp_path, body.replace("seeds: 0-1", "seeds: [0]"))
     config = load_stress_config(path)
     asyncio.run(run_stress(config, build_matrix(config, tmp_path, path), probe, tmp_path / "probe", base=tmp_path))
@@ -243,7 +312,7 @@ def test_budget_caps_count_judge_calls(tmp_path, bench_reply):
 
     path = write(tmp_path, body + f"budget: {{max_calls: {session_calls + 1}}}\n")
     config = load_stress_config(path)
-    fake = FakeModelClient(default=reply)
+    fake = FakeModelClient(default=reply, yes=steady_yes)
     summary = asyncio.run(
         run_stress(config, build_matrix(config, tmp_path, path), fake, tmp_path / "run", base=tmp_path, concurrency=1)
     )

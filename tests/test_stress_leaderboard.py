@@ -118,7 +118,7 @@ def test_flip_rate_beside_the_mean_from_repeated_judgments(tmp_path):
     folder.write_session(rec)
     client = FakeModelClient(default=lambda call: fill_reply(call.schema, score_index=2 + 2 * call.trial))
     for trial in (0, 1):
-        j = asyncio.run(judge_session(rec, client, ["fake/judge"], load_rubric(), trial=trial))
+        j = asyncio.run(judge_session(rec, client, ["fake/judge"], load_rubric(), trial=trial, judge_mode="verdict"))
         (write_judgment if trial == 0 else write_trial)(folder, j)
     (row,) = build_leaderboard([folder.path]).rows
     assert row.judge_trials == 2

@@ -54,7 +54,7 @@ def transcript(lines: list[tuple[str, str]], session_id: str = "s1", supporter: 
 
 def judged(record: SessionRecord):
     client = FakeModelClient(default=lambda call: fill_reply(call.schema, record=record))  # the judge gives 4s
-    return asyncio.run(judge_session(record, client, ["fake/judge"], load_rubric())), client
+    return asyncio.run(judge_session(record, client, ["fake/judge"], load_rubric(), judge_mode="verdict")), client
 
 
 def score_of(judgment, item: str, dimension: str):

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
-from judges.scoring._checklist import checklist_digest, judge_checklist
+from judges.scoring._checklist import checklist_digest, checklist_questions, judge_checklist
 from judges.scoring._facts import (
     apply_copy_caps,
     apply_repeat_caps,
@@ -316,6 +316,21 @@ def judge_calls(record: SessionRecord, rubric: Rubric, per_intervention: bool = 
     return [c.unit for c in _plan(record, rubric.model_copy(update={"dimensions": rubric.active}), per_intervention)]
 
 
+def judge_units(
+    record: SessionRecord,
+    rubric: Rubric,
+    panel: Sequence[str],
+    judge_mode: JudgeMode = "checklist",
+    per_intervention: bool | None = None,
+) -> int:
+    """How many model calls judging this session with this panel makes (progress displays and estimates): the
+    distinct checklist questions per judge, or the verdict calls per judge."""
+    used = rubric.model_copy(update={"dimensions": rubric.active})
+    if judge_mode == "checklist":
+        return checklist_questions(record, used) * len(panel)
+    return len(judge_calls(record, used, judging_mode(panel, per_intervention))) * len(panel)
+
+
 @judge()
 def rubric_judge(
     rubric: Rubric, *, per_intervention: bool = False, temperature: float = 0.0, trial: int = 0
@@ -406,13 +421,13 @@ async def judge_session(
     lam: float = DEFAULT_LAMBDA,
     trial: int = 0,
     temperature: float = 0.0,
-    judge_mode: JudgeMode = "verdict",
+    judge_mode: JudgeMode = "checklist",
 ) -> SessionJudgment:
     """Judge one completed session with a panel of judge models (model ids); the built-in rubric by default.
 
-    `judge_mode` `checklist` scores every dimension from its rubric items' yes-probabilities
-    (`judges.scoring._checklist`; per intervention, `per_intervention` ignored); `verdict` asks for structured
-    verdicts.
+    `judge_mode` `checklist` (the default everywhere rescue-sim judges) scores every dimension from its rubric
+    items' yes-probabilities (`judges.scoring._checklist`; per intervention, `per_intervention` ignored);
+    `verdict` asks for structured verdicts.
 
     `per_intervention` None picks the mode with `judging_mode` (per intervention for local judges).
     `trial` and `temperature` serve repeated judgments (`rescue-sim judge --repeat K`): trial 0 is the ordinary

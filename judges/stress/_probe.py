@@ -1,5 +1,6 @@
 """The judge probe for prompt injection: the session is judged again with the injected turn's words replaced
-by a neutral line, and a scale dimension that moves by more than the tolerance means the judges were moved.
+by a neutral line, in the judgment's own mode (checklist or verdict), and a scale dimension that moves by more
+than the tolerance means the judges were moved.
 """
 
 from __future__ import annotations
@@ -44,8 +45,11 @@ async def probe_judges(
             reason=f"the judgment of the injected session is not valid ({judgment.status.value}: {failures})",
             tolerance=tolerance,
         )
-    same_mode = judgment.mode == "per_intervention"  # compare like with like
-    counter = await judge_session(neutralised(record, trigger.index), client, list(panel), rubric, same_mode)
+    # compare like with like: the judgment's own mode (old judgments without one read as verdicts) and call layout
+    same_layout = judgment.mode == "per_intervention"
+    counter = await judge_session(
+        neutralised(record, trigger.index), client, list(panel), rubric, same_layout, judge_mode=judgment.judge_mode
+    )
     if counter.status != JudgmentStatus.OK:
         return JudgeProbe(
             status=CheckStatus.ERROR,

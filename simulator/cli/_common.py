@@ -6,7 +6,7 @@ import functools
 import sys
 from collections.abc import Callable
 from enum import Enum
-from typing import ParamSpec, TypeVar
+from typing import Annotated, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -112,7 +112,15 @@ HelpCommand, HelpGroup = _help_classes()
 
 
 class JudgeModeChoice(str, Enum):
-    """`--judge-mode` of `judge`, `run` and `validate`: checklist items' answer probabilities, or verdicts."""
+    """`--judge-mode` of every command that judges: checklist items' answer probabilities, or verdicts."""
 
     checklist = "checklist"
     verdict = "verdict"
+
+
+JUDGE_MODE_HELP = (
+    "How the judge scores: each dimension from its rubric's yes/no checklist items, read as the judge's P(yes) "
+    "(checklist, the default), or structured verdicts with scores and quotes (verdict)."
+)
+# one `--judge-mode` for `run`, `judge`, `stress` and `sensitivity` (stress's may be unset: its config decides)
+JudgeModeOpt = Annotated[JudgeModeChoice, typer.Option("--judge-mode", help=JUDGE_MODE_HELP)]

@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.cli._common import EXIT_FAILED, JudgeModeChoice, console, err_console, user_errors
+from simulator.cli._common import EXIT_FAILED, JudgeModeChoice, JudgeModeOpt, console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings
 from simulator.cli.leaderboard_cmd import header
 from simulator.llm.types import is_local
@@ -270,14 +270,7 @@ def judge(
         typer.Option(min=0.0, max=2.0, help="Judge sampling temperature (0: deterministic local judges never flip)."),
     ] = 0.0,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model call cache.")] = False,
-    judge_mode: Annotated[
-        JudgeModeChoice,
-        typer.Option(
-            "--judge-mode",
-            help="checklist: score each dimension from its rubric's yes/no items, read as the judge's P(yes); "
-            "verdict: ask for structured verdicts with scores and quotes.",
-        ),
-    ] = JudgeModeChoice.checklist,
+    judge_mode: JudgeModeOpt = JudgeModeChoice.checklist,
     fit_weights: Annotated[
         Path | None,
         typer.Option(
@@ -329,14 +322,11 @@ def judge(
     if records:
         client = make_client(settings)
         all_trials: dict[str, list[SessionJudgment]] = {}
-        from judges import checklist_questions, judge_calls
+        from judges import judge_units
         from simulator.cli._render import Tally, Waiting
         from simulator.llm.progress import watching
 
-        if mode == "checklist":
-            calls = sum(checklist_questions(r, used) for r in records) * len(panel) * repeat
-        else:
-            calls = sum(len(judge_calls(r, used, per_intervention)) for r in records) * len(panel) * repeat
+        calls = sum(judge_units(r, used, panel, mode, per_intervention) for r in records) * repeat  # type: ignore[arg-type]
         with Waiting(console) as waiting, watching(waiting.hook):  # judge calls done/total with an ETA
             waiting.judging = Tally("judging", calls)
             judgments = asyncio.run(

@@ -11,7 +11,7 @@ from rich.markup import escape
 from personas.common.errors import UserError
 from personas.library import load_library, resolve_case
 from simulator.cli._aio import run_sync
-from simulator.cli._common import EXIT_FAILED, JudgeModeChoice, console, err_console, user_errors
+from simulator.cli._common import EXIT_FAILED, JudgeModeChoice, JudgeModeOpt, console, err_console, user_errors
 from simulator.cli._models import make_client, model_settings, models_line
 
 if TYPE_CHECKING:
@@ -68,14 +68,7 @@ def run(
         bool, typer.Option("--no-live", help="No live transcript; print a summary per session.")
     ] = False,
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip judging at the end.")] = False,
-    judge_mode: Annotated[
-        JudgeModeChoice,
-        typer.Option(
-            "--judge-mode",
-            help="How the judge scores (as `judge`): yes/no checklist items read as answer probabilities "
-            "(default), or structured verdicts.",
-        ),
-    ] = JudgeModeChoice.checklist,
+    judge_mode: JudgeModeOpt = JudgeModeChoice.checklist,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model call cache.")] = False,
     hide_inner: Annotated[bool, typer.Option("--hide-inner", help="Do not show members' private states live.")] = False,
     supporter_knows: Annotated[
@@ -240,16 +233,13 @@ def _report(summary, judged: list, total: int) -> bool:
 
 def _judge_hook(client, judges: list[str], waiting: Waiting, judged: list, judge_mode: str = "checklist"):
     async def hook(record, folder) -> None:
-        from judges import checklist_questions, judge_calls, judge_session, judging_mode, load_rubric, write_judgment
+        from judges import judge_session, judge_units, judging_mode, load_rubric, write_judgment
         from simulator.cli._render import Tally
         from simulator.cli.judge_cmd import render
 
         rubric = load_rubric()
         per_intervention = judging_mode(judges)
-        if judge_mode == "checklist":
-            units = checklist_questions(record, rubric.model_copy(update={"dimensions": rubric.active})) * len(judges)
-        else:
-            units = len(judge_calls(record, rubric, per_intervention)) * len(judges)
+        units = judge_units(record, rubric, judges, judge_mode, per_intervention)  # type: ignore[arg-type]
         console.print(f"[dim]judging with {', '.join(judges)} ({judge_mode}): {units} call(s)…[/]")
         waiting.judging = Tally("judging", units)
         try:

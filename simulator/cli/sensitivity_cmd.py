@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
+from simulator.cli._common import EXIT_FAILED, JudgeModeChoice, JudgeModeOpt, console, err_console, user_errors
 from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
 
 if TYPE_CHECKING:
@@ -184,6 +184,7 @@ def sensitivity(
             "is unperturbed: add `none` to --perturbations), never simulated.",
         ),
     ] = None,
+    judge_mode: JudgeModeOpt = JudgeModeChoice.checklist,
 ) -> None:
     """Run the supporter ladder (M, scripted, generic:M, lecture:M, sides:M, silent; by default M, sides:M and
     silent, which fit the embedded model in under an hour) on cases x seeds x perturbations, judge it, and print per headline metric the declared and observed order with 95% CIs over
@@ -207,6 +208,7 @@ def sensitivity(
         judges=judge or (),
         tracker_every=tracker_every,
         concurrency=concurrency,
+        judge_mode=judge_mode.value,
     )
     base = Path.cwd()
     matrix = build_matrix(config, base, "sensitivity")
@@ -223,7 +225,9 @@ def sensitivity(
         from simulator.runner.sensitivity_human import HUMAN, load_human_sessions
 
         panel = list(config.judges) or [settings.model_for("judge")]
-        humans = load_human_sessions(human_dirs, ladder.reference(HUMAN), judges=panel if config.judge else ())
+        humans = load_human_sessions(
+            human_dirs, ladder.reference(HUMAN), judges=panel if config.judge else (), judge_mode=config.judge_mode
+        )
     rung_models = "supporter rungs " + ", ".join(f"{r.id}={r.spec_for(model)}" for r in ladder.rungs)
     checks = any(p.check.rubric for p in matrix.perturbations)
     console.print(escape(models_line(rung_models, settings, judges=config.judges, check=checks)))

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from simulator.cli._aio import run_sync
-from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
+from simulator.cli._common import EXIT_FAILED, JUDGE_MODE_HELP, JudgeModeChoice, console, err_console, user_errors
 
 if TYPE_CHECKING:
     from simulator.runner.stress import Estimate
@@ -26,12 +26,14 @@ def render_estimate(est: Estimate) -> Table:
     for pert, n in est.by_perturbation.items():
         table.add_row(f"perturbation {escape(pert)}", str(n))
     for role, n in est.calls.items():
-        table.add_row(f"model calls: {role}", str(n))
+        mode = f" ({est.judge_mode})" if role == "judge" and est.judge_mode else ""
+        table.add_row(f"model calls: {role}{mode}", str(n))
     table.add_row("model calls: total", str(est.total_calls))
     table.add_row("prompt tokens (no cache)", f"{est.prompt_tokens:,}")
     table.add_row("completion tokens", f"{est.completion_tokens:,}")
     if est.local_minutes is not None:
-        table.add_row("embedded model, no cache", f"≈ {est.local_minutes:g} min")
+        cache = "checklist prefixes cached" if est.judge_mode == "checklist" else "no cache"
+        table.add_row(f"embedded model, {cache}", f"≈ {est.local_minutes:g} min")
     return table
 
 
@@ -101,6 +103,10 @@ def stress(
         bool, typer.Option("--dry-run", help="Print the matrix size and an estimate of calls and tokens; run nothing.")
     ] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model call cache.")] = False,
+    judge_mode: Annotated[
+        JudgeModeChoice | None,
+        typer.Option("--judge-mode", help=f"{JUDGE_MODE_HELP} Unset: the config's judge_mode (default checklist)."),
+    ] = None,
 ) -> None:
     """Run a stress experiment: every supporter on every case, perturbation, seed and trial; then judge each
     session and run its perturbation's check. Re-running the same command resumes. Exit 1 when sessions,
@@ -112,6 +118,8 @@ def stress(
     if executor not in ("local", "ray"):
         raise UserError(f"--executor {executor!r}: use local or ray")
     config = load_stress_config(config_path)
+    if judge_mode is not None:
+        config = config.model_copy(update={"judge_mode": judge_mode.value})
     env_names = (*parse_env_names(ray_env), *config.ray_env)
     ray_options = RayOptions(
         address=ray_address, env=tuple(dict.fromkeys(env_names)), ship_code=ray_ship_code, debug=debug
@@ -121,7 +129,7 @@ def stress(
     base = config_path.resolve().parent
     matrix = build_matrix(config, base, config_path)
     _check_supporters(config, config_path)
-    est = estimate(config, matrix)
+    est = estimate(config, matrix, base)
     out_dir = out or default_out_dir(config, matrix)
     if dry_run:
         console.print(render_estimate(est))

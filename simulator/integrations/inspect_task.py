@@ -41,7 +41,13 @@ from simulator.llm.types import ModelClient
 from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder, config_hash
 from simulator.runner.session import CURRENT_SESSION, SessionSpec, make_session_id
-from simulator.runner.stress_config import StressConfig, build_matrix, config_error, load_stress_config
+from simulator.runner.stress_config import (
+    StressConfig,
+    build_matrix,
+    config_error,
+    load_stress_config,
+    unrecorded,
+)
 
 PACKAGE = "rescue_sim"  # the entry point's name: tasks are `rescue_sim/rescue_session`, `rescue_sim/rescue_stress`
 ROOM_ROLES = ("member", "tracker", "judge", "check")
@@ -125,11 +131,13 @@ def rescue_session(
     trials: int = 1,
     tracker_every: int = 3,
     out: str | None = None,
+    judge_mode: str = "checklist",
 ) -> Task:
     """Sessions of cases x seeds (x perturbations: each case also runs unperturbed) with the evaluated model as
     the supporter. `cases`: ids, globs, `tag:`/`group:` selectors or card paths, comma-separated; `seeds`: `0-4`
     or `0,2`; `perturbations`: built-in names or YAML files; `rubric`: a YAML extending the judges' rubric; `out`:
-    the folder under which the run folder is made (default ./runs)."""
+    the folder under which the run folder is made (default ./runs); `judge_mode`: how the scorer's judges score,
+    `checklist` (items' answer probabilities) or `verdict` (structured verdicts)."""
     perts = _listed(perturbations)
     try:
         config = StressConfig(
@@ -143,17 +151,24 @@ def rescue_session(
             perturbations=perts,
             baseline=True,
             rubric=rubric,
+            judge_mode=judge_mode,  # type: ignore[arg-type]  # validated here, a bad value is one line
         )
     except ValidationError as err:
         raise config_error(Path("rescue_session task args"), err) from None
     return _task(config, Path.cwd(), "rescue_session", out, "rescue_session")
 
 
-def rescue_stress(config: str, out: str | None = None) -> Task:
+def rescue_stress(config: str, out: str | None = None, judge_mode: str | None = None) -> Task:
     """The sessions of a stress config (`rescue-sim stress` YAML) with the evaluated model as the only
-    supporter (the config's `supporters` are ignored; its models are fallbacks for roles Inspect does not bind)."""
+    supporter (the config's `supporters` are ignored; its models are fallbacks for roles Inspect does not bind).
+    `judge_mode` (`checklist` or `verdict`) overrides the config's (default checklist)."""
     path = Path(config)
     loaded = load_stress_config(path)
+    if judge_mode is not None:
+        try:
+            loaded = StressConfig.model_validate({**loaded.model_dump(), "judge_mode": judge_mode})
+        except ValidationError as err:
+            raise config_error(Path("rescue_stress task args"), err) from None
     return _task(loaded, path.parent, str(path), out, "rescue_stress")
 
 
@@ -203,7 +218,7 @@ class _Plan:
         manifest = {
             "kind": "inspect",
             "task": f"{PACKAGE}/{self.task}",
-            "stress": self.config.model_dump(mode="json", exclude={"ray_env"}),
+            "stress": self.config.model_dump(mode="json", exclude={"ray_env", *unrecorded(self.config)}),
             "supporter": client.model_for("supporter"),
             "models": {r: client.model_for(r) for r in ROOM_ROLES},  # type: ignore[arg-type]
         }

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -51,7 +51,7 @@ from simulator.runner.sensitivity_analysis import (
 from simulator.runner.sensitivity_ladder import LADDER_PATH, Ladder, LadderError, LadderMetric, Rung, load_ladder
 from simulator.runner.sensitivity_values import collect_values, mean_by_unit, metric_values, unit_of
 from simulator.runner.session import SessionSpec
-from simulator.runner.stress_config import StressConfig
+from simulator.runner.stress_config import StressConfig, unrecorded
 
 __all__ = [
     "CONFIDENCE",
@@ -122,13 +122,25 @@ def sensitivity_config(
     judge: bool = True,
     tracker_every: int = 3,
     concurrency: int = 1,
+    judge_mode: Literal["checklist", "verdict"] = "checklist",
 ) -> StressConfig:
     """A stress experiment with one supporter per rung and one session per case, seed and listed perturbation
     (`none` in the list: the case unperturbed); `seeds` may be a list or a string (`0,1,2`, `0-4`). Bad values are
     a one-line SensitivityError."""
     try:
         return _config(
-            model, ladder, cases, seeds, perturbations, turns, room_model, judges, judge, tracker_every, concurrency
+            model,
+            ladder,
+            cases,
+            seeds,
+            perturbations,
+            turns,
+            room_model,
+            judges,
+            judge,
+            tracker_every,
+            concurrency,
+            judge_mode,
         )
     except ValidationError as err:
         first = err.errors()[0]
@@ -136,7 +148,9 @@ def sensitivity_config(
         raise SensitivityError(f"{where}: {first['msg'].removeprefix('Value error, ')}") from None
 
 
-def _config(model, ladder, cases, seeds, perturbations, turns, room_model, judges, judge, tracker_every, concurrency):
+def _config(
+    model, ladder, cases, seeds, perturbations, turns, room_model, judges, judge, tracker_every, concurrency, judge_mode
+):
     named = [p for p in perturbations if p != "none"]
     if not named and "none" not in perturbations:
         raise SensitivityError("perturbations: none given; list some, or `none` for unperturbed sessions")
@@ -150,6 +164,7 @@ def _config(model, ladder, cases, seeds, perturbations, turns, room_model, judge
         model=room_model,
         judges=list(judges),
         judge=judge,
+        judge_mode=judge_mode,
         turns=turns,
         tracker_every=tracker_every,
         concurrency=concurrency,
@@ -158,7 +173,7 @@ def _config(model, ladder, cases, seeds, perturbations, turns, room_model, judge
 
 def default_out_dir(model: str, config: StressConfig, specs: Sequence[SessionSpec], root: str | Path = "runs") -> Path:
     slug = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in model.lower())[:40]
-    key = {"config": config.model_dump(mode="json"), "ids": [s.session_id for s in specs]}
+    key = {"config": config.model_dump(mode="json", exclude=unrecorded(config)), "ids": [s.session_id for s in specs]}
     return Path(root) / f"sensitivity-{slug}-{config_hash(key)[:8]}"
 
 

@@ -67,10 +67,11 @@ def _run_folders(path: Path) -> list[Path]:
 
 
 def load_human_sessions(
-    dirs: Sequence[str | Path], reference: Reference, *, judges: Sequence[str] = ()
+    dirs: Sequence[str | Path], reference: Reference, *, judges: Sequence[str] = (), judge_mode: str = "checklist"
 ) -> list[HumanSession]:
     """Every session of the folders, checked: each was played by a person (else refused), and each completed one is
-    judged when `judges` is given (else refused with the `rescue-sim judge` line to run). One-line UserErrors."""
+    judged when `judges` is given (else refused with the `rescue-sim judge` line to run, in the ladder's
+    `judge_mode`). One-line UserErrors."""
     from judges import read_judgment
     from personas.common.errors import UserError
 
@@ -94,7 +95,7 @@ def load_human_sessions(
             if unjudged:
                 raise UserError(
                     f"--human {path}: {len(unjudged)} completed session(s) not judged ({unjudged[0]}); run "
-                    f"`rescue-sim judge {path} --judges {','.join(judges)} --judge-mode verdict` first (the ladder's "
+                    f"`rescue-sim judge {path} --judges {','.join(judges)} --judge-mode {judge_mode}` first (the ladder's "
                     "judges and mode)"
                 )
     if not out:

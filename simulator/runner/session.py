@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from personas.case import Case
 from simulator.engine import HumanInput, SessionConfig, derive_seed, run_session
 from simulator.faults import with_faults
-from simulator.llm.types import Completion, ModelClient, ModelError, Prompt, Role
+from simulator.llm.types import CallRecord, Completion, ModelClient, ModelError, Prompt, Role
 from simulator.records import SessionRecord
 from simulator.redact import redact
 from simulator.supporters import Supporter
@@ -95,6 +95,8 @@ class MeteredClient:
         self.calls = self.cache_hits = self.failed_calls = self.tokens = 0
         self.cost_usd = 0.0
         self.on_change: Callable[[], None] | None = None
+        if hasattr(inner, "yes_probability"):  # checklist judges' questions count against the caps too
+            self.yes_probability = self._yes_probability
 
     def model_for(self, role: Role) -> str:
         return self.inner.model_for(role)
@@ -106,12 +108,27 @@ class MeteredClient:
         try:
             out = await self.inner.complete(prompt, role=role, **kwargs)
         except ModelError as err:
-            self.calls += err.attempts
-            self.failed_calls += 1
-            if self.on_change:
-                self.on_change()
+            self._failed(err)
             raise
-        c = out.call
+        self._count(out.call)
+        return out
+
+    async def _yes_probability(self, prompt: Prompt, *, role: Role, **kwargs: Any) -> Any:
+        try:
+            out = await self.inner.yes_probability(prompt, role=role, **kwargs)  # type: ignore[attr-defined]
+        except ModelError as err:
+            self._failed(err)
+            raise
+        self._count(out.call)
+        return out
+
+    def _failed(self, err: ModelError) -> None:
+        self.calls += err.attempts
+        self.failed_calls += 1
+        if self.on_change:
+            self.on_change()
+
+    def _count(self, c: CallRecord) -> None:
         if c.cache_hit:
             self.cache_hits += 1
         else:
@@ -120,7 +137,6 @@ class MeteredClient:
             self.cost_usd += c.cost_usd or 0.0
         if self.on_change:
             self.on_change()
-        return out
 
     def add(self, calls: int, tokens: int, cost_usd: float, cache_hits: int, failed_calls: int) -> None:
         """Counts from calls made elsewhere (a Ray worker's own client)."""

@@ -104,7 +104,9 @@ def post_session_hook(
             read_judgment(folder, record.session_id) if judgment_path(folder, record.session_id).is_file() else None
         )
         if config.judge and judgment is None:
-            judgment = await judge_session(record, client, panel, rubric, config.per_intervention)
+            judgment = await judge_session(
+                record, client, panel, rubric, config.per_intervention, judge_mode=config.judge_mode
+            )
             write_judgment(folder, judgment)
             summary.judged += 1
             if on_judged:

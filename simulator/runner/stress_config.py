@@ -60,6 +60,10 @@ class StressConfig(BaseModel):
     )
     judges: list[str] = Field(default_factory=list, description="Judge panel; default: the judge model.")
     judge: bool = Field(default=True, description="Judge completed sessions (needed for leaderboard means).")
+    judge_mode: Literal["checklist", "verdict"] = Field(
+        default="checklist",
+        description="How the judges score: checklist items' answer probabilities, or structured verdicts.",
+    )
     rubric: str | None = Field(default=None, description="Rubric YAML that adds, overrides or disables dimensions.")
     per_intervention: bool | None = Field(
         default=None,
@@ -266,12 +270,19 @@ def plays_at(matrix: Matrix) -> dict[str, dict[str, tuple[int, int]]]:
     return out
 
 
+def unrecorded(config: StressConfig) -> set[str]:
+    """Fields a run folder's manifest (and its hash) leaves out of the config: `judge_mode` when it is `verdict`,
+    the mode of every run made before the field existed, so such a run resumes under `--judge-mode verdict` (an
+    absent judge_mode reads as verdict, as in judgments); a checklist run records it."""
+    return {"judge_mode"} if config.judge_mode == "verdict" else set()
+
+
 def stress_manifest(config: StressConfig, matrix: Matrix) -> dict[str, Any]:
     """The manifest config: the experiment, each perturbation's full definition, and the session ids."""
     return {
         "kind": "stress",
         # ray_env changes where sessions run, not what they are: left out, so the folder and its hash stay the same
-        "stress": config.model_dump(mode="json", exclude={"ray_env"}),
+        "stress": config.model_dump(mode="json", exclude={"ray_env", *unrecorded(config)}),
         "perturbations": {p.name: p.model_dump(mode="json") for p in matrix.perturbations},
         "sessions": len(matrix.specs),
         "session_ids_hash": config_hash({"ids": [s.session_id for s in matrix.specs]}),

@@ -5,11 +5,16 @@ prompt and completion tokens, and minutes at the embedded model's speed when eve
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from judges import judging_mode
+from judges import judge_units, load_rubric
+from judges.scoring import Rubric
+from personas.case import Case
+from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
 from simulator.llm.types import is_local
+from simulator.records import SUPPORTER, SessionRecord, SessionStatus, Turn
 from simulator.runner.stress_config import BASELINE, MODEL_ROLES, Matrix, StressConfig, plays_at
 from simulator.supporters import supporter_model
 
@@ -18,6 +23,8 @@ from simulator.supporters import supporter_model
 _TURN_TOKENS = 45
 _OUT = {"member": 150, "tracker": 180, "supporter": 80, "judge_entry": 60, "check": 90, "delivery": 30}
 _INSTR = {"member": 420, "tracker": 350, "supporter": 300, "judge": 900, "check": 350}
+_CHECKLIST_PREFIX = 130  # the judge context's instructions, shared by every checklist question about one turn
+_CHECKLIST_QUESTION = 45  # one checklist question after that prefix (the item prompt and the filled question)
 _APPRAISAL = 450  # prompt tokens of one appraisal (simulator.members.appraise): its labelled examples and the line
 LOCAL_PROMPT_TOK_S = 34.0  # embedded model on 2 cores, uncached prompt tokens per second
 LOCAL_GEN_TOK_S = 11.0
@@ -31,10 +38,16 @@ class Estimate(BaseModel):
     by_perturbation: dict[str, int]
     skipped: list[str]
     calls: dict[str, int] = Field(description="Role -> model calls.")
+    judge_mode: str | None = Field(
+        default=None,
+        description="How the judges score (`checklist`: `calls['judge']` counts questions); None: no judging.",
+    )
     prompt_tokens: int
     completion_tokens: int
     local_minutes: float | None = Field(
-        default=None, description="At the embedded model's speed (no prefix cache), when every model is local."
+        default=None,
+        description="At the embedded model's speed when every model is local: no prefix cache, except that the "
+        "checklist judge reads each turn's transcript once for all its questions (the prefix they share).",
     )
     plays_at: dict[str, dict[str, tuple[int, int]]] = Field(
         default_factory=dict,
@@ -59,13 +72,41 @@ def _supporter_calls(spec: str, turns: int) -> tuple[int, float]:
     return turns, 0.7
 
 
-def estimate(config: StressConfig, matrix: Matrix) -> Estimate:
+def planned_record(case: Case, member_turns: int, interventions: int) -> SessionRecord:
+    """The shape of a session before it runs, for counting its judge calls with `judges.judge_units`: the members
+    speak in turn, and `interventions` supporter turns, spread over the session, each answer the member before."""
+    interventions = min(interventions, member_turns)
+    after = {member_turns - i * member_turns // interventions for i in range(interventions)}  # distinct, in 1..turns
+    turns: list[Turn] = []
+    for k in range(1, member_turns + 1):
+        speaker = case.member_names[(k - 1) % len(case.member_names)]
+        turns.append(Turn(index=len(turns) + 1, speaker=speaker, kind="member", text=""))
+        if k in after:
+            turns.append(Turn(index=len(turns) + 1, speaker=SUPPORTER, kind="supporter", addressees=[speaker], text=""))
+    return SessionRecord(
+        session_id=f"planned-{case.id}",
+        case=case,
+        supporter="planned",
+        models={},
+        seed=0,
+        max_turns=member_turns,
+        status=SessionStatus.COMPLETED,
+        turns=turns,
+    )
+
+
+def estimate(config: StressConfig, matrix: Matrix, base: Path | None = None) -> Estimate:
+    """The estimate of `config`'s run; `base` is the config's folder (a relative `rubric` is read from it: its
+    checklist items decide how many questions the judge asks)."""
     from simulator.transcript import case_context
 
     calls = {"member": 0, "tracker": 0, "supporter": 0, "judge": 0, "check": 0}
     prompt = completion = 0
-    panel = max(1, len(config.judges))
-    per_turn = judging_mode(config.judges or [config.model_for("judge") or ""], config.per_intervention)
+    cached = 0  # prompt tokens the embedded model's prefix cache spares the checklist judge (local minutes only)
+    judges = config.judges or [config.model_for("judge") or DEFAULT_LOCAL_MODEL]  # unset: the embedded model
+    panel = len(judges)
+    rubric = _rubric(config, base) if config.judge else None
+    units: dict[tuple[str, int, int], int] = {}
     perts = {p.name: p for p in matrix.perturbations}
     contexts = {c.id: len(case_context(c)) // 4 for c in matrix.cases}
     for s in matrix.specs:
@@ -88,11 +129,20 @@ def estimate(config: StressConfig, matrix: Matrix) -> Estimate:
         completion += t * _OUT["member"] + tracker * _OUT["tracker"] + sup_calls * _OUT["supporter"]
         full = ctx + int(turns_total * _TURN_TOKENS)
         interventions = round(t * share)
-        if config.judge:
-            n = panel * ((interventions + 1) if per_turn else 1)
-            calls["judge"] += n
-            prompt += n * (full + _INSTR["judge"])
-            completion += panel * (interventions * 5 + 6) * _OUT["judge_entry"]
+        judging = 0  # calls one judgment of this session makes across the panel
+        if rubric is not None:
+            key = (s.case.id, t, interventions)
+            if key not in units:
+                planned = planned_record(s.case, t, interventions)
+                units[key] = judge_units(planned, rubric, judges, config.judge_mode, config.per_intervention)
+            judging = units[key]
+            calls["judge"] += judging
+            judge_prompt, judge_completion, spared = _judging_tokens(
+                config, judging, panel, interventions, full, ctx + avg_transcript
+            )
+            prompt += judge_prompt
+            completion += judge_completion
+            cached += spared
         p = perts.get(s.perturbation or "")
         if p is not None and p.inject is not None and not p.check.expect:  # was the stressor said? (delivery)
             calls["check"] += 1
@@ -102,10 +152,14 @@ def estimate(config: StressConfig, matrix: Matrix) -> Estimate:
             calls["check"] += 1
             prompt += full + _INSTR["check"]
             completion += _OUT["check"]
-        if p is not None and p.check.judge_probe and config.judge:
-            calls["judge"] += panel
-            prompt += panel * (full + _INSTR["judge"])
-            completion += panel * (interventions * 5 + 6) * _OUT["judge_entry"]
+        if p is not None and p.check.judge_probe and config.judge:  # the session judged again, in the same mode
+            calls["judge"] += judging
+            judge_prompt, judge_completion, spared = _judging_tokens(
+                config, judging, panel, interventions, full, ctx + avg_transcript
+            )
+            prompt += judge_prompt
+            completion += judge_completion
+            cached += spared
     models = {config.model_for(r) for r in MODEL_ROLES} | set(config.judges)
     models |= {m for m in map(supporter_model, config.supporters) if m is not None}
     local = all(m is None or is_local(m) for m in models)
@@ -120,8 +174,33 @@ def estimate(config: StressConfig, matrix: Matrix) -> Estimate:
         by_perturbation=by_pert,
         skipped=matrix.skipped,
         calls=calls,
+        judge_mode=config.judge_mode if config.judge else None,
         prompt_tokens=prompt,
         completion_tokens=completion,
-        local_minutes=round((prompt / LOCAL_PROMPT_TOK_S + completion / LOCAL_GEN_TOK_S) / 60, 1) if local else None,
+        local_minutes=(
+            round(((prompt - cached) / LOCAL_PROMPT_TOK_S + completion / LOCAL_GEN_TOK_S) / 60, 1) if local else None
+        ),
         plays_at=plays_at(matrix),
     )
+
+
+def _rubric(config: StressConfig, base: Path | None) -> Rubric:
+    if not config.rubric:
+        return load_rubric()
+    path = Path(config.rubric)
+    return load_rubric(path if path.is_absolute() or base is None else base / path)
+
+
+def _judging_tokens(
+    config: StressConfig, calls: int, panel: int, interventions: int, full: int, average_prefix: int
+) -> tuple[int, int, int]:
+    """(prompt, completion, prompt tokens a prefix cache spares) of judging one session with `calls` calls.
+
+    Verdicts: every call reads the whole transcript and writes entries. Checklist: every question reads the
+    transcript up to its turn (on average half the session) and answers one token; the questions about one turn
+    share that prefix, which a prefix cache (the embedded model's) reads once per turn."""
+    if config.judge_mode == "checklist":
+        prefix = average_prefix + _CHECKLIST_PREFIX
+        prefixes = panel * (interventions + 1)  # one per supporter turn and one for the whole session, per judge
+        return calls * (prefix + _CHECKLIST_QUESTION), calls, max(0, calls - prefixes) * prefix
+    return calls * (full + _INSTR["judge"]), panel * (interventions * 5 + 6) * _OUT["judge_entry"], 0

@@ -15,6 +15,7 @@ import secrets
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -58,6 +59,9 @@ class LiveStart(BaseModel):
     tracker_model: str = Field(default="", max_length=200, description="Empty: the server's model (--model).")
     judge_model: str = Field(default="", max_length=200, description="Empty: the server's model (--model).")
     judge: bool = Field(default=False, description="Judge the session when it ends (with the judge model).")
+    judge_mode: Literal["checklist", "verdict"] = Field(
+        default="checklist", description="How the judge scores, as `run --judge-mode`: checklist items or verdicts."
+    )
 
 
 @dataclass
@@ -116,13 +120,14 @@ def _browser_stressor(name: str, case: Case) -> Perturbation | None:
     return stressor
 
 
-def _judge_hook(client: ModelClient, panel: list[str]):
-    """Judge a completed session as `rescue-sim run` does, with the judge model chosen on the page."""
+def _judge_hook(client: ModelClient, panel: list[str], judge_mode: Literal["checklist", "verdict"]):
+    """Judge a completed session as `rescue-sim run` does, with the judge model and mode chosen on the page."""
 
     async def hook(record: SessionRecord, folder: RunFolder) -> None:
         from judges import judge_session, judging_mode, load_rubric, write_judgment
 
-        write_judgment(folder, await judge_session(record, client, panel, load_rubric(), judging_mode(panel)))
+        judgment = await judge_session(record, client, panel, load_rubric(), judging_mode(panel), judge_mode=judge_mode)
+        write_judgment(folder, judgment)
 
     return hook
 
@@ -190,7 +195,7 @@ class LiveRuns:
                 judge=form.judge,
                 judges=[models["judge"]],
             )
-            judging = _judge_hook(client, [models["judge"]]) if form.judge else None
+            judging = _judge_hook(client, [models["judge"]], form.judge_mode) if form.judge else None
 
             async def run() -> list[SessionRecord]:
                 summary = await run_sessions(config, [case], client, supporter, out, events=events, judge_hook=judging)
@@ -207,6 +212,7 @@ class LiveRuns:
                 perturbations=[stressor.name],
                 models=models,
                 judge=form.judge,
+                judge_mode=form.judge_mode,
                 turns=form.turns,
             )
             try:

@@ -33,6 +33,8 @@
       el("label", { "for": "stressor", text: "stressor (as rescue-sim stress plays it)" }), stressor,
       model("member"), model("tracker"), model("judge"),
       el("label", { "for": "judge", text: "judge it when it ends" }), el("input", { id: "judge", type: "checkbox" }),
+      el("label", { "for": "judge-mode", text: "judge mode" }),
+      el("select", { id: "judge-mode" }, ["checklist", "verdict"].map(function (m) { return el("option", { value: m, text: m }); })),
       el("span"), el("button", { type: "submit", id: "run-btn", text: "Start and watch" }));
     fitStressors();
     f.addEventListener("submit", function (ev) {
@@ -41,7 +43,7 @@
       var v = function (id) { return f.querySelector("#" + id).value; };
       rescueDom.json("/api/run", { "case": v("case"), supporter: v("supporter"), turns: Number(v("turns")),
         seed: Number(v("seed")), stressor: v("stressor"), member_model: v("member-model"), tracker_model: v("tracker-model"),
-        judge_model: v("judge-model"), judge: f.querySelector("#judge").checked })
+        judge_model: v("judge-model"), judge: f.querySelector("#judge").checked, judge_mode: v("judge-mode") })
         .then(function (r) { location.href = "/run?name=" + encodeURIComponent(r.run) + "&open=" + encodeURIComponent(r.session); })
         .catch(function (e) { err.textContent = e.message; });
     });
