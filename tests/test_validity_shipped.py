@@ -109,6 +109,16 @@ def test_an_installed_package_finds_the_shipped_cards(tmp_path):
         timeout=300,
     )
     assert build.returncode == 0, build.stderr[-2000:]
+    # every data file the code reads from its packages (prompts, rubrics, cases, assets) is in what is installed:
+    # the room's appraisal examples and the scripted baseline's lines were once left out of the wheel
+    data = {
+        p.relative_to(ROOT).as_posix()
+        for package in ("personas", "simulator", "judges")
+        for p in (ROOT / package).rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc") and p.name != "README.md" and "__pycache__" not in p.parts
+    }
+    built = {p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()}
+    assert sorted(data - built) == []
     shipped = sorted(p.name for p in shipped_dir().glob("*.json"))
     assert shipped and sorted(p.name for p in (site / "judges" / "validity" / "shipped").glob("*.json")) == shipped
     probe = (
