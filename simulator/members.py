@@ -181,6 +181,12 @@ def _appraisal() -> dict:
 APPRAISALS = {"blamed": "set_off", "understood": "softened"}
 
 
+def appraisal_questions() -> tuple[str, ...]:
+    """Every question of personas/prompts/member_appraisal.yaml (APPRAISALS and the ladder's checks): the readings
+    a checklist judge item may ask in the room's form (`reads:` in a rubric)."""
+    return tuple(_appraisal()["questions"])
+
+
 def appraisal_prompt(question: str, said: Turn, name: str, member_names: Sequence[str]) -> Prompt:
     """The labelled-list prompt `appraise` continues for one of APPRAISALS: the examples, then `said` and the
     question about `name`."""

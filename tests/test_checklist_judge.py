@@ -104,23 +104,34 @@ def test_a_provider_without_logprobs_falls_back_to_k_samples_and_says_so(tmp_pat
 
 
 def test_a_failed_item_is_recorded_never_scored() -> None:
-    client = FakeModelClient(
-        yes=lambda call: RuntimeError("provider down") if "[5]" in call.prompt.instructions else 0.9
-    )
-    judgment = asyncio.run(judge_session(couple_session(), client, ["fake/judge"], judge_mode="checklist"))
+    record = couple_session()
+    line5 = next(t.text for t in record.turns if t.index == 5)
+
+    def yes(call):  # every question about turn 5 fails: over the transcript, or its line read alone
+        about_5 = "[5]" in call.prompt.instructions or f'"{line5}"' in (call.prompt.prefill or "")
+        return RuntimeError("provider down") if about_5 else 0.9
+
+    judgment = asyncio.run(judge_session(record, FakeModelClient(yes=yes), ["fake/judge"], judge_mode="checklist"))
     (verdict,) = judgment.verdicts
     assert verdict.status.value == "partial"
     assert {s.turn for s in verdict.scores if s.level == "intervention"} == {3}
     assert any(f.unit == "t5/target_fit" and "provider down" in f.reason for f in verdict.failures)
+    assert any(f.unit == "t5/side_taking" and "provider down" in f.reason for f in verdict.failures)
 
 
 # ---- scores from items ------------------------------------------------------------------------------------------
 
 
 def blame(name: str, turn: int, p: float = 0.9):
+    """A judge that reads the turn as blaming `name`: asked over the transcript (balance's items) or in the room's
+    form, the line alone (side-taking's `reads: blamed`)."""
+    line = next(t.text for t in couple_session().turns if t.index == turn)
+
     def yes(call) -> float:
-        text = call.prompt.instructions
+        text, read = call.prompt.instructions, call.prompt.prefill or ""
         if f"[{turn}]" in text and f"that {name} is at fault" in text:
+            return p
+        if read.rstrip().endswith(f"Does it blame or criticise {name}?") and f'"{line}"' in read.splitlines()[-2]:
             return p
         return 0.2
 
@@ -137,9 +148,54 @@ def test_a_turn_that_blames_ana_moves_side_taking_and_balance_as_the_rubric_decl
     assert blamed.aggregate("t5", "side_taking").majority == "none"  # the other turn did not blame anyone
     assert blamed.aggregate("session", "balance").mean < neutral.aggregate("session", "balance").mean
     (score,) = [s for s in blamed.verdicts[0].scores if s.item == "t3" and s.dimension == "side_taking"]
-    at_fault = [a for a in score.answers if a.item == "at_fault"]
-    assert {(a.member, a.turn, a.p_yes) for a in at_fault} == {("Ana", 3, 0.9), ("Ben", 3, 0.2)}
+    blames = [a for a in score.answers if a.item == "blames"]
+    assert {(a.member, a.turn, a.p_yes) for a in blames} == {("Ana", 3, 0.9), ("Ben", 3, 0.2)}
     assert blamed.judge_mode == "checklist" and blamed.schema_version == 3
+
+
+def test_side_taking_per_session_is_the_expected_share_for_checklists_and_the_labelled_share_for_verdicts() -> None:
+    from judges import session_values
+
+    record = couple_session()
+    # a mild lean at t3 (0.4, under the 0.5 that labels a side) is counted as 0.4 of a turn, not as none
+    mild = asyncio.run(judge_session(record, FakeModelClient(yes=blame("Ana", 3, 0.4)), ["j"], judge_mode="checklist"))
+    clear = asyncio.run(judge_session(record, FakeModelClient(yes=blame("Ana", 3, 0.9)), ["j"], judge_mode="checklist"))
+    assert mild.aggregate("t3", "side_taking").majority == "none"
+    assert session_values(mild)["side_taking"][1] == pytest.approx((0.4 + 0.2) / 2)
+    assert session_values(clear)["side_taking"][1] == pytest.approx((0.9 + 0.2) / 2)
+    # a verdict has no probability: its value stays the share of turns labelled with a side
+    verdict = asyncio.run(
+        judge_session(
+            record, FakeModelClient(default=lambda call: fill_reply(call.schema)), ["j"], judge_mode="verdict"
+        )
+    )
+    assert {a.p_not_neutral for a in verdict.aggregates} == {None}
+    labelled = [a.majority != "none" for a in verdict.aggregates if a.dimension == "side_taking"]
+    assert session_values(verdict)["side_taking"][1] == pytest.approx(sum(labelled) / len(labelled))
+
+
+def test_an_item_that_reads_a_line_is_asked_as_the_room_asks_it() -> None:
+    """The shipped side-taking item (`reads: blamed`)."""
+    record = couple_session()
+    line = next(t for t in record.turns if t.index == 3)
+
+    def yes(call) -> float:  # the room's form: the examples, then this line alone, then the question
+        asked = call.prompt.prefill or ""
+        if asked.rstrip().endswith("Does it blame or criticise Ana?") and f'"{line.text}"' in asked:
+            return 0.8
+        return 0.1 if call.prompt.prefill else 0.3
+
+    client = FakeModelClient(yes=yes)
+    judgment = asyncio.run(judge_session(record, client, ["j"], judge_mode="checklist"))
+    assert judgment.aggregate("t3", "side_taking").majority == "Ben"  # Ana blamed: a side with Ben
+    assert judgment.aggregate("t5", "side_taking").majority == "none"
+    (score,) = [s for s in judgment.verdicts[0].scores if s.item == "t3" and s.dimension == "side_taking"]
+    assert {(a.item, a.member, a.p_yes) for a in score.answers} == {("blames", "Ana", 0.8), ("blames", "Ben", 0.1)}
+    read = [c for c in client.calls if c.prompt.prefill]
+    assert len(read) == 4  # two members at each of two turns, none asked twice
+    assert len({c.prompt.context for c in read}) == 1  # the examples are one prefix for every reading
+    transcript = [c for c in client.calls if not c.prompt.prefill]
+    assert not any("blame or criticise" in c.prompt.instructions for c in transcript)  # never on the transcript
 
 
 def test_items_about_one_turn_share_one_prefix_built_once_per_turn() -> None:
@@ -148,13 +204,17 @@ def test_items_about_one_turn_share_one_prefix_built_once_per_turn() -> None:
     judgment = asyncio.run(judge_session(record, client, ["fake/judge"], judge_mode="checklist"))
     contexts = [c.prompt.context for c in client.calls]
     runs = [k for k, _ in groupby(contexts)]
-    # one context per supporter turn (the transcript up to it) and one for the whole session, each asked in one
-    # unbroken run of questions, so a prefix cache reads each transcript once
-    assert len(runs) == len(set(runs)) == len(judgment.interventions) + 1
+    # one context per supporter turn (the transcript up to it), one for the whole session and one for the lines read
+    # in the room's form (their labelled examples), each asked in one unbroken run of questions, so a prefix cache
+    # reads each transcript, and the examples, once
+    assert len(runs) == len(set(runs)) == len(judgment.interventions) + 2
     assert "[4] Ana" not in runs[0] and "[4] Ana" in runs[1]  # turn 3's context ends at turn 3
-    asked = [(c.prompt.context, c.prompt.instructions) for c in client.calls]
+    asked = [(c.prompt.context, c.prompt.instructions, c.prompt.prefill) for c in client.calls]
     assert len(asked) == len(set(asked))  # a question shared by two dimensions is asked once
-    assert all(c.prompt.instructions.rstrip().endswith("Answer with one word: yes or no.") for c in client.calls)
+    transcript = [c for c in client.calls if not c.prompt.prefill]
+    assert all(c.prompt.instructions.rstrip().endswith("Answer with one word: yes or no.") for c in transcript)
+    read = [c for c in client.calls if c.prompt.prefill]
+    assert len(read) == 2 * len(judgment.interventions)  # side-taking's reading, once per member and turn
 
 
 def test_comparisons_are_asked_in_both_member_orders_and_averaged() -> None:
@@ -189,18 +249,20 @@ def test_a_user_rubric_adds_overrides_and_drops_items(tmp_path: Path) -> None:
                     {
                         "id": "side_taking",
                         "checklist": [
-                            {"id": "at_fault", "weight": 2},
-                            {"id": "sides_with", "enabled": False},
+                            {"id": "blames", "weight": 2},
                             {"id": "praises", "supports": "$member", "question": "Does the turn praise {member}?"},
                         ],
-                    }
+                    },
+                    {"id": "balance", "checklist": [{"id": "sides_with", "enabled": False}]},
                 ]
             }
         )
     )
-    items = {i.id: i for i in load_rubric(path).get("side_taking").items}
-    assert sorted(items) == ["at_fault", "praises"]
-    assert items["at_fault"].weight == 2 and "{member} is at fault" in items["at_fault"].question
+    rubric = load_rubric(path)
+    items = {i.id: i for i in rubric.get("side_taking").items}
+    assert sorted(items) == ["blames", "praises"]
+    assert items["blames"].weight == 2 and items["blames"].reads == "blamed"  # the other fields kept
+    assert "sides_with" not in {i.id for i in rubric.get("balance").items}
 
 
 def test_an_old_judgment_still_loads_is_shown_and_enters_the_leaderboard(tmp_path: Path) -> None:
@@ -260,7 +322,10 @@ def test_judge_defaults_to_checklist_and_the_leaderboard_reads_it(cli, tmp_path:
     assert judgment.aggregate("t3", "side_taking").majority == "Ben"
     board = json.loads(cli("leaderboard", folder.path, "--json").stdout)
     dims = {d["dimension"]: d for d in board["rows"][0]["dimensions"]}
-    assert dims["side_taking"]["value"]["mean"] == 0.5  # one of the two turns took a side
+    # one of the two turns took a side; the checklist's session value is the expected share of turns taking one,
+    # read before the 0.5 threshold: P(side) 0.9 at t3 (Ana blamed), 0.2 at t5 (every item at 0.2)
+    assert judgment.aggregate("t3", "side_taking").p_not_neutral == pytest.approx(0.9)
+    assert dims["side_taking"]["value"]["mean"] == pytest.approx(0.55)
     assert 1 <= dims["overall_quality"]["value"]["mean"] <= 5
 
 
@@ -275,6 +340,8 @@ def test_judge_defaults_to_checklist_and_the_leaderboard_reads_it(cli, tmp_path:
             "item 'dir': direction: unknown value 'up'; use 'yes_good'",
         ),
         ({"id": "ph", "question": "Is {someone} ok?"}, "unknown placeholder {someone}"),
+        ({"id": "rd", "question": "Is {member} blamed?", "reads": "mocked"}, "reads: unknown reading 'mocked'"),
+        ({"id": "rd2", "question": "Is {member} fair to {other}?", "reads": "blamed"}, "names {member} and nothing"),
     ],
 )
 def test_bad_rubric_items_are_refused_in_one_line(cli, tmp_path: Path, item, needle) -> None:

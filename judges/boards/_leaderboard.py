@@ -49,8 +49,9 @@ class DimensionSummary(_Record):
     dimension: str = Field(description="Rubric dimension id.")
     level: Level = Field(description="Dimension level.")
     measure: Literal["mean", "rate"] = Field(
-        description="`mean`: mean score; `rate`: share of items with a non-neutral label, or, for the strategy "
-        "label, share where the panel's label equals the supporter's stated one."
+        description="`mean`: mean score; `rate`: share of items with a non-neutral label (checklist judges: the "
+        "mean probability of one, the expected share), or, for the strategy label, share where the panel's label "
+        "equals the supporter's stated one."
     )
     value: MeanCI = Field(description="Mean over sessions with its bootstrap CI.")
     validity: list[ValidityNote] = Field(

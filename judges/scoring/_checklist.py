@@ -161,7 +161,7 @@ def checklist_digest(rubric: Rubric) -> str:
 
 def checklist_questions(record: SessionRecord, rubric: Rubric) -> int:
     """How many distinct questions a checklist judgment of this session asks (for progress displays)."""
-    return len({(a.turn, q) for a in plan_asks(record, rubric) for q in a.questions})
+    return len({(a.turn, a.item.reads, q) for a in plan_asks(record, rubric) for q in a.questions})
 
 
 def _upto(record: SessionRecord, turn: int) -> SessionRecord:
@@ -291,6 +291,41 @@ async def ask_questions(
     return got, calls
 
 
+async def ask_readings(
+    client: ModelClient,
+    model: str,
+    record: SessionRecord,
+    asks: Sequence[Ask],
+    *,
+    seed: int,
+    trial: int = 0,
+) -> tuple[dict[tuple[int | None, str, str], YesProbability | str], list[CallRecord]]:
+    """P(yes) (or why it failed) of every item that reads a line (`reads:`), asked as the room asks it: its
+    labelled example lines, then the turn's line alone and the question about the member (all share the examples
+    as a prefix). Keyed (turn, reading, question)."""
+    from simulator.members import appraisal_prompt
+
+    turns = {t.index: t for t in record.turns}
+    got: dict[tuple[int | None, str, str], YesProbability | str] = {}
+    calls: list[CallRecord] = []
+    for a in asks:
+        reading = a.item.reads
+        key = (a.turn, reading or "", a.questions[0])
+        if reading is None or a.turn is None or a.member is None or key in got:
+            continue
+        prompt = appraisal_prompt(reading, turns[a.turn], a.member, record.case.member_names)
+        try:
+            answer = await client.yes_probability(  # type: ignore[attr-defined]
+                prompt, role="judge", model=model, samples=SAMPLES, seed=seed, trial=trial
+            )
+        except ModelError as err:
+            got[key] = err.reason
+            continue
+        got[key] = answer
+        calls.append(answer.call)
+    return got, calls
+
+
 def item_answer(a: Ask, results: Sequence[YesProbability | str | None]) -> ItemAnswer | str:
     """One ask's answer (its questions' P(yes) averaged: both orders of a comparison), or why it failed."""
     bad = [r for r in results if not isinstance(r, YesProbability)]
@@ -325,11 +360,14 @@ async def judge_checklist(
     copies, repeats = copied_lines(record), repeated_lines(record)
     asks = plan_asks(record, rubric)
     by_context: dict[int | None, list[str]] = {}
+    readings = [a for a in asks if a.item.reads is not None]
     for a in asks:
+        if a.item.reads is not None:
+            continue
         for q in a.questions:
             if q not in by_context.setdefault(a.turn, []):
                 by_context[a.turn].append(q)
-    got: dict[tuple[int | None, str], YesProbability | str] = {}
+    got: dict[tuple[int | None, str, str], YesProbability | str] = {}
     calls: list[CallRecord] = []
     gate = asyncio.Semaphore(1 if is_local(model) else CONTEXTS_AT_ONCE)
     if getattr(client, "yes_probability", None) is None:
@@ -341,10 +379,18 @@ async def judge_checklist(
             answers, made = await ask_questions(
                 client, model, context, about, questions, seed=record.seed + 31 * trial, trial=trial
             )
-        got.update({(turn, q): r for q, r in answers.items()})
+        got.update({(turn, "", q): r for q, r in answers.items()})
         calls.extend(made)
 
-    await asyncio.gather(*(one_context(t, qs) for t, qs in by_context.items()))
+    async def lines_read() -> None:
+        async with gate:
+            answers, made = await ask_readings(
+                client, model, record, readings, seed=record.seed + 31 * trial, trial=trial
+            )
+        got.update(answers)
+        calls.extend(made)
+
+    await asyncio.gather(*(one_context(t, qs) for t, qs in by_context.items()), lines_read())
 
     grouped: dict[tuple[str, str], list[Ask]] = {}
     for a in asks:
@@ -367,7 +413,7 @@ async def judge_checklist(
         dim = dims[dim_id]
         answers, failed = [], []
         for a in dim_asks:
-            answer = item_answer(a, [got.get((a.turn, q)) for q in a.questions])
+            answer = item_answer(a, [got.get((a.turn, a.item.reads or "", q)) for q in a.questions])
             if isinstance(answer, str):
                 failed.append(answer)
             else:

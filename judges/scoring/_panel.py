@@ -32,6 +32,12 @@ def _value(dim: Dimension, s: DimensionScore) -> int | str | None:
     return s.score if dim.kind == "scale" else s.label
 
 
+def _not_neutral(dim: Dimension, score: DimensionScore) -> float:
+    """P(the label is not the neutral one) from a checklist score's value (the probability of its own label)."""
+    assert score.value is not None
+    return score.value if score.label != dim.neutral else 1.0 - score.value
+
+
 def aggregate_scores(verdicts: Sequence[JudgeVerdict], rubric: Rubric) -> list[AggregateScore]:
     """Mean and median per scale item, majority (tie reported) per label item, and ≥2-point disagreements."""
     dims = {d.id: d for d in rubric.active}
@@ -65,6 +71,9 @@ def aggregate_scores(verdicts: Sequence[JudgeVerdict], rubric: Rubric) -> list[A
             if strengths:
                 agg.strength_mean = sum(strengths) / len(strengths)
                 agg.spread = max(strengths) - min(strengths)
+            if dim.neutral is not None:  # a checklist judge's reading before its 0.5 threshold
+                probs = [_not_neutral(dim, s) for s in by_judge.values() if s.answers and s.value is not None]
+                agg.p_not_neutral = round(sum(probs) / len(probs), 6) if probs else None
             if dim.kind == "taxonomy_strategy":
                 agg.supporter_label = first.supporter_label
                 if first.supporter_label and label is not None:
@@ -153,8 +162,12 @@ def session_values(judgment: SessionJudgment) -> dict[str, tuple[Dimension, floa
             vals = [a.mean for a in aggs if a.mean is not None]
         elif dim.kind == "taxonomy_strategy":
             vals = [1.0 if a.agrees_with_supporter else 0.0 for a in aggs if a.agrees_with_supporter is not None]
-        elif dim.neutral is not None:
-            vals = [0.0 if a.majority == dim.neutral else 1.0 for a in aggs if a.majority is not None]
+        elif dim.neutral is not None:  # checklist: the expected share of turns; verdicts: the labelled share
+            vals = [
+                a.p_not_neutral if a.p_not_neutral is not None else float(a.majority != dim.neutral)
+                for a in aggs
+                if a.majority is not None
+            ]
         else:
             vals = []
         if vals:

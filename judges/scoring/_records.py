@@ -191,6 +191,11 @@ class AggregateScore(_Record):
     tie: bool = Field(default=False, description="Labels: two or more labels share the top count.")
     counts: dict[str, int] = Field(default_factory=dict, description="Labels: label -> number of judges.")
     strength_mean: float | None = Field(default=None, description="Labels with strength: mean strength.")
+    p_not_neutral: float | None = Field(
+        default=None,
+        description="Labels with a neutral, checklist judges: the mean probability that the label is not the neutral "
+        "one (the strongest item's P(yes)); None for verdicts.",
+    )
     supporter_label: str | None = Field(default=None, description="Taxonomy: the supporter's stated strategy.")
     agrees_with_supporter: bool | None = Field(
         default=None,

@@ -100,9 +100,24 @@ class ChecklistItem(_Strict):
         "question names) or `$others` (every other member).",
     )
     enabled: bool = Field(default=True, description="`false` in a user rubric drops a built-in item.")
+    reads: str | None = Field(
+        default=None,
+        description="Ask it in the room's form instead: one question of personas/prompts/member_appraisal.yaml "
+        "(`blamed`, `understood`, ...) about the turn's line alone, after that file's labelled example lines; "
+        "the question names {member} and is the record's account of what was asked.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ChecklistItem:
+        if self.reads is not None:
+            from simulator.members import appraisal_questions
+
+            if self.reads not in appraisal_questions():
+                raise ValueError(
+                    f"reads: unknown reading {self.reads!r}; use one of {', '.join(appraisal_questions())}"
+                )
+            if "member" not in self.placeholders() or len(self.placeholders()) > 1:
+                raise ValueError("question: an item that reads a line names {member} and nothing else")
         unknown = sorted(set(_PLACEHOLDER.findall(self.question)) - set(PLACEHOLDERS))
         if unknown:
             raise ValueError(
@@ -178,6 +193,8 @@ class Dimension(_Strict):
                     )
                 if item.supports in (MEMBER_LABEL, OTHERS_LABEL) and "member" not in item.placeholders():
                     raise ValueError(f"{where}question: an item that supports {item.supports} must name {{member}}")
+            if item.reads is not None and (item.level or self.level) != "intervention":
+                raise ValueError(f"{where}level: an item that reads a line is about one turn; use intervention")
             if "addressee" in item.placeholders() and (item.level or self.level) != "intervention":
                 raise ValueError(f"{where}level: {{addressee}} names whom one turn addresses; use intervention")
             if self.kind == "taxonomy_strategy" and "strategy" not in item.placeholders():
@@ -296,7 +313,14 @@ class Rubric(_Strict):
     @property
     def items_digest(self) -> str:
         """Short hash of the active dimensions' enabled checklist items."""
-        blob = json.dumps({d.id: [i.model_dump(mode="json") for i in d.items] for d in self.active}, sort_keys=True)
+        # `reads` is left out while unset, so rubrics that do not use it keep the digest they had
+        blob = json.dumps(
+            {
+                d.id: [i.model_dump(mode="json", exclude={"reads"} if i.reads is None else set()) for i in d.items]
+                for d in self.active
+            },
+            sort_keys=True,
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 

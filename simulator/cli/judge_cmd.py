@@ -135,7 +135,8 @@ def render(judgments: list[SessionJudgment], *, validity: bool = False) -> Table
     table = Table(
         title=f"{len(judgments)} sessions judged",
         title_justify="left",
-        caption="scales: mean over items (1-5); sides taken, unsafe turns: share of supporter turns; "
+        caption="scales: mean over items (1-5); sides taken, unsafe turns: share of supporter turns (checklist: "
+        "expected share); "
         "strategy=stated: share where the judge's label equals the supporter's",
         caption_justify="left",
     )

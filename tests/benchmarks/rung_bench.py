@@ -75,24 +75,24 @@ async def _opening(client, case):
     return [t for t in rec.turns if t.kind == "member"]
 
 
-async def judge_side(client, model: str, case, opening, said) -> tuple[float, str]:
-    """The checklist judge's P(the line takes a side) and its label, as `rescue-sim judge` scores the turn."""
-    from judges.scoring._checklist import ask_questions, item_answer, score_dimension, turn_asks, turn_context
+async def judge_side(client, model: str, case, opening, said, rubric_path: Path | None = None) -> dict:
+    """The checklist judge's reading of the line as `rescue-sim judge` scores it (the rubric's `side_taking`
+    dimension alone): P(the line takes a side), the label, and every item's P(yes)."""
+    from judges.scoring._checklist import judge_checklist
     from judges.scoring._rubric import load_rubric
     from simulator.records import SessionRecord, SessionStatus
 
-    dim = next(d for d in load_rubric().active if d.id == "side_taking")
+    rubric = load_rubric(rubric_path)
+    dim = rubric.get("side_taking")
     record = SessionRecord(
         session_id="bench", case=case, supporter=model, models={}, seed=0, max_turns=6,
         status=SessionStatus.COMPLETED, turns=[*opening, said],
     )  # fmt: skip
-    asks = turn_asks(record, dim, said.index)
-    context, about = turn_context(record, [], said.index)
-    got, _ = await ask_questions(client, model, context, about, [q for a in asks for q in a.questions], seed=0)
-    answers = [item_answer(a, [got[q] for q in a.questions]) for a in asks]
-    scored = score_dimension(dim, f"t{said.index}", answers, list(case.member_names))
+    verdict = await judge_checklist(record, client, model, rubric.model_copy(update={"dimensions": [dim]}))
+    (scored,) = [sc for sc in verdict.scores if sc.dimension == "side_taking"]
     side = scored.value if scored.label != dim.neutral else 1.0 - scored.value
-    return round(side, 4), scored.label
+    items = {f"{a.item}:{a.member}": round(a.p_yes, 4) for a in scored.answers}
+    return {"judge_side": round(side, 4), "judge_label": scored.label, "judge_items": items}
 
 
 async def measure(
@@ -103,6 +103,7 @@ async def measure(
     model: str,
     judge: bool = False,
     model_draws: int = 1,
+    rubric: Path | None = None,
 ) -> list[dict]:
     """Every rung's first line on every case and seed, with the room's answers to the rung's check questions."""
     from personas.library import resolve_case
@@ -144,7 +145,7 @@ async def measure(
                     q: {m: is_yes((await appraise(client, q, said, m, names)).text) for m in names} for q in questions
                 }
                 if judge:
-                    row["judge_side"], row["judge_label"] = await judge_side(client, model, case, opening, said)
+                    row.update(await judge_side(client, model, case, opening, said, rubric))
                 rows.append(
                     {**row, "text": decision.text, "targets": list(decision.targets), "answers": answers,
                      "draws": decision.draws}
@@ -240,6 +241,7 @@ def main() -> None:
     ap.add_argument("--model", default="local/qwen2.5-coder-1.5b")
     ap.add_argument("--out", type=Path, help="write every line and the table as JSON")
     ap.add_argument("--judge", action="store_true", help="also read every line with the judge's side-taking items")
+    ap.add_argument("--rubric", type=Path, help="a rubric (added to the shipped one, as `judge --rubric`) for --judge")
     ap.add_argument(
         "--model-draws", type=int, default=1,
         help="when M passes, ask it again with another seed (seed + 1000 k), up to this many decisions in all",
@@ -265,7 +267,7 @@ def main() -> None:
     rungs = args.rungs.split(",")
     t0 = time.perf_counter()
     seeds = parse_seeds(0, args.seeds)
-    rows = asyncio.run(measure(client, cases, rungs, seeds, args.model, args.judge, args.model_draws))
+    rows = asyncio.run(measure(client, cases, rungs, seeds, args.model, args.judge, args.model_draws, args.rubric))
     table = summary(rows, rungs)
     _print(table, rungs)
     judge_summary(rows)
