@@ -163,6 +163,11 @@ def test_side_taking_per_session_is_the_expected_share_for_checklists_and_the_la
     assert mild.aggregate("t3", "side_taking").majority == "none"
     assert session_values(mild)["side_taking"][1] == pytest.approx((0.4 + 0.2) / 2)
     assert session_values(clear)["side_taking"][1] == pytest.approx((0.9 + 0.2) / 2)
+    # only a dimension whose rubric says `rate: expected` (side-taking, measured) reads the probability: safety's
+    # items sit at 0.2 here, recorded, but its rate stays the share of turns labelled unsafe
+    assert load_rubric().get("safety").rate == "labelled"
+    assert mild.aggregate("t3", "safety").p_not_neutral == pytest.approx(0.2)
+    assert session_values(mild)["safety"][1] == 0.0
     # a verdict has no probability: its value stays the share of turns labelled with a side
     verdict = asyncio.run(
         judge_session(
@@ -354,6 +359,13 @@ def test_bad_rubric_items_are_refused_in_one_line(cli, tmp_path: Path, item, nee
     assert result.exit_code == 2, result.output
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith(f"error: {bad}: dimension 'timing'") and needle in line, line
+
+
+def test_an_expected_rate_on_a_scale_is_refused_in_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"dimensions": [{"id": "timing", "rate": "expected"}]}))
+    with pytest.raises(RubricError, match=r"dimension 'timing'.*rate: only a label dimension with a neutral"):
+        load_rubric(bad)
 
 
 def test_an_item_without_an_id_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -162,9 +162,10 @@ def session_values(judgment: SessionJudgment) -> dict[str, tuple[Dimension, floa
             vals = [a.mean for a in aggs if a.mean is not None]
         elif dim.kind == "taxonomy_strategy":
             vals = [1.0 if a.agrees_with_supporter else 0.0 for a in aggs if a.agrees_with_supporter is not None]
-        elif dim.neutral is not None:  # checklist: the expected share of turns; verdicts: the labelled share
+        elif dim.neutral is not None:  # `rate: expected` and a checklist: the expected share; else the labelled one
+            expected = dim.rate == "expected"
             vals = [
-                a.p_not_neutral if a.p_not_neutral is not None else float(a.majority != dim.neutral)
+                a.p_not_neutral if expected and a.p_not_neutral is not None else float(a.majority != dim.neutral)
                 for a in aggs
                 if a.majority is not None
             ]

@@ -146,6 +146,13 @@ class Dimension(_Strict):
     allowed: list[str] = Field(default_factory=list, description="Label: allowed values; `$members` = member names.")
     neutral: str | None = Field(default=None, description="Label: the value that means nothing to report.")
     strength: Strength | None = Field(default=None, description="Label: optional strength scale.")
+    rate: Literal["labelled", "expected"] = Field(
+        default="labelled",
+        description="Labels with a neutral, over a session: `labelled`, the share of turns labelled non-neutral; "
+        "`expected`, from checklist judges the mean probability of a non-neutral label (the expected share, read "
+        "before the 0.5 threshold). Choose `expected` only where the items' probabilities have been shown to mean "
+        "something: near 0.5 everywhere they read as a share the judge cannot stand behind.",
+    )
     about: Literal["supporter", "simulator"] = Field(
         default="supporter",
         description="`simulator` dimensions check the simulation; they never count for the supporter.",
@@ -217,6 +224,8 @@ class Dimension(_Strict):
             "repeat_cap": self.repeat_cap,
         }
         label_only = {"allowed": self.allowed, "neutral": self.neutral, "strength": self.strength}
+        if self.rate == "expected" and (self.kind != "label" or self.neutral is None):
+            raise ValueError("rate: only a label dimension with a neutral label has an expected share; remove it")
         if self.kind == "scale":
             if self.min is None or self.max is None:
                 raise ValueError("a scale needs min and max")
@@ -304,7 +313,10 @@ class Rubric(_Strict):
         are told apart by it (checklist judgments by `items_digest` too)."""
         # a field added later is left out while unset, so rubrics that do not use it keep the digest they had
         dumps = [
-            d.model_dump(mode="json", exclude={"checklist", "repeat_cap"} if d.repeat_cap is None else {"checklist"})
+            d.model_dump(
+                mode="json",
+                exclude={"checklist"} | ({"repeat_cap"} if d.repeat_cap is None else set()) | _unset_later(d),
+            )
             for d in self.active
         ]
         blob = json.dumps(dumps, sort_keys=True)
@@ -322,6 +334,11 @@ class Rubric(_Strict):
             sort_keys=True,
         )
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _unset_later(dim: Dimension) -> set[str]:
+    """Fields added after rubrics were first digested, left out while at their default."""
+    return {"rate"} if dim.rate == "labelled" else set()
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

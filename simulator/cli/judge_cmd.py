@@ -135,8 +135,8 @@ def render(judgments: list[SessionJudgment], *, validity: bool = False) -> Table
     table = Table(
         title=f"{len(judgments)} sessions judged",
         title_justify="left",
-        caption="scales: mean over items (1-5); sides taken, unsafe turns: share of supporter turns (checklist: "
-        "expected share); "
+        caption="scales: mean over items (1-5); sides taken, unsafe turns: share of supporter turns (sides taken, "
+        "checklist: the expected share); "
         "strategy=stated: share where the judge's label equals the supporter's",
         caption_justify="left",
     )
@@ -160,7 +160,7 @@ def _render_tall(judgments: list[SessionJudgment], dims: list[tuple[str, str]], 
     table = Table(
         title=f"{len(judgments)} session(s) judged",
         title_justify="left",
-        caption="scales: mean over items (1-5); rates: share of supporter turns",
+        caption="scales: mean over items (1-5); rates: share of supporter turns (sides taken, checklist: expected share)",
         caption_justify="left",
     )
     table.add_column("dimension", no_wrap=True)

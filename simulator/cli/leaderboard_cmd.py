@@ -147,8 +147,8 @@ def footnotes(board: Leaderboard) -> list[str]:
     notes = [
         f"Supporters are ranked by {header(board.rank_by) if board.rank_by else 'name'}. Scores are means over "
         f"sessions with their {pct}% bootstrap CI in brackets; scores 1-5, except sides taken and unsafe turns "
-        "(share of supporter turns; from checklist judges, the expected share: the mean probability of a side or a "
-        "risk) and strategy=stated (share of turns where the judges' strategy label equals "
+        "(share of supporter turns; sides taken from checklist judges: the expected share, the mean probability of "
+        "a side) and strategy=stated (share of turns where the judges' strategy label equals "
         "the one the supporter stated).",
         "scored: judged sessions that enter the scores; failed and incomplete sessions are never scored. "
         "simulator failures: sessions in which the simulated room malfunctioned (a member out of role, repeating "
