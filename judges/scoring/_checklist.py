@@ -274,21 +274,28 @@ async def ask_questions(
 ) -> tuple[dict[str, YesProbability | str], list[CallRecord]]:
     """Each question's P(yes) (or why it failed) on one shared prefix, asked one after another so the prefix stays
     in the model's cache; the calls made."""
-    ask = getattr(client, "yes_probability", None)
-    if ask is None:
+    if getattr(client, "yes_probability", None) is None:
         raise TypeError(f"{type(client).__name__} cannot read answer probabilities (no yes_probability)")
     got: dict[str, YesProbability | str] = {}
     calls: list[CallRecord] = []
     for q in questions:
         prompt = Prompt(context=context, instructions=render_prompt("item", CHECKLIST_PROMPTS, about=about, question=q))
-        try:
-            answer = await ask(prompt, role="judge", model=model, samples=SAMPLES, seed=seed, trial=trial)
-        except ModelError as err:
-            got[q] = err.reason
-            continue
-        got[q] = answer
-        calls.append(answer.call)
+        got[q] = await _yes(client, prompt, model, seed=seed, trial=trial, calls=calls)
     return got, calls
+
+
+async def _yes(
+    client: ModelClient, prompt: Prompt, model: str, *, seed: int, trial: int, calls: list[CallRecord]
+) -> YesProbability | str:
+    """One question's P(yes) as the judge, or why it failed (after the client's retries); the call kept."""
+    try:
+        answer = await client.yes_probability(  # type: ignore[attr-defined]
+            prompt, role="judge", model=model, samples=SAMPLES, seed=seed, trial=trial
+        )
+    except ModelError as err:
+        return err.reason
+    calls.append(answer.call)
+    return answer
 
 
 async def ask_readings(
@@ -314,15 +321,7 @@ async def ask_readings(
         if reading is None or a.turn is None or a.member is None or key in got:
             continue
         prompt = appraisal_prompt(reading, turns[a.turn], a.member, record.case.member_names)
-        try:
-            answer = await client.yes_probability(  # type: ignore[attr-defined]
-                prompt, role="judge", model=model, samples=SAMPLES, seed=seed, trial=trial
-            )
-        except ModelError as err:
-            got[key] = err.reason
-            continue
-        got[key] = answer
-        calls.append(answer.call)
+        got[key] = await _yes(client, prompt, model, seed=seed, trial=trial, calls=calls)
     return got, calls
 
 

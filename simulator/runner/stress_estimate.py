@@ -136,13 +136,9 @@ def estimate(config: StressConfig, matrix: Matrix, base: Path | None = None) -> 
                 planned = planned_record(s.case, t, interventions)
                 units[key] = judge_units(planned, rubric, judges, config.judge_mode, config.per_intervention)
             judging = units[key]
+            judged_once = _judging_tokens(config, judging, panel, interventions, full, ctx + avg_transcript)
             calls["judge"] += judging
-            judge_prompt, judge_completion, spared = _judging_tokens(
-                config, judging, panel, interventions, full, ctx + avg_transcript
-            )
-            prompt += judge_prompt
-            completion += judge_completion
-            cached += spared
+            prompt, completion, cached = prompt + judged_once[0], completion + judged_once[1], cached + judged_once[2]
         p = perts.get(s.perturbation or "")
         if p is not None and p.inject is not None and not p.check.expect:  # was the stressor said? (delivery)
             calls["check"] += 1
@@ -152,14 +148,9 @@ def estimate(config: StressConfig, matrix: Matrix, base: Path | None = None) -> 
             calls["check"] += 1
             prompt += full + _INSTR["check"]
             completion += _OUT["check"]
-        if p is not None and p.check.judge_probe and config.judge:  # the session judged again, in the same mode
+        if p is not None and p.check.judge_probe and config.judge and rubric is not None:  # judged again, same mode
             calls["judge"] += judging
-            judge_prompt, judge_completion, spared = _judging_tokens(
-                config, judging, panel, interventions, full, ctx + avg_transcript
-            )
-            prompt += judge_prompt
-            completion += judge_completion
-            cached += spared
+            prompt, completion, cached = prompt + judged_once[0], completion + judged_once[1], cached + judged_once[2]
     models = {config.model_for(r) for r in MODEL_ROLES} | set(config.judges)
     models |= {m for m in map(supporter_model, config.supporters) if m is not None}
     local = all(m is None or is_local(m) for m in models)
