@@ -190,6 +190,29 @@ def test_unusable_cached_answer_is_not_replayed(tmp_path, fake_provider):
     assert out.parsed.emotion == "calm" and out.call.attempts == 2
 
 
+def test_a_call_rescued_by_a_later_try_replays_the_same_path(tmp_path, fake_provider):
+    """A first try that would come out differently when drawn again (the embedded model's reply can change with
+    its prefix cache, even at the same seed): the rerun must still give the answer the first run kept."""
+    draws = iter(["nonsense", json.dumps({"emotion": "calm", "intensity": 2})])
+    fake_provider["behaviour"] = lambda m, p: next(draws, json.dumps({"emotion": "fresh", "intensity": 9}))
+    first = asyncio.run(client(tmp_path, default="fakeprov/x").complete(PROMPT, role="member", schema=Feeling, seed=1))
+    again = asyncio.run(client(tmp_path, default="fakeprov/x").complete(PROMPT, role="member", schema=Feeling, seed=1))
+    assert first.parsed.emotion == "calm" and again.parsed.emotion == "calm"
+    assert fake_provider["calls"] == 2 and again.call.cache_hit
+
+
+def test_a_call_that_failed_outright_is_asked_afresh_on_a_rerun(tmp_path, fake_provider):
+    fake_provider["behaviour"] = lambda m, p: "nonsense"
+    c = client(tmp_path, default="fakeprov/x", parse_attempts=2)
+    with pytest.raises(ModelError):
+        asyncio.run(c.complete(PROMPT, role="member", schema=Feeling, seed=1))
+    fake_provider["behaviour"] = lambda m, p: json.dumps({"emotion": "calm", "intensity": 2})
+    out = asyncio.run(
+        client(tmp_path, default="fakeprov/x", parse_attempts=2).complete(PROMPT, role="member", schema=Feeling, seed=1)
+    )
+    assert out.parsed.emotion == "calm" and not out.call.cache_hit and fake_provider["calls"] == 3
+
+
 def test_same_seed_and_cache_give_the_same_transcript(tmp_path, fake_provider):
     """A non-deterministic provider: the cache (keyed by seed) is what makes reruns identical."""
     from personas.library import resolve_case

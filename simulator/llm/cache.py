@@ -35,7 +35,7 @@ class CallCache:
             self._db.commit()
 
     def delete(self, key: str) -> None:
-        """Forget an answer that turned out unusable, so a rerun asks again instead of replaying it."""
+        """Forget an answer that turned out unusable (a call that failed outright), so a rerun asks again."""
         with self._lock:
             self._db.execute("DELETE FROM calls WHERE key = ?", (key,))
             self._db.commit()

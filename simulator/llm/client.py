@@ -236,6 +236,7 @@ class LiteLLMClient:
         attempts, seconds, cost = 0, 0.0, 0.0
         usage = Usage()
         last_reason, last_text = "", None
+        rejected: list[str] = []  # cache keys of replies that failed check_reply
         for parse_try in range(self.settings.parse_attempts):
             params = {
                 "max_tokens": max_tokens,
@@ -260,8 +261,7 @@ class LiteLLMClient:
                 parsed = check_reply(out.text, schema)
             except ParseError as err:
                 last_reason, last_text = str(err), out.text
-                if self._cache is not None:
-                    self._cache.delete(self._key(model, messages, params, json_schema))
+                rejected.append(self._key(model, messages, params, json_schema))
                 continue
             call = CallRecord(
                 model=model,
@@ -274,6 +274,12 @@ class LiteLLMClient:
                 finish_reason=out.finish_reason,
             )
             return Completion(text=out.text, parsed=parsed, call=call)
+        # A call that succeeded on a later try keeps its rejected replies cached, so a replay takes the same path to
+        # the same answer (a fresh draw of the first try can differ, even at the same seed); one that failed
+        # outright forgets them, so a rerun asks again.
+        if self._cache is not None:
+            for key in rejected:
+                self._cache.delete(key)
         raise ModelError(
             model,
             f"no valid output after {self.settings.parse_attempts} attempts: {last_reason}",
