@@ -66,7 +66,7 @@ def session_for(spec: SessionSpec, supporter: str, judges: Sequence[str]) -> Ses
 
 def judge_record(record: SessionRecord, judges: Sequence[str], score: Score) -> SessionJudgment:
     rubric = load_rubric()
-    used = rubric.model_copy(update={"dimensions": rubric.active})
+    used = rubric.in_use()
     interventions = interventions_of(record)
     text = {t.index: t.text.lower() for t in record.turns}
     verdicts = []

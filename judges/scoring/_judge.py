@@ -313,7 +313,7 @@ def judging_mode(judges: Sequence[str], per_intervention: bool | None = None) ->
 
 def judge_calls(record: SessionRecord, rubric: Rubric, per_intervention: bool = False) -> list[str]:
     """The units one judge model is asked about for this session (one call each): for progress displays."""
-    return [c.unit for c in _plan(record, rubric.model_copy(update={"dimensions": rubric.active}), per_intervention)]
+    return [c.unit for c in _plan(record, rubric.in_use(), per_intervention)]
 
 
 def judge_units(
@@ -325,7 +325,7 @@ def judge_units(
 ) -> int:
     """How many model calls judging this session with this panel makes (progress displays and estimates): the
     distinct checklist questions per judge, or the verdict calls per judge."""
-    used = rubric.model_copy(update={"dimensions": rubric.active})
+    used = rubric.in_use()
     if judge_mode == "checklist":
         return checklist_questions(record, used) * len(panel)
     return len(judge_calls(record, used, judging_mode(panel, per_intervention))) * len(panel)
@@ -445,7 +445,7 @@ async def judge_session(
         raise ValueError("judge_session needs at least one judge model")
     per_intervention = True if judge_mode == "checklist" else judging_mode(panel, per_intervention)
     rubric = rubric or load_rubric()
-    used = rubric.model_copy(update={"dimensions": rubric.active})
+    used = rubric.in_use()
     if judge_mode == "checklist":
         jobs = [judge_checklist(record, client, m, used, trial=trial) for m in panel]
         digest = checklist_digest(used)

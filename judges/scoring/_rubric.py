@@ -297,6 +297,10 @@ class Rubric(_Strict):
     def active(self) -> list[Dimension]:
         return [d for d in self.dimensions if d.enabled]
 
+    def in_use(self) -> Rubric:
+        """This rubric with its enabled dimensions only: what a judgment asks, records and is keyed by."""
+        return self.model_copy(update={"dimensions": self.active})
+
     def at(self, level: Level) -> list[Dimension]:
         """Active dimensions of one level, in rubric order."""
         return [d for d in self.active if d.level == level]

@@ -242,7 +242,7 @@ async def validate_tracker(
 def judge_digest(judge_mode: JudgeMode, rubric: Rubric | None = None) -> str:
     """The digest a judgment in `judge_mode` records with this rubric (the default one): cards are keyed by it."""
     rubric = rubric or load_rubric()
-    used = rubric.model_copy(update={"dimensions": rubric.active})
+    used = rubric.in_use()
     return checklist_digest(used) if judge_mode == "checklist" else judge_prompt_digest(used.digest)
 
 
