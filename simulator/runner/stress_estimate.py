@@ -129,17 +129,19 @@ def estimate(config: StressConfig, matrix: Matrix, base: Path | None = None) -> 
         completion += t * _OUT["member"] + tracker * _OUT["tracker"] + sup_calls * _OUT["supporter"]
         full = ctx + int(turns_total * _TURN_TOKENS)
         interventions = round(t * share)
-        judging = 0  # calls one judgment of this session makes across the panel
+        p = perts.get(s.perturbation or "")
         if rubric is not None:
             key = (s.case.id, t, interventions)
             if key not in units:
                 planned = planned_record(s.case, t, interventions)
                 units[key] = judge_units(planned, rubric, judges, config.judge_mode, config.per_intervention)
-            judging = units[key]
-            judged_once = _judging_tokens(config, judging, panel, interventions, full, ctx + avg_transcript)
-            calls["judge"] += judging
-            prompt, completion, cached = prompt + judged_once[0], completion + judged_once[1], cached + judged_once[2]
-        p = perts.get(s.perturbation or "")
+            judging = units[key]  # calls one judgment of this session makes across the panel
+            times = 2 if p is not None and p.check.judge_probe else 1  # the probe judges again, in the same mode
+            read, written, spared = _judging_tokens(config, judging, panel, interventions, full, ctx + avg_transcript)
+            calls["judge"] += times * judging
+            prompt += times * read
+            completion += times * written
+            cached += times * spared
         if p is not None and p.inject is not None and not p.check.expect:  # was the stressor said? (delivery)
             calls["check"] += 1
             prompt += ctx + avg_transcript + _INSTR["check"]
@@ -148,9 +150,6 @@ def estimate(config: StressConfig, matrix: Matrix, base: Path | None = None) -> 
             calls["check"] += 1
             prompt += full + _INSTR["check"]
             completion += _OUT["check"]
-        if p is not None and p.check.judge_probe and config.judge and rubric is not None:  # judged again, same mode
-            calls["judge"] += judging
-            prompt, completion, cached = prompt + judged_once[0], completion + judged_once[1], cached + judged_once[2]
     models = {config.model_for(r) for r in MODEL_ROLES} | set(config.judges)
     models |= {m for m in map(supporter_model, config.supporters) if m is not None}
     local = all(m is None or is_local(m) for m in models)
