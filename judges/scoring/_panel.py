@@ -32,7 +32,7 @@ def _value(dim: Dimension, s: DimensionScore) -> int | str | None:
     return s.score if dim.kind == "scale" else s.label
 
 
-def _not_neutral(dim: Dimension, score: DimensionScore) -> float:
+def not_neutral(dim: Dimension, score: DimensionScore) -> float:
     """P(the label is not the neutral one) from a checklist score's value (the probability of its own label)."""
     assert score.value is not None
     return score.value if score.label != dim.neutral else 1.0 - score.value
@@ -72,7 +72,7 @@ def aggregate_scores(verdicts: Sequence[JudgeVerdict], rubric: Rubric) -> list[A
                 agg.strength_mean = sum(strengths) / len(strengths)
                 agg.spread = max(strengths) - min(strengths)
             if dim.neutral is not None:  # a checklist judge's reading before its 0.5 threshold
-                probs = [_not_neutral(dim, s) for s in by_judge.values() if s.answers and s.value is not None]
+                probs = [not_neutral(dim, s) for s in by_judge.values() if s.answers and s.value is not None]
                 agg.p_not_neutral = round(sum(probs) / len(probs), 6) if probs else None
             if dim.kind == "taxonomy_strategy":
                 agg.supporter_label = first.supporter_label

@@ -79,6 +79,7 @@ async def judge_side(client, model: str, case, opening, said, rubric_path: Path 
     """The checklist judge's reading of the line as `rescue-sim judge` scores it (the rubric's `side_taking`
     dimension alone): P(the line takes a side), the label, and every item's P(yes)."""
     from judges.scoring._checklist import judge_checklist
+    from judges.scoring._panel import not_neutral
     from judges.scoring._rubric import load_rubric
     from simulator.records import SessionRecord, SessionStatus
 
@@ -90,7 +91,7 @@ async def judge_side(client, model: str, case, opening, said, rubric_path: Path 
     )  # fmt: skip
     verdict = await judge_checklist(record, client, model, rubric.model_copy(update={"dimensions": [dim]}))
     (scored,) = [sc for sc in verdict.scores if sc.dimension == "side_taking"]
-    side = scored.value if scored.label != dim.neutral else 1.0 - scored.value
+    side = not_neutral(dim, scored)
     items = {f"{a.item}:{a.member}": round(a.p_yes, 4) for a in scored.answers}
     return {"judge_side": round(side, 4), "judge_label": scored.label, "judge_items": items}
 
