@@ -105,7 +105,8 @@
       return el("tr", null, el("td", { "class": "l" }, d), el("td", { "class": "l" }, validityText(d)));
     }))));
     box.appendChild(el("p", { "class": "note", text: "Means over sessions with their " + Math.round(B.confidence * 100) +
-      "% bootstrap CI; rates (label dimensions) are shares of supporter turns. invalid outputs: supporter decisions " +
+      "% bootstrap CI; rates (label dimensions) are shares of supporter turns (sides taken from checklist judges: " +
+      "the expected share, the mean probability of a side). invalid outputs: supporter decisions " +
       "still invalid after re-asking / all decisions. Simulator failures: sessions in which the simulated room " +
       "malfunctioned (record faults or the judges' persona-fidelity flag); " + (B.include_faults ?
       "they are kept in every score (--include-simulator-faults). " : "they are left out of every score. ") +
