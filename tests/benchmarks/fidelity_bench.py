@@ -33,7 +33,9 @@ SEEDS = (1, 2)
 MEMBER_TURNS = 6
 
 
-async def _run(out: Path, threads: int | None = None) -> None:
+async def _run(
+    out: Path, threads: int | None = None, cases: tuple[str, ...] = CASES, seeds: tuple[int, ...] = SEEDS
+) -> None:
     import simulator
     from personas.library import resolve_case
     from simulator.engine import SessionConfig, run_session
@@ -45,10 +47,10 @@ async def _run(out: Path, threads: int | None = None) -> None:
     (out / "sessions").mkdir(parents=True, exist_ok=True)
     client = LiteLLMClient(ModelSettings(cache=False, n_threads=threads))
     models = {r: client.model_for(r) for r in ("member", "tracker")}
-    started = time.perf_counter()
-    for case_id in CASES:
+    started, cpu0 = time.perf_counter(), time.process_time()
+    for case_id in cases:
         case = resolve_case(case_id)
-        for seed in SEEDS:
+        for seed in seeds:
             sid = f"{case_id}__s{seed}"
             path = out / "sessions" / f"{sid}.json"
             if path.exists():
@@ -65,7 +67,12 @@ async def _run(out: Path, threads: int | None = None) -> None:
             )
             path.write_text(rec.model_dump_json(indent=1))
             print(f"{sid}: {rec.status} in {time.perf_counter() - t0:.1f} s", flush=True)
-    meta = {"code": code, "wall_s": round(time.perf_counter() - started, 1), "threads": threads}
+    meta = {
+        "code": code,
+        "wall_s": round(time.perf_counter() - started, 1),
+        "cpu_s": round(time.process_time() - cpu0, 1),  # all threads: less sensitive to other load than wall time
+        "threads": threads,
+    }
     (out / "bench.json").write_text(json.dumps(meta))
 
 
@@ -111,7 +118,7 @@ def _report(folders: list[Path]) -> None:
                 kinds[k] = kinds.get(k, 0) + n
         kinds_all[folder.name] = {k: round(100 * n / max(turns, 1), 1) for k, n in sorted(kinds.items())}
         if meta:
-            print(f"{'':<34}script wall {meta.get('wall_s')} s; code {meta.get('code')}")
+            print(f"{'':<34}script wall {meta.get('wall_s')} s, cpu {meta.get('cpu_s')} s; code {meta.get('code')}")
     print("\nflags per 100 member turns, by kind:")
     for name, kinds in kinds_all.items():
         print(f"  {name}: " + (", ".join(f"{k} {v:g}" for k, v in kinds.items()) or "none"))
@@ -123,11 +130,14 @@ def main() -> None:
     r = sub.add_parser("run", help="simulate and save records")
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--threads", type=int, help="llama.cpp threads (default: one per core, at most 8)")
+    r.add_argument("--cases", default=",".join(CASES), help="comma-separated case ids")
+    r.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds")
     p = sub.add_parser("report", help="measure saved records")
     p.add_argument("folders", type=Path, nargs="+")
     args = ap.parse_args()
     if args.cmd == "run":
-        asyncio.run(_run(args.out, args.threads))
+        cases = tuple(c for c in args.cases.split(",") if c)
+        asyncio.run(_run(args.out, args.threads, cases, tuple(int(x) for x in args.seeds.split(","))))
     else:
         _report(args.folders)
 
