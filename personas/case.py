@@ -61,6 +61,12 @@ class Member(_Strict):
     triggers: list[str] = Field(default_factory=list, description="What reliably sets them off.")
     softeners: list[str] = Field(default_factory=list, description="What someone can do that lets them soften.")
     private_knowledge: list[str] = Field(default_factory=list, description="What they know and have not said.")
+    agenda: list[str] = Field(
+        default_factory=list,
+        description="What they mean to bring up in session (events, facts, grievances, in the card's words); the "
+        "director (simulator.director) draws from it first. Optional: without it the director draws from the rest "
+        "of the card.",
+    )
     baseline_emotion: str = Field(min_length=1)
     baseline_intensity: int = Field(ge=INTENSITY_MIN, le=INTENSITY_MAX)
     inferred: list[InferredField] = Field(default_factory=list, description="Fields inferred by a model, not authored.")

@@ -5,10 +5,14 @@ saved before it existed. It reuses what the engine already recorded per turn (si
 accepted member turns, the re-asks before them, the tracker's failure, the stressor's delivery verdict) and
 turns it into faults, each with its turn, member and a quote from the record:
 
-- `out_of_role`: a member line in the counsellor's voice (a counsellor's stock phrase or a `Therapist:` tag), or
-  the member naming themselves as someone else, still there after the re-ask;
+- `out_of_role`: a member line in the counsellor's voice (a counsellor's stock phrase or a `Therapist:` tag), the
+  member naming themselves as someone else, or speaking of the member they address in the third person, still
+  there after the re-ask;
+- `ungrounded_room`: a session played with the director (simulator.director) whose member lines bring this
+  case's own material (simulator.fidelity.grounding) on fewer than `room.ungrounded_share` of them: the room did
+  not play its case;
 - `speaks_for_another`: a member line carrying another member's speaker tag, still there after the re-ask;
-- `repeat_after_reask`: a member line re-asked and still repeating an earlier turn;
+- `repeat_after_reask`: a member line re-asked and still repeating an earlier turn or echoing another speaker's;
 - `language_switch`: an accepted member turn (line or self-report) off the session's language;
 - `tracker_failure`: the tracker's call failed or returned nothing observed;
 - `stressor_not_said`: the stressor was directed but the member's line did not say it (`record.delivery`);
@@ -32,7 +36,7 @@ from dataclasses import dataclass
 import yaml
 
 from personas.taxonomy import SUPPORTER_NAME
-from simulator.fidelity import LEXICON_PATH, REPEATS, tagged_speaker
+from simulator.fidelity import LEXICON_PATH, REPEATS, grounding, room_lexicon, tagged_speaker
 from simulator.records import (
     DeliveryStatus,
     FaultKind,
@@ -187,6 +191,16 @@ def _turn_faults(turn: Turn, members: list[str]) -> list[SimulatorFault]:
     for flag in turn.flags:
         if flag.check == FidelityCheck.SPEAKING_AS_OTHER:
             out.append(_role_fault(turn, flag, members))
+        elif flag.check == FidelityCheck.THIRD_PERSON:
+            out.append(
+                SimulatorFault(
+                    kind=FaultKind.OUT_OF_ROLE,
+                    turn=turn.index,
+                    member=turn.speaker,
+                    quote=_around(turn.text, flag.evidence),
+                    detail=f"{turn.speaker} spoke out of role: {flag.detail}",
+                )
+            )
         elif flag.check == FidelityCheck.LANGUAGE_SWITCH:
             value = _field_value(turn, flag.field)
             where = "line" if flag.field == "text" else f"self-report `{flag.field}`"
@@ -280,6 +294,29 @@ def _delivery_fault(record: SessionRecord) -> list[SimulatorFault]:
     ]
 
 
+def _grounding_fault(record: SessionRecord) -> list[SimulatorFault]:
+    """Session-wide: members who kept off their own case (simulator.fidelity.grounding) on too many lines."""
+    lex = room_lexicon()
+    lines = [(i, t) for i, t in enumerate(record.turns) if t.kind == "member" and t.text.strip()]
+    # only rooms the director played: a record made before it keeps the faults it was scored with (its grounding
+    # is still measured and shown by the fidelity audit)
+    if not any(t.beat is not None for _, t in lines) or len(lines) < lex.ungrounded_min_member_turns:
+        return []
+    grounded = [t for i, t in lines if grounding(t.text, t.speaker, record.case, record.turns[:i])]
+    share = len(grounded) / len(lines)
+    if share >= lex.ungrounded_share:
+        return []
+    first = next(t for _, t in lines if t not in grounded)
+    return [
+        SimulatorFault(
+            kind=FaultKind.UNGROUNDED_ROOM,
+            quote=_around(first.text, ""),
+            detail=f"{len(grounded)} of {len(lines)} member lines ({share:.0%}) bring anything of this case's own "
+            f"material (at least {lex.ungrounded_share:.0%} needed): the room did not play its case",
+        )
+    ]
+
+
 def detect_faults(
     record: SessionRecord, limits: FaultThresholds | None = None, room: RoomThresholds | None = None
 ) -> list[SimulatorFault]:
@@ -294,6 +331,7 @@ def detect_faults(
     found += _tracker_faults(record)
     found += _delivery_fault(record)
     found += _room_faults(record, room or room_thresholds())
+    found += _grounding_fault(record)
     return merge_faults([], found)
 
 

@@ -25,11 +25,13 @@ from pydantic import BaseModel, Field, create_model
 from personas.case import Case, Member
 from personas.common.prompts import PROMPTS_DIR, render_prompt
 from personas.taxonomy import MEMBER_MOVES, SOFTENING_MOVES
+from simulator.director import beat_direction
 from simulator.fidelity import (
     LANGUAGE_NAMES,
     REPEATS,
     check_line,
     check_state,
+    grounding,
     reask_note,
     repeated_texts,
     session_language,
@@ -37,7 +39,7 @@ from simulator.fidelity import (
 )
 from simulator.llm.structured import max_words, soft_max_words
 from simulator.llm.types import CallRecord, Completion, ModelClient, ModelError, Prompt
-from simulator.records import Feeling, FidelityCheck, FidelityFlag, InnerState, Reask, Turn
+from simulator.records import Beat, Feeling, FidelityCheck, FidelityFlag, InnerState, Reask, Turn
 from simulator.transcript import last_line, said_phrase, shared_context
 
 MAX_SOFTEN_STEP = 2.0
@@ -368,6 +370,7 @@ async def member_turn(
     allow: Collection[FidelityCheck] = (),
     said_if: Sequence[str] = (),
     opening: str | None = None,
+    beat: Beat | None = None,
 ) -> Turn:
     """Play one member turn: (1)+(2) self-report with a move, as structured output, (3) the line, continuing a
     prefill. Each part is checked (simulator.fidelity) and re-asked with the reason when it fails.
@@ -378,6 +381,10 @@ async def member_turn(
     what they catch (a stressor that is a language switch). `said_if`: wordings of which a directed line must
     contain one, else it is re-asked with them as examples (a 1.5B member often leaves a direction out); its
     last re-ask starts with `opening` when one is given.
+
+    `beat`: what the director (simulator.director) gave this member to bring up, when no stressor directs the
+    turn; it reaches only this member's line prompt, and a line that brings up nothing of the case is re-asked
+    with it (`ungrounded`).
     """
     member = case.member(speaker)
     previous = current_state(case, speaker, turns)
@@ -473,6 +480,10 @@ async def member_turn(
     unearned = any(f.check == FidelityCheck.UNEARNED_SOFTENING for f in state_flags)
     inner = guard_softening(previous, proposed, 0.0 if unearned else MAX_SOFTEN_STEP)
     to = ", ".join(addressees)
+    if beat is not None and not directive:
+        direction = "\n\n" + render_prompt(
+            "member_directive", name=speaker, directive=beat_direction(beat, speaker, addressees)
+        )
     speak_instructions = (
         sheet
         + "\n\n"
@@ -522,6 +533,16 @@ async def member_turn(
             language=language,
             finish_reason=c.call.finish_reason,
         )
+        if beat is not None and not directive and grounding(clean_utterance(c.text), speaker, case, turns) is None:
+            about = ", ".join(beat.words[:4]) or beat.text[:80]
+            flags.append(
+                FidelityFlag(
+                    check=FidelityCheck.UNGROUNDED,
+                    detail=f"the line brings up nothing of {speaker}'s own situation; bring up {about} in "
+                    f"{speaker}'s own words",
+                    evidence=clean_utterance(c.text)[:120],
+                )
+            )
         if directive and said_if and said_phrase(said_if, clean_utterance(c.text)) is None:
             examples = "; ".join(f'"{w}"' for w in said_if[:4])
             flags.append(
@@ -543,6 +564,7 @@ async def member_turn(
         text=clean_utterance(speak_call.text),
         inner=inner,
         directive=directive,
+        beat=beat if not directive else None,
         calls=[*(a.call for a in appraisals), state_call.call, speak_call.call],
         move=move,
         cue=cue,

@@ -12,6 +12,7 @@ from typing import Any
 from personas.case import Case
 from personas.graph import EdgeUpdate, MemberState, RelationGraph, RelationSnapshot, RelationUpdate
 from personas.taxonomy import RiskKind
+from simulator.director import choose_beat
 from simulator.floor import choose_next
 from simulator.llm.types import ModelClient, ModelError
 from simulator.members import member_turn
@@ -78,6 +79,7 @@ def make_member_node(
     async def member(state: SessionState) -> dict:
         turns = state["turns"]
         speaker = state["next_speaker"]
+        d = config.direction_for(sum(t.kind == "member" for t in turns) + 1)
         try:
             turn = await member_turn(
                 client,
@@ -87,10 +89,11 @@ def make_member_node(
                 state["next_addressees"],
                 seed=derive_seed(config.seed, "member", len(turns)),
                 window=config.window,
-                directive=d.text if (d := config.direction_for(sum(t.kind == "member" for t in turns) + 1)) else None,
+                directive=d.text if d else None,
                 allow=d.allow if d else (),
                 said_if=d.said_if if d else (),
                 opening=d.opening if d else None,
+                beat=None if d else choose_beat(case, turns, speaker, config.seed),
             )
         except (ModelError, ValueError) as err:
             return failure_update(f"member turn {len(turns) + 1} ({speaker})", err)

@@ -106,6 +106,9 @@ class FidelityCheck(StrEnum):
     FALSE_REFERENCE = "false_reference"  # "you mentioned ..." to a counsellor who never said it
     UNEARNED_SOFTENING = "unearned_softening"  # a softening move with no cause in the supporter's last turn
     DIRECTION_IGNORED = "direction_ignored"  # a directed line with none of its stressor's `said_if` wordings
+    THIRD_PERSON = "third_person"  # a line to a member that speaks of them by name or as he/she, not as "you"
+    ECHO = "echo"  # the line re-says another speaker's line (most of its trigrams, or many words in a row)
+    UNGROUNDED = "ungrounded"  # the line leaves out what the director gave it to bring up, and nothing of the case
 
 
 class FidelityFlag(_Record):
@@ -129,6 +132,19 @@ class Reask(_Record):
     calls: list[CallRecord] = Field(default_factory=list)
 
 
+class Beat(_Record):
+    """What the director gave a member to bring up on one turn: a piece of the card, private to that member."""
+
+    kind: Literal["agenda", "reply", "trigger", "grievance", "fact", "secret"] = Field(
+        description="`agenda`: an item the card declares for this member; `reply`: answer what another member just "
+        "said about them; `trigger`: the last line touched one of their triggers; `grievance`: their viewpoint of "
+        "another member; `fact`: the card's problem, history or their background; `secret`: private knowledge."
+    )
+    text: str = Field(description="The card's own words (for `reply`, with the words being answered).")
+    source: str = Field(description="Where on the card it comes from, e.g. `members[0].private_knowledge[0]`.")
+    words: list[str] = Field(default_factory=list, description="Its words specific to this case (what grounds it).")
+
+
 class Turn(_Record):
     """One utterance in the room, with the private state and model calls behind it."""
 
@@ -142,6 +158,11 @@ class Turn(_Record):
     tracker: TrackerState | None = Field(default=None, description="Observer state after this turn, if it ran.")
     directive: str | None = Field(
         default=None, description="Private stage direction this member turn played (a perturbation); never public."
+    )
+    beat: Beat | None = Field(
+        default=None,
+        description="For member turns: what the director (simulator.director) gave this member to bring up; private, "
+        "never shown to the supporter; None when a stressor directed the turn, and in records made before it.",
     )
     calls: list[CallRecord] = Field(default_factory=list, description="Model calls that produced this turn.")
     move: str | None = Field(default=None, description="Member move (personas.taxonomy.MEMBER_MOVES) this turn made.")
@@ -246,6 +267,7 @@ class FaultKind(StrEnum):
     FIDELITY_FLAGS = "fidelity_flags"  # accepted member turns carrying fidelity flags over the threshold
     MEMBER_SILENT = "member_silent"  # a member who never spoke in a session of enough member turns
     MEMBER_DOMINATES = "member_dominates"  # one member held more of the member turns than real rooms show
+    UNGROUNDED_ROOM = "ungrounded_room"  # the members kept off their own case: too few lines grounded in the card
 
 
 class SimulatorFault(_Record):

@@ -120,7 +120,10 @@ def test_speaking_for_another_member(case):
     # the embedded member model wrote this one: its own name, an adverb, then a verb
     assert line_checks(case, "So, you know, Arjun always has these lists.")[0] == [Check.SPEAKING_AS_OTHER]
     assert line_checks(case, "Arjun honestly tried, and you never saw it.")[0] == [Check.SPEAKING_AS_OTHER]
-    assert line_checks(case, "Meera always has these lists.", to=("Meera",))[0] == []  # about another member
+    # about another member, to the counsellor: not speaking as another, and not out of role
+    assert line_checks(case, "Meera always has these lists.")[0] == []
+    # said TO Meera, it speaks of her as someone absent (issue 42): the third-person check, not speaking_as_other
+    assert line_checks(case, "Meera always has these lists.", to=("Meera",))[0] == [Check.THIRD_PERSON]
     assert line_checks(case, "Meera, you never see what I carry.", to=("Meera",))[0] == []  # a vocative is fine
 
 
@@ -502,8 +505,9 @@ def test_a_model_error_on_a_reask_keeps_the_earlier_attempt(case):
 
 
 def test_flags_and_reasks_are_part_of_the_session_record(case, tmp_path):
-    """RoomScript says the same line every turn: from turn 2 on each line is re-asked, then recorded flagged."""
-    client = FakeModelClient(default=RoomScript(case))
+    """RoomScript says the same line every turn: from turn 2 on each line is re-asked, then recorded flagged. (The
+    line is about the case, so the director's grounding check passes it: repeats are what this test is about.)"""
+    client = FakeModelClient(default=RoomScript(case, line="Since Rohan died this house has gone quiet."))
     rec = asyncio.run(run_session(case, SilentSupporter(), client, SessionConfig(max_turns=3, seed=1), session_id="f"))
     members = [t for t in rec.turns if t.kind == "member"]
     assert members[0].flags == [] and members[0].reasks == []

@@ -104,7 +104,8 @@ def test_fidelity_command_reports_per_run_and_flags_a_room_that_heals_itself(app
     case = resolve_case("dana-and-theo")
     # silent supporter, members reporting ever calmer states (the cap lets them drop 2 points a turn)
     healing = simulate(tmp_path / "heal", case, SilentSupporter(), RoomScript(case, intensity=0, tension=0))
-    steady = simulate(tmp_path / "steady", case, SilentSupporter(), RoomScript(case, intensity=9, tension=9))
+    line = "You took the promotion and I eat alone until nine."  # about the case: the director's check passes it
+    steady = simulate(tmp_path / "steady", case, SilentSupporter(), RoomScript(case, intensity=9, tension=9, line=line))
     report = fidelity_report([healing.path])
     drift = report.null_drift[0]
     assert drift.case_id == "dana-and-theo" and drift.flagged and drift.softening > report.threshold
@@ -121,6 +122,12 @@ def test_fidelity_command_reports_per_run_and_flags_a_room_that_heals_itself(app
     assert summary.flags_per_100 == {"duplicate": 75.0} and summary.recorded_flags_per_100 == {"duplicate": 75.0}
     data = json.loads(invoke(app, "fidelity", steady.path, "--json").output)
     assert data["overall"]["verbatim_repeats"] == 3 and data["sessions"][0]["moves"]["Dana"]
+    # the room measures (issue 42): every line brings the case, none speaks as the counsellor; the repeats of the
+    # same speaker's line are not echoes (an echo re-says ANOTHER speaker)
+    room = data["overall"]["room"]
+    assert room["member_turns"] == 4 and room["grounded_turns"] == 4 and room["counsellor_voice_turns"] == 0
+    assert data["sessions"][0]["room_turns"]["1"]["grounded"] == "card: promotion"
+    assert "grounded" in res.output and "counsellor voice" in res.output and "100%" in res.output
 
 
 def test_drift_is_only_read_from_silent_supporter_sessions(tmp_path):

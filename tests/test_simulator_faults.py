@@ -168,10 +168,11 @@ def test_the_runner_stores_the_faults_of_a_finished_session():
 
     lines = itertools.cycle(
         [
-            "You booked this without asking me first.",
-            "Because every time I ask, you change the subject.",
-            "That is not fair, I was tired after work.",
-            "Fine. Then tell me when a good time is, Theo.",
+            # a clean room plays its case: each line brings something of the card (no `ungrounded_room` fault)
+            "You took the promotion without asking me first.",
+            "Because every time I ask about the IVF, you change the subject.",
+            "That is not fair, I was at the logistics office until nine.",
+            "Fine. Then tell me when the promotion leaves a good time, Theo.",
         ]
     )
     script = RoomScript(case)

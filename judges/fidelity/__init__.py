@@ -12,6 +12,8 @@ from judges.fidelity._audit import (
     FaultRate,
     FidelityReport,
     FidelitySummary,
+    RoomFigures,
+    RoomTurn,
     SelfSoftening,
     SessionFidelity,
     audit_record,
@@ -20,6 +22,8 @@ from judges.fidelity._audit import (
     fidelity_by_supporter,
     fidelity_report,
     null_drift,
+    room_figures,
+    room_turns,
     self_softening,
     summarise,
 )
@@ -74,6 +78,10 @@ from judges.fidelity._turn_taking import (
 from judges.stats._distances import js_distance, wasserstein
 
 __all__ = [
+    "RoomFigures",
+    "RoomTurn",
+    "room_figures",
+    "room_turns",
     "SHARE_PERCENTILE",
     "SHARE_WINDOW",
     "GroupShares",

@@ -15,6 +15,7 @@ record's faults or the judges' simulator_failure flag), the sessions every suppo
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -32,7 +33,7 @@ from judges.fidelity._turn_taking import FloorComparison, floor_by_group
 from judges.scoring._faults import faulted
 from judges.scoring._store import read_judgment
 from judges.scoring._trajectory import distress, insider_outsider_gap, relation_change
-from simulator.fidelity import LEGACY_CHAR_CAPS, check_line, check_state, session_language
+from simulator.fidelity import LEGACY_CHAR_CAPS, REPEATS, check_line, check_state, read_line, session_language
 from simulator.members import state_word_caps
 from simulator.records import FidelityCheck, FidelityFlag, SessionRecord, Turn
 from simulator.runfolder import RunFolder, RunFolderError
@@ -57,6 +58,69 @@ class SelfSoftening(_Record):
     tension_drop: float | None = Field(default=None, description="Mean over directed pairs of initial - final tension.")
     warmth_gain: float | None = Field(default=None, description="Mean over directed pairs of final - initial warmth.")
     softening: float | None = Field(default=None, description="Mean of intensity_drop and tension_drop.")
+
+
+class RoomTurn(_Record):
+    """The room measures of one member turn (simulator.fidelity.read_line), each the words that show it, or None."""
+
+    grounded: str | None = Field(default=None, description="What of this case the line brings; None: nothing.")
+    counsellor_voice: str | None = Field(default=None, description="The counsellor's phrase it uses, if any.")
+    third_person: str | None = Field(default=None, description="Words speaking of the addressee as absent, if any.")
+    echo: str | None = Field(default=None, description="Which other speaker's line it re-says, and how, if any.")
+    echo_recorded: bool = Field(
+        default=True, description="The turn's own flags record it as a repeat or an echo (re-asked, then kept)."
+    )
+    beat: str | None = Field(default=None, description="What the director gave the member to bring up (kind: text).")
+
+
+class RoomFigures(_Record):
+    """The room measures counted over member turns: does the room play its case, in its own voice."""
+
+    member_turns: int = Field(default=0, description="Member turns read.")
+    grounded_turns: int = Field(default=0, description="Turns bringing something of this case.")
+    counsellor_voice_turns: int = Field(default=0, description="Turns in the counsellor's voice.")
+    third_person_turns: int = Field(default=0, description="Turns speaking of their addressee in the third person.")
+    echo_turns: int = Field(default=0, description="Turns re-saying another speaker's line.")
+    echo_unrecorded: int = Field(default=0, description="Echoes the record's flags do not carry.")
+    directed_turns: int = Field(default=0, description="Turns the director gave something to bring up.")
+
+    def share(self, measure: str) -> float | None:
+        """`measure`_turns / member_turns (None without member turns)."""
+        return getattr(self, f"{measure}_turns") / self.member_turns if self.member_turns else None
+
+    def plus(self, other: RoomFigures) -> RoomFigures:
+        return RoomFigures(**{k: getattr(self, k) + getattr(other, k) for k in RoomFigures.model_fields})
+
+
+def room_turns(record: SessionRecord) -> dict[int, RoomTurn]:
+    """The room measures of every member turn of a record, by turn index."""
+    out: dict[int, RoomTurn] = {}
+    for i, t in enumerate(record.turns):
+        if t.kind != "member" or not t.text.strip():
+            continue
+        r = read_line(t.text, t.speaker, t.addressees, record.case, record.turns[:i])
+        out[t.index] = RoomTurn(
+            grounded=r.grounded,
+            counsellor_voice=r.counsellor_voice,
+            third_person=r.third_person,
+            echo=r.echo,
+            echo_recorded=r.echo is None or any(f.check in REPEATS for f in t.flags),
+            beat=f"{t.beat.kind}: {t.beat.text}" if t.beat is not None else None,
+        )
+    return out
+
+
+def room_figures(turns: dict[int, RoomTurn]) -> RoomFigures:
+    rows = list(turns.values())
+    return RoomFigures(
+        member_turns=len(rows),
+        grounded_turns=sum(r.grounded is not None for r in rows),
+        counsellor_voice_turns=sum(r.counsellor_voice is not None for r in rows),
+        third_person_turns=sum(r.third_person is not None for r in rows),
+        echo_turns=sum(r.echo is not None for r in rows),
+        echo_unrecorded=sum(r.echo is not None and not r.echo_recorded for r in rows),
+        directed_turns=sum(r.beat is not None for r in rows),
+    )
 
 
 class SessionFidelity(_Record):
@@ -87,6 +151,8 @@ class SessionFidelity(_Record):
     faults: list[str] = Field(
         default_factory=list, description="Why the session is faulted (left out of supporter scores); empty if not."
     )
+    room: RoomFigures = Field(default_factory=RoomFigures, description="The room measures over its member turns.")
+    room_turns: dict[int, RoomTurn] = Field(default_factory=dict, description="The room measures by turn index.")
 
 
 class CaseDrift(_Record):
@@ -116,6 +182,7 @@ class FidelitySummary(_Record):
     intensity_gap: float | None = Field(description="Insider vs tracker intensity gap, mean over sessions with one.")
     tension_gap: float | None = Field(description="Insider vs tracker tension gap, mean over sessions with one.")
     moves: dict[str, dict[str, int]] = Field(description="`case_id/member` -> move -> count.")
+    room: RoomFigures = Field(default_factory=RoomFigures, description="The room measures, pooled.")
 
 
 class FaultRate(_Record):
@@ -232,6 +299,7 @@ def audit_record(record: SessionRecord) -> SessionFidelity:
         if flags:
             by_turn[t.index] = flags
     gap = insider_outsider_gap(record.turns, record.case.member_names)
+    room = room_turns(record)
     return SessionFidelity(
         session_id=record.session_id,
         case_id=record.case.id,
@@ -253,6 +321,8 @@ def audit_record(record: SessionRecord) -> SessionFidelity:
         tension_gap=gap.mean_tension_gap,
         self_softening=self_softening(record),
         turn_flags=by_turn,
+        room=room_figures(room),
+        room_turns=room,
     )
 
 
@@ -293,6 +363,7 @@ def summarise(sessions: Sequence[SessionFidelity]) -> FidelitySummary:
         intensity_gap=_mean(s.intensity_gap for s in sessions),
         tension_gap=_mean(s.tension_gap for s in sessions),
         moves={k: dict(c.most_common()) for k, c in sorted(moves.items())},
+        room=functools.reduce(RoomFigures.plus, (s.room for s in sessions), RoomFigures()),
     )
 
 

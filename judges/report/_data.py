@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from judges.boards._leaderboard import Leaderboard, SessionFacts, leaderboard_from_facts, session_facts
+from judges.fidelity._audit import RoomTurn, room_turns
 from judges.ratings._store import read_ratings
 from judges.scoring._faults import faulted
 from judges.scoring._panel import session_values
@@ -122,8 +123,18 @@ def _snaps(snaps: Sequence[RelationSnapshot]) -> list[SnapView]:
     ]
 
 
-def _turn(t) -> dict[str, Any]:  # simulator.records.Turn
+def _turn(t, room: RoomTurn | None = None) -> dict[str, Any]:  # simulator.records.Turn
     out: dict[str, Any] = {"i": t.index, "sp": t.speaker, "kind": t.kind, "to": list(t.addressees), "text": t.text}
+    if room is not None:
+        out["room"] = {
+            "grounded": room.grounded,
+            "voice": room.counsellor_voice,
+            "third": room.third_person,
+            "echo": room.echo,
+            "echo_recorded": room.echo_recorded,
+        }
+    if t.beat is not None:
+        out["beat"] = f"{t.beat.kind}: {t.beat.text}"
     if t.inner is not None:
         out["inner"] = {
             "emotion": t.inner.emotion,
@@ -184,6 +195,7 @@ def _judgment(j: SessionJudgment) -> dict[str, Any]:
 
 def _detail(record: SessionRecord, judgment: SessionJudgment | None, ratings: list[dict]) -> SessionDetail:
     case = record.case
+    rooms = room_turns(record)
     return SessionDetail(
         members=case.member_names,
         case={
@@ -194,7 +206,7 @@ def _detail(record: SessionRecord, judgment: SessionJudgment | None, ratings: li
             "pattern": case.relation_pattern,
             "members": [{"name": m.name, "role": m.role, "age": m.age} for m in case.members],
         },
-        turns=[_turn(t) for t in record.turns],
+        turns=[_turn(t, rooms.get(t.index)) for t in record.turns],
         passes=[d.after_turn for d in record.decisions if not d.speak],
         self_report=_snaps(record.self_report),
         observer=_snaps(record.observer),

@@ -42,7 +42,11 @@ def _flags(per100: dict[str, float]) -> str:
 
 RUNS_NOTE = (
     "repeats: member turns repeating an earlier turn (verbatim + near-duplicate); re-asked: member turns with a "
-    "part re-asked after failed checks; flags: failed checks per 100 member turns (audited from the saved turns; "
+    "part re-asked after failed checks; grounded: member turns that bring something of their own case (the card's "
+    "facts, people, grievances, or what another member said of them); counsellor voice: turns speaking as a "
+    "therapist would; third person: turns speaking of their addressee as someone absent; echo: turns re-saying "
+    "another speaker's line (unrecorded: not flagged in the record); "
+    "flags: failed checks per 100 member turns (audited from the saved turns; "
     "recorded = still failing when accepted); language: turns off the session's language; gap: mean "
     "|self-report - tracker| intensity / tension."
 )
@@ -59,6 +63,10 @@ def _summary_rows(summaries: list[FidelitySummary], *, runs: bool) -> list[tuple
     if runs:
         rows.append(("recorded / 100", [_flags(s.recorded_flags_per_100) for s in summaries]))
     rows += [
+        ("grounded", [_pct(s.room.share("grounded")) for s in summaries]),
+        ("counsellor voice", [_pct(s.room.share("counsellor_voice")) for s in summaries]),
+        ("third person", [_pct(s.room.share("third_person")) for s in summaries]),
+        ("echo", [f"{_pct(s.room.share('echo'))} ({s.room.echo_unrecorded} unrecorded)" for s in summaries]),
         ("language", [_pct(s.language_drift) for s in summaries]),
         ("gap", [f"{_num(s.intensity_gap, 1)} / {_num(s.tension_gap, 1)}" for s in summaries]),
     ]
@@ -292,7 +300,8 @@ def render_by_supporter(summaries: dict[str, FidelitySummary], width: int = 80) 
         width,
     )
     note = (
-        "repeats: verbatim + near-duplicate member turns; flags: failed checks per 100 member turns "
+        "repeats: verbatim + near-duplicate member turns; grounded, counsellor voice, third person, echo: the room "
+        "measures (share of member turns); flags: failed checks per 100 member turns "
         "(rescue-sim fidelity RUN_DIR for the details)."
     )
     return [*tables, Text(note, style="dim")]

@@ -25,6 +25,9 @@ new records are measured alike. Thresholds are module constants, documented here
 - unearned softening: a softening move (personas.taxonomy.SOFTENING_MOVES) needs a supporter turn since the
   member last spoke, and the member's `cue` must be words from it (SOFTENING_CUE_OVERLAP of its content words).
 
+- room measures (issue 42, `_room`): grounded in the case, counsellor voice, the addressee in the third person,
+  echo of another speaker; see that module.
+
 The checks live in this package by what they look at: the lexicon and word measures (`_text`), language
 (`_language`), the line (`_line`), the self-report (`_self_report`), and what a re-ask is told (`_reask`).
 """
@@ -50,6 +53,21 @@ from simulator.fidelity._reask import (
     reask_note,
     repeated_texts,
 )
+from simulator.fidelity._room import (
+    CaseWords,
+    Echo,
+    RoomLexicon,
+    RoomReading,
+    case_words,
+    content_words,
+    counsellor_phrase,
+    echo_of,
+    grounding,
+    pronoun_of,
+    read_line,
+    room_lexicon,
+    third_person,
+)
 from simulator.fidelity._self_report import (
     LEGACY_CHAR_CAPS,
     SOFTENING_CUE_OVERLAP,
@@ -72,6 +90,19 @@ from simulator.fidelity._text import (
 )
 
 __all__ = [
+    "CaseWords",
+    "Echo",
+    "RoomLexicon",
+    "RoomReading",
+    "case_words",
+    "content_words",
+    "counsellor_phrase",
+    "echo_of",
+    "grounding",
+    "pronoun_of",
+    "read_line",
+    "room_lexicon",
+    "third_person",
     "LANGUAGE_MIN_WORDS",
     "LANGUAGE_NAMES",
     "LEGACY_CHAR_CAPS",

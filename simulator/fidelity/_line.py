@@ -1,6 +1,6 @@
 """Checks on what a member said, against the turns before it: repeats (duplicate, near-duplicate), speaking as
-another participant, a copied speaker tag, a language switch, a cut-off line, and a false reference to the
-counsellor.
+another participant, a copied speaker tag, speaking of the addressee in the third person, an echo of another
+speaker's line, a language switch, a cut-off line, and a false reference to the counsellor.
 """
 
 from __future__ import annotations
@@ -11,10 +11,20 @@ from collections.abc import Sequence
 from personas.case import Case
 from personas.taxonomy import SUPPORTER_NAME
 from simulator.fidelity._language import language_switch
-from simulator.fidelity._text import _TERMINAL, _flag, _tag, lexicon, overlap, words
+from simulator.fidelity._room import echo_of, third_person
+from simulator.fidelity._text import (
+    _ADVERBS,
+    _SELF_VERBS,
+    _TERMINAL,
+    NEAR_DUPLICATE_OVERLAP,
+    _flag,
+    _tag,
+    lexicon,
+    overlap,
+    words,
+)
 from simulator.records import FidelityCheck, FidelityFlag, Turn
 
-NEAR_DUPLICATE_OVERLAP = 0.5
 MIN_REPEAT_WORDS = 4
 
 
@@ -38,13 +48,6 @@ def repeat_of(text: str, earlier: Sequence[Turn]) -> tuple[FidelityCheck, Turn, 
 def tagged_speaker(text: str, names: Sequence[str]) -> str | None:
     """The first of `names` whose transcript speaker tag (`Ben:`, `Therapist (to Ana):`) occurs in `text`."""
     return next((n for n in names if re.search(_tag(n), text)), None)
-
-
-_ADVERBS = "always|never|just|really|also|still|only|even|again|actually"
-_SELF_VERBS = (
-    "feels|felt|thinks|thought|wants|wanted|needs|needed|knows|knew|believes|is|was|has|had|says|said|does|did|"
-    "doesn't|didn't|can't|won't|isn't|wasn't|tries|tried|works|worked"
-)
 
 
 def check_line(
@@ -100,6 +103,27 @@ def check_line(
     if m:
         flags.append(
             _flag(FidelityCheck.SPEAKING_AS_OTHER, f"{speaker} speaks about {speaker} as someone else; use I", m[0])
+        )
+    to = next(iter(a for a in addressees if a in case.member_names and a != speaker), None)
+    said_of = third_person(text, speaker, addressees, case)
+    if said_of:
+        flags.append(
+            _flag(
+                FidelityCheck.THIRD_PERSON,
+                f"{speaker} is talking to {to} but speaks of {to} as someone absent ('{said_of}'); say 'you' to {to}",
+                said_of,
+            )
+        )
+    echo = echo_of(text, speaker, turns)
+    if echo is not None and rep is None:  # a line already flagged as a repeat is recorded, and re-asked, as one
+        flags.append(
+            _flag(
+                FidelityCheck.ECHO,
+                f"it re-says turn {echo.turn.index} ({echo.turn.speaker}: {echo.how}); answer it in {speaker}'s own "
+                "words instead of repeating them",
+                f"turn {echo.turn.index}: {echo.turn.text}",
+                turn=echo.turn.index,
+            )
         )
     switch = language_switch(text, language)
     if switch:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from simulator.records import FidelityCheck, FidelityFlag, Turn
 
-REPEATS = (FidelityCheck.DUPLICATE, FidelityCheck.NEAR_DUPLICATE)
+REPEATS = (FidelityCheck.DUPLICATE, FidelityCheck.NEAR_DUPLICATE, FidelityCheck.ECHO)
 
 
 def repeated_texts(flags: Sequence[FidelityFlag], turns: Sequence[Turn]) -> tuple[str, ...]:

@@ -17,6 +17,13 @@ from simulator.records import FidelityCheck, FidelityFlag
 LEXICON_PATH = Path(__file__).parent.parent / "data" / "fidelity.yaml"
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+NEAR_DUPLICATE_OVERLAP = 0.5
+# "Theo always has these lists": a name, at most one adverb, then a third-person verb
+_ADVERBS = "always|never|just|really|also|still|only|even|again|actually"
+_SELF_VERBS = (
+    "feels|felt|thinks|thought|wants|wanted|needs|needed|knows|knew|believes|is|was|has|had|says|said|does|did|"
+    "doesn't|didn't|can't|won't|isn't|wasn't|tries|tried|works|worked"
+)
 _TERMINAL = re.compile(r"[.!?…。！？)\]\"'”’*—–-]\s*$")
 
 

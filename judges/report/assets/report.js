@@ -367,7 +367,17 @@
     return out;
   }
 
-  function innerBox(inner, directive) {
+  function roomLine(room) {
+    // the room measures of a member line (judges.fidelity.room_turns): does it play its own case, in its own voice
+    var parts = [room.grounded ? "grounded (" + room.grounded + ")" : "not grounded in the case"];
+    if (room.voice) parts.push("counsellor voice: " + room.voice);
+    if (room.third) parts.push("third person: " + room.third);
+    if (room.echo) parts.push("echo of " + room.echo + (room.echo_recorded ? "" : " (not flagged)"));
+    var bad = !room.grounded || room.voice || room.third || room.echo;
+    return el("div", { "class": "room" + (bad ? " room-bad" : ""), text: "room: " + parts.join(" · ") });
+  }
+
+  function innerBox(inner, directive, beat) {
     var lines = [];
     if (inner) {
       lines.push("feels " + inner.emotion + " (" + inner.intensity + "/10), felt heard " + inner.heard + "/10");
@@ -376,6 +386,7 @@
       if (inner.reason) lines.push("why: " + inner.reason);
     }
     if (directive) lines.push("stage direction (perturbation): " + directive);
+    if (beat) lines.push("stage direction (director): " + beat);
     return el("div", { "class": "inner", text: lines.join("\n") });
   }
 
@@ -478,7 +489,8 @@
           t.pattern ? el("span", { "class": "to", text: "  · tracker: " + t.pattern }) : null),
         el("div", { "class": "text" }, marked(t.text, quotes[t.i] || [], t.i)));
       if (t.dec) box.appendChild(decisionLine(t.dec));
-      if (state.showInner && (t.inner || t.directive)) box.appendChild(innerBox(t.inner, t.directive));
+      if (t.room) box.appendChild(roomLine(t.room));
+      if (state.showInner && (t.inner || t.directive || t.beat)) box.appendChild(innerBox(t.inner, t.directive, t.beat));
       tr.appendChild(box);
       if (passes[t.i]) tr.appendChild(el("div", { "class": "pass", text: "Therapist stays silent after turn " + t.i }));
     });

@@ -1,0 +1,128 @@
+"""The director: what a member brings up on their turn, chosen from the card by a seeded rule (issue 42).
+
+A 1.5B member left to itself drifts to feeling-talk that would fit any couple ("I just feel like I'm drowning")
+and off its own case: over 84 held-out member turns, 14 said anything found only in their own card. So before each
+member line the director picks one piece of the card for that member to bring up now, and hands it to them as a
+private stage direction (stressors show the 1.5B plays these: 24 of 24 delivered). The supporter never sees it;
+the turn records it (`Turn.beat`).
+
+The rule, in order, seeded by (session seed, member, turn) so a replay makes the same choices:
+1. `reply`: the last line was another member's, spoke to or about this member, and brought up something of the
+   case: answer it, from their own side;
+2. `trigger`: the last line touched one of this member's triggers (shares a word with it that is specific to
+   the case): react to that;
+3. otherwise one piece of the card this member has not brought up yet (none of its specific words in their earlier
+   lines), drawn with weights: `agenda` (the card's declared agenda for this member) 4, `grievance` (their
+   viewpoints of the others) 2, `fact` (the problem, the history, their background) 2, `secret` (private
+   knowledge; only from their third turn on, as secrets come out late if at all) 1. When everything has been
+   brought up, any piece may come back (an open grievance is raised again).
+Pieces with no word specific to the case ("nothing he does is enough for her") are left out unless the card
+declares them as agenda: said aloud they would still be generic.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+
+from personas.case import Case
+from simulator.fidelity import case_words, content_words, grounding
+from simulator.fidelity._room import stem
+from simulator.records import Beat, Turn
+
+WEIGHTS = {"agenda": 4, "grievance": 2, "fact": 2, "secret": 1}
+SECRET_FROM_TURN = 3  # a member's own turn from which private knowledge may be drawn
+_SENTENCE = re.compile(r"(?<=[.;!?])\s+")
+
+
+def _specific(case: Case, text: str) -> list[str]:
+    specific = case_words(case).specific
+    return list(dict.fromkeys(w for w in content_words(text, case.member_names) if stem(w) in specific))
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(" ".join(text.split())) if s.strip()]
+
+
+def card_beats(case: Case, speaker: str) -> list[Beat]:
+    """Every piece of the card this member could bring up (not `reply` or `trigger`: those answer the room)."""
+    i = case.member_names.index(speaker)
+    member = case.members[i]
+    beats: list[Beat] = []
+
+    def add(kind: str, text: str, source: str, *, always: bool = False) -> None:
+        words = _specific(case, text)
+        if words or always:
+            beats.append(Beat(kind=kind, text=text, source=source, words=words))
+
+    for j, item in enumerate(member.agenda):
+        add("agenda", item, f"members[{i}].agenda[{j}]", always=True)
+    for j, vp in enumerate(case.viewpoints):
+        if vp.source == speaker:
+            add("grievance", f"about {vp.target}: {vp.viewpoint}", f"viewpoints[{j}]")
+    for field in ("presenting_problem", "history"):
+        sentences = _sentences(getattr(case, field))
+        mine = [s for s in sentences if re.search(rf"\b{re.escape(speaker)}\b", s)]
+        for j, sent in enumerate(mine or sentences):
+            add("fact", sent, f"{field}[{j}]")
+    for j, sent in enumerate(_sentences(member.background)):
+        add("fact", sent, f"members[{i}].background[{j}]")
+    for j, item in enumerate(member.private_knowledge):
+        add("secret", item, f"members[{i}].private_knowledge[{j}]")
+    return beats
+
+
+def _brought_up(beat: Beat, said: Sequence[str]) -> bool:
+    if not beat.words:
+        return False
+    stems = {stem(w) for t in said for w in re.findall(r"[^\W_]+", t.lower())}
+    hits = sum(stem(w) in stems for w in beat.words)
+    return hits >= min(2, len(beat.words))
+
+
+def choose_beat(case: Case, turns: Sequence[Turn], speaker: str, seed: int) -> Beat | None:
+    """What `speaker` brings up on this turn (see the module docstring), or None when the card offers nothing."""
+    rng = random.Random(f"director:{seed}:{speaker}:{len(turns)}")
+    i = case.member_names.index(speaker)
+    member = case.members[i]
+    last = turns[-1] if turns else None
+    if last is not None and last.kind == "member" and last.speaker != speaker:
+        about = speaker in last.addressees or re.search(rf"\b{re.escape(speaker)}\b", last.text)
+        grounded = grounding(last.text, last.speaker, case, turns[:-1])
+        if about and grounded:
+            return Beat(
+                kind="reply",
+                text=f'{last.speaker} just said: "{last.text}"',
+                source=f"turn {last.index}",
+                words=_specific(case, last.text),
+            )
+    if last is not None and last.text:
+        heard = {stem(w) for w in content_words(last.text, case.member_names)}
+        specific = case_words(case).specific
+        for j, trigger in enumerate(member.triggers):
+            touched = [w for w in content_words(trigger, case.member_names) if stem(w) in heard & specific]
+            if touched:
+                return Beat(kind="trigger", text=trigger, source=f"members[{i}].triggers[{j}]", words=touched)
+    own_turns = [t.text for t in turns if t.speaker == speaker and t.kind == "member"]
+    beats = [b for b in card_beats(case, speaker) if b.kind != "secret" or len(own_turns) + 1 >= SECRET_FROM_TURN]
+    if not beats:
+        return None
+    fresh = [b for b in beats if not _brought_up(b, own_turns)]
+    pool = fresh or beats
+    return rng.choices(pool, weights=[WEIGHTS[b.kind] for b in pool], k=1)[0]
+
+
+def beat_direction(beat: Beat, speaker: str, addressees: Sequence[str]) -> str:
+    """The private stage direction a beat becomes, in the member's own terms."""
+    to = ", ".join(addressees) or "the room"
+    what = {
+        "agenda": f"bring up this, which {speaker} came to say: {beat.text}",
+        "reply": f"answer what was just said about {speaker}, from {speaker}'s own side, with the facts as "
+        f"{speaker} sees them. {beat.text}",
+        "trigger": f"that last line touched what sets {speaker} off ({beat.text}); react to it, naming it",
+        "grievance": f"bring up what {speaker} holds {beat.text.removeprefix('about ')}, with something that happened",
+        "fact": f"bring up this part of {speaker}'s situation, as {speaker} lives it: {beat.text}",
+        "secret": f"let slip or hint at what {speaker} has kept back: {beat.text}",
+    }[beat.kind]
+    return f"In this line to {to}, {what}. Say it as {speaker} would, about {speaker}'s own life, using 'I' and 'you'."

@@ -1,0 +1,323 @@
+"""The room measures of a member line (issue 42): does it bring this case's own material, is it said in the
+member's own role, and does it re-say another speaker's line. Rules over words, no model call, so they run live
+(a failing line is re-asked) and on saved records alike (`judges.fidelity` audits old sessions the same way).
+
+- grounded: the line carries a word specific to this case (a word of the card's problem, history, setting,
+  backgrounds, needs and fears, triggers, softeners, private knowledge, agenda or viewpoints that at most
+  `room.max_other_cards` other shipped cards use; names, feeling words and conversation glue never count), a
+  person the card names by what they are to someone ("my father" where the card has a father), or a specific word
+  another member said earlier in the session (answering what was said about it).
+- counsellor voice: a counsellor's stock phrase (`counsellor_phrases`: validating, summarising, inviting, "I'm here
+  for you", "tell me what happened"), or an echo of a counsellor line.
+- third person: a line to one member that speaks of them by name ("Theo always says later") or, when the card
+  tells their gender, as he/she with no other person in the line it could mean ("Theo. I feel like he's ignoring me").
+- echo: the line re-says another speaker's line: the same words, most of its word trigrams (at least
+  ECHO_MIN_TRIGRAMS of them), or `room.echo_run` words in a row.
+
+Thresholds are data (simulator/data/fidelity.yaml, `room`), measured on the known-answer lines of
+tests/benchmarks/data/room_lines.yaml and on RESCUE's real member lines (tests/benchmarks/room_bench.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import yaml
+
+from personas.case import Case
+from simulator.fidelity._text import (
+    _ADVERBS,
+    _SELF_VERBS,
+    LEXICON_PATH,
+    NEAR_DUPLICATE_OVERLAP,
+    lexicon,
+    overlap,
+    trigrams,
+    words,
+)
+from simulator.records import Turn
+
+# An echo by overlap needs this many shared word trigrams: on RESCUE's real lines, a short reply sharing two ("how
+# you are with me") reached the near-duplicate overlap with the line it answered (tests/benchmarks/room_bench.py).
+ECHO_MIN_TRIGRAMS = 3
+
+
+@dataclass(frozen=True)
+class RoomLexicon:
+    """The `generic_words`, `person_words` and `room` sections of simulator/data/fidelity.yaml."""
+
+    generic: frozenset[str]
+    person_groups: dict[str, str]  # word -> its group ("dad" -> "father")
+    max_other_cards: int
+    echo_run: int
+    min_content_words: int
+    ungrounded_min_member_turns: int
+    ungrounded_share: float
+
+
+@functools.lru_cache(maxsize=1)
+def room_lexicon() -> RoomLexicon:
+    data = yaml.safe_load(LEXICON_PATH.read_text(encoding="utf-8"))
+    room = data["room"]
+    return RoomLexicon(
+        generic=frozenset(str(w) for w in data["generic_words"]),
+        person_groups={str(w): g for g, ws in data["person_words"].items() for w in ws},
+        max_other_cards=int(room["max_other_cards"]),
+        echo_run=int(room["echo_run"]),
+        min_content_words=int(room["min_content_words"]),
+        ungrounded_min_member_turns=int(room["ungrounded_min_member_turns"]),
+        ungrounded_share=float(room["ungrounded_share"]),
+    )
+
+
+def stem(word: str) -> str:
+    """A word without a plural `s`, cut to its first five letters (promotion/promoted, miscarriage/s, list/s)."""
+    word = word.removesuffix("'s")
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    return word[:5]
+
+
+@functools.lru_cache(maxsize=1)
+def _not_content() -> frozenset[str]:
+    lex = lexicon()
+    return frozenset(lex.function_words | room_lexicon().generic | lex.stopwords.get("en", frozenset()))
+
+
+def _is_feeling(word: str) -> bool:
+    return any(word.startswith(e) for e in lexicon().emotions)
+
+
+def content_words(text: str, names: Iterable[str] = ()) -> list[str]:
+    """The words of `text` that can carry a case's material: not glue, not feeling words, not the given names."""
+    skip = _not_content() | {n.lower() for n in names}
+    return [w for w in words(text) if w not in skip and len(w) >= 3 and not w.isdigit() and not _is_feeling(w)]
+
+
+def card_texts(case: Case) -> list[str]:
+    """Every text of the card a member could speak from (traits and styles aside: they are how, not what)."""
+    out = [case.title, case.setting, case.presenting_problem, case.history]
+    for m in case.members:
+        out += [m.background, m.core_need, m.core_fear, *m.triggers, *m.softeners, *m.private_knowledge]
+        out += list(getattr(m, "agenda", []) or [])
+    out += [vp.viewpoint for vp in case.viewpoints]
+    return [t for t in out if t]
+
+
+def _stems(case: Case) -> frozenset[str]:
+    return frozenset(stem(w) for t in card_texts(case) for w in content_words(t, case.member_names))
+
+
+@functools.lru_cache(maxsize=1)
+def _library_stems() -> dict[str, frozenset[str]]:
+    from personas.library import load_library
+
+    return {c.id: _stems(c) for c in load_library()}
+
+
+@dataclass(frozen=True)
+class CaseWords:
+    """What makes a line specific to one case: its card's specific word stems and the kinds of person it names."""
+
+    specific: frozenset[str]
+    persons: frozenset[str]  # person_words groups the card names (father, mother, ...)
+
+
+def _card_key(case: Case) -> str:
+    return case.model_dump_json()
+
+
+@functools.lru_cache(maxsize=64)
+def _case_words(key: str) -> CaseWords:
+    case = Case.model_validate_json(key)
+    lex = room_lexicon()
+    mine = _stems(case)
+    others = [s for cid, s in _library_stems().items() if cid != case.id]
+    specific = frozenset(w for w in mine if sum(w in s for s in others) <= lex.max_other_cards)
+    persons = frozenset(lex.person_groups[w] for t in card_texts(case) for w in words(t) if w in lex.person_groups)
+    return CaseWords(specific=specific, persons=persons)
+
+
+def case_words(case: Case) -> CaseWords:
+    return _case_words(_card_key(case))
+
+
+def grounding(text: str, speaker: str, case: Case, earlier: Sequence[Turn]) -> str | None:
+    """Why the line is grounded in this case (the words that show it), or None when it brings nothing of it."""
+    cw = case_words(case)
+    lex = room_lexicon()
+    ws = content_words(text, case.member_names)
+    found = [w for w in ws if stem(w) in cw.specific]
+    if len(set(found)) >= lex.min_content_words:
+        return "card: " + ", ".join(dict.fromkeys(found))
+    person = next((w for w in words(text) if lex.person_groups.get(w) in cw.persons), None)
+    if person:
+        return f"person on the card: {person}"
+    said = {
+        stem(w): t.index
+        for t in earlier
+        if t.kind == "member" and t.speaker != speaker
+        for w in content_words(t.text, case.member_names)
+    }
+    picked = [w for w in ws if stem(w) in said]
+    if picked and _echo_of(text, speaker, earlier) is None:
+        return f"answers turn {said[stem(picked[0])]}: " + ", ".join(dict.fromkeys(picked))
+    return None
+
+
+def counsellor_phrase(text: str) -> str | None:
+    """The counsellor's stock phrase in a member's line, if any."""
+    low = " ".join(words(text))
+    return next((p for p in lexicon().counsellor_phrases if " ".join(words(p)) in low), None)
+
+
+_HE = ("he", "him", "his", "he's", "he'd", "he'll", "himself")
+_SHE = ("she", "her", "hers", "she's", "she'd", "she'll", "herself")
+_MALE_ROLES = ("husband", "father", "son", "brother", "stepfather", "stepson", "grandfather", "boyfriend", "uncle")
+_FEMALE_ROLES = ("wife", "mother", "daughter", "sister", "stepmother", "stepdaughter", "grandmother", "girlfriend",
+                 "aunt")  # fmt: skip
+
+
+def pronoun_of(case: Case, name: str) -> tuple[str, ...] | None:
+    """He- or she-words for a member, when the card tells: their role word, else how the card writes of them."""
+    member = case.member(name)
+    role = words(member.role)[:1]
+    if role and role[0] in _MALE_ROLES:
+        return _HE
+    if role and role[0] in _FEMALE_ROLES:
+        return _SHE
+    about = [vp.viewpoint for vp in case.viewpoints if vp.target == name]
+    about += [member.background, member.core_need, member.core_fear, *member.private_knowledge, *member.softeners]
+    ws = [w for t in about for w in words(t)]
+    he, she = sum(w in _HE for w in ws), sum(w in _SHE for w in ws)
+    if he > she and he >= 2:
+        return _HE
+    if she > he and she >= 2:
+        return _SHE
+    return None
+
+
+def third_person(text: str, speaker: str, addressees: Sequence[str], case: Case) -> str | None:
+    """The words that speak of the member the line is addressed to as someone absent, or None."""
+    to = [a for a in addressees if a in case.member_names and a != speaker]
+    if len(to) != 1:
+        return None
+    name = to[0]
+    plain = text.replace("\u2019", "'")
+    m = re.search(
+        rf"(?<![\w']){re.escape(name)}(?:'s\b| (?:(?:{_ADVERBS}|\w+ly) )?(?:{_SELF_VERBS}|says|thinks|never|always)\b)",
+        plain,
+    )
+    if m:
+        return m[0]
+    pronouns = pronoun_of(case, name)
+    if pronouns is None:
+        return None
+    ws = words(plain)
+    lex = room_lexicon()
+    others = {n.lower() for n in case.member_names if n != name and pronoun_of(case, n) == pronouns}
+    for i, w in enumerate(ws):
+        if w not in pronouns:
+            continue
+        before = ws[:i]
+        # another person the pronoun could mean: a person word, another member of that gender, or a name
+        if any(b in lex.person_groups or b in others for b in before):
+            return None
+        if _other_name_before(plain, i, case):
+            return None
+        return " ".join(ws[max(0, i - 3) : i + 3])
+    return None
+
+
+def _other_name_before(text: str, index: int, case: Case) -> bool:
+    """Whether a capitalised word that is not a member, not `I` and not a sentence start comes before the
+    `index`-th word: someone else the pronoun may mean ("my boss Mark ... he")."""
+    members = set(case.member_names)
+    tokens = re.findall(r"[^\W_]+(?:'[^\W_]+)*|[.!?]", text)
+    seen = 0
+    start = True
+    for tok in tokens:
+        if tok in ".!?":
+            start = True
+            continue
+        if seen >= index:
+            break
+        if not start and tok[0].isupper() and tok not in members and tok not in ("I", "I'm", "I've", "I'd", "I'll"):
+            return True
+        start = False
+        seen += 1
+    return False
+
+
+def _longest_run(a: Sequence[str], b: Sequence[str]) -> int:
+    best = 0
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0] * (len(b) + 1)
+        for j, y in enumerate(b, 1):
+            if x == y:
+                cur[j] = prev[j - 1] + 1
+                best = max(best, cur[j])
+        prev = cur
+    return best
+
+
+@dataclass(frozen=True)
+class Echo:
+    turn: Turn
+    how: str  # "verbatim", "overlap 62%", "7 words in a row"
+
+
+def _echo_of(text: str, speaker: str, earlier: Sequence[Turn]) -> Echo | None:
+    ws = words(text)
+    if len(ws) < 4:
+        return None
+    run_min = room_lexicon().echo_run
+    for t in reversed(earlier):
+        if t.speaker == speaker or not t.text:
+            continue
+        theirs = words(t.text)
+        if theirs == ws:
+            return Echo(t, "verbatim")
+        shared = trigrams(ws) & trigrams(theirs)
+        ov = overlap(text, t.text)
+        if ov >= NEAR_DUPLICATE_OVERLAP and len(shared) >= ECHO_MIN_TRIGRAMS:
+            return Echo(t, f"overlap {ov:.0%}")
+        run = _longest_run(ws, theirs)
+        if run >= run_min:
+            return Echo(t, f"{run} words in a row")
+    return None
+
+
+def echo_of(text: str, speaker: str, earlier: Sequence[Turn]) -> Echo | None:
+    """The latest earlier line of another speaker that this line re-says, with how, or None."""
+    return _echo_of(text, speaker, earlier)
+
+
+@dataclass(frozen=True)
+class RoomReading:
+    """The four room measures of one member line, each with the words that show it (None: it does not hold)."""
+
+    grounded: str | None
+    counsellor_voice: str | None
+    third_person: str | None
+    echo: str | None
+    echo_turn: int | None = None
+
+
+def read_line(text: str, speaker: str, addressees: Sequence[str], case: Case, earlier: Sequence[Turn]) -> RoomReading:
+    """All four room measures of one member line, against the turns before it."""
+    echo = _echo_of(text, speaker, earlier)
+    voice = counsellor_phrase(text)
+    if voice is None and echo is not None and echo.turn.kind == "supporter":
+        voice = f"re-says the counsellor's turn {echo.turn.index}"
+    return RoomReading(
+        grounded=grounding(text, speaker, case, earlier),
+        counsellor_voice=voice,
+        third_person=third_person(text, speaker, addressees, case),
+        echo=f"turn {echo.turn.index} ({echo.turn.speaker}): {echo.how}" if echo else None,
+        echo_turn=echo.turn.index if echo else None,
+    )

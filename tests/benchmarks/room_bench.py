@@ -1,0 +1,146 @@
+"""The room measures of issue 42 (simulator.fidelity.read_line), measured where the answer is known.
+
+    python tests/benchmarks/room_bench.py known                 # the hand-labelled lines of data/room_lines.yaml
+    python tests/benchmarks/room_bench.py rescue [--src FILE]   # RESCUE's real member lines
+    python tests/benchmarks/room_bench.py sessions RUN_OR_SESSIONS_DIR ...   # simulated sessions
+
+`known`: per measure, how the rule reads lines whose answer was written before the rule existed (hits, false
+alarms, misses, agreement).
+`rescue`: real people. For each sample, a card is derived from its first third of rows (the importer's
+`case_from_sample` on that part), and every member line of the other two thirds is read against it, with the
+rows before it as the transcript: the share of real lines the rule calls grounded is the real-people reference
+for grounding; the shares it calls counsellor voice, third person or echo are false-positive rates on real people
+(a real member is never the counsellor; the third-person rule is reported with its lines, to be read).
+`sessions`: the four shares over the member turns of saved sessions (the audit's figures).
+Prints its figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).parent
+MEASURES = ("grounded", "counsellor_voice", "third_person", "echo")
+
+
+def _turn(i: int, speaker: str, text: str, to: list[str]):
+    from personas.taxonomy import SUPPORTER_NAME
+    from simulator.records import Turn
+
+    kind = "supporter" if speaker == SUPPORTER_NAME else "member"
+    return Turn(index=i, speaker=speaker, kind=kind, addressees=to, text=text)
+
+
+def known() -> None:
+    from personas.library import resolve_case
+    from simulator.fidelity import read_line
+
+    lines = yaml.safe_load((HERE / "data" / "room_lines.yaml").read_text())["lines"]
+    counts = {m: {"hit": 0, "false_alarm": 0, "miss": 0, "right_no": 0} for m in MEASURES}
+    wrong: list[str] = []
+    for ln in lines:
+        case = resolve_case(ln["case"])
+        earlier = [_turn(i + 1, e["speaker"], e["text"], []) for i, e in enumerate(ln.get("earlier", []))]
+        r = read_line(ln["text"], ln["speaker"], ln["to"], case, earlier)
+        for m in MEASURES:
+            got, want = getattr(r, m) is not None, bool(ln[m])
+            key = "hit" if got and want else "false_alarm" if got else "miss" if want else "right_no"
+            counts[m][key] += 1
+            if got != want:
+                wrong.append(f"  {m:<17} want {want!s:<5} got {getattr(r, m)!r}: {ln['speaker']}: {ln['text']}")
+    print(f"{len(lines)} known-answer lines (tests/benchmarks/data/room_lines.yaml)")
+    print(f"{'measure':<18}{'hits':>6}{'false alarms':>14}{'misses':>8}{'right no':>10}{'agreement':>11}")
+    for m, c in counts.items():
+        agree = (c["hit"] + c["right_no"]) / len(lines)
+        print(f"{m:<18}{c['hit']:>6}{c['false_alarm']:>14}{c['miss']:>8}{c['right_no']:>10}{agree:>11.0%}")
+    if wrong:
+        print("disagreements:")
+        print("\n".join(wrong))
+
+
+def rescue(src: Path) -> None:
+    from personas.rescue import case_from_sample, load_rescue
+    from personas.taxonomy import SUPPORTER_NAME
+    from simulator.fidelity import read_line
+
+    samples = load_rescue(src)
+    total = {m: 0 for m in MEASURES}
+    n = 0
+    shown: dict[str, list[str]] = {m: [] for m in MEASURES}
+    print(f"{'sample':<48}{'lines':>6}" + "".join(f"{m:>18}" for m in MEASURES))
+    for s in samples:
+        k = max(1, len(s.rows) // 3)
+        head = s.model_copy(update={"rows": s.rows[:k]})
+        try:
+            case = case_from_sample(head)
+        except Exception as err:  # a part too short to derive a card from is reported, not hidden
+            print(f"{s.sample_id:<48} no card from its first {k} rows: {err}")
+            continue
+        members = set(case.member_names)
+        turns = []
+        for i, row in enumerate(s.rows, 1):
+            who = row.primary_speaker if row.primary_speaker in members else SUPPORTER_NAME
+            to = [SUPPORTER_NAME if t not in members else t for t in row.target]
+            turns.append(_turn(i, who, row.dialogue_cleaned, to))
+        per = {m: 0 for m in MEASURES}
+        lines = 0
+        for i, t in enumerate(turns):
+            if i < k or t.kind != "member" or not t.text.strip():
+                continue
+            lines += 1
+            r = read_line(t.text, t.speaker, t.addressees, case, turns[:i])
+            for m in MEASURES:
+                if getattr(r, m) is not None:
+                    per[m] += 1
+                    if m != "grounded" and len(shown[m]) < 8:
+                        shown[m].append(f"  {m}: {t.speaker} (to {', '.join(t.addressees)}): {t.text[:110]}  <- "
+                                        f"{getattr(r, m)}")  # fmt: skip
+        n += lines
+        for m in MEASURES:
+            total[m] += per[m]
+        print(f"{s.sample_id:<48}{lines:>6}" + "".join(f"{per[m] / max(lines, 1):>18.0%}" for m in MEASURES))
+    print(f"{'all real member lines':<48}{n:>6}" + "".join(f"{total[m] / max(n, 1):>18.0%}" for m in MEASURES))
+    print("real lines a rule fired on (first 8 per measure):")
+    for m in MEASURES:
+        print("\n".join(shown[m]) or f"  {m}: none")
+
+
+def sessions(folders: list[Path]) -> None:
+    from judges.fidelity import audit_record
+    from simulator.records import SessionRecord
+
+    for folder in folders:
+        d = folder / "sessions" if (folder / "sessions").is_dir() else folder
+        recs = [SessionRecord.model_validate_json(p.read_text()) for p in sorted(d.glob("*.json"))]
+        audits = [audit_record(r) for r in recs]
+        n = sum(a.member_turns for a in audits)
+        row = {m: sum(getattr(a.room, f"{m}_turns") for a in audits) for m in MEASURES}
+        print(f"{folder}: {len(recs)} sessions, {n} member turns: " + ", ".join(
+            f"{m} {row[m]} ({row[m] / max(n, 1):.0%})" for m in MEASURES))  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("known")
+    r = sub.add_parser("rescue")
+    r.add_argument(
+        "--src", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "rescue" / "samples.jsonl"
+    )
+    s = sub.add_parser("sessions")
+    s.add_argument("folders", type=Path, nargs="+")
+    args = ap.parse_args()
+    if args.cmd == "known":
+        known()
+    elif args.cmd == "rescue":
+        rescue(args.src)
+    else:
+        sessions(args.folders)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

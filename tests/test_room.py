@@ -1,0 +1,286 @@
+"""The room plays its case (issue 42): the room measures (grounded, counsellor voice, third person, echo), the
+director that gives each member turn its content, the re-ask of an ungrounded line, the `ungrounded_room` fault,
+and old records. Fake models only; the one test that reads RESCUE skips without it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from judges.fidelity import audit_record, room_turns
+from personas.case import parse_case
+from personas.library import resolve_case
+from simulator.director import card_beats, choose_beat
+from simulator.engine import SessionConfig, run_session
+from simulator.faults import detect_faults
+from simulator.fidelity import check_line, read_line
+from simulator.llm.fake import FakeModelClient
+from simulator.members import member_turn
+from simulator.records import FaultKind, FidelityCheck, SessionRecord, Turn
+from simulator.supporters import SilentSupporter
+from simulator.view import build_view
+from tests._sim_fakes import RoomScript
+
+RESCUE = Path(__file__).resolve().parents[2] / "shared" / "rescue" / "samples.jsonl"
+
+
+@pytest.fixture
+def dana():
+    return resolve_case("dana-and-theo")
+
+
+def said(index: int, speaker: str, text: str, to: tuple[str, ...] = ("Therapist",)) -> Turn:
+    kind = "supporter" if speaker == "Therapist" else "member"
+    return Turn(index=index, speaker=speaker, kind=kind, addressees=list(to), text=text)
+
+
+# ---- the measures, on lines of known answer --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "speaker, to, text, grounded",
+    [
+        ("Dana", "Theo", "You took that promotion and now I eat dinner alone every night until nine.", True),
+        ("Theo", "Dana", "I'm doing this for the IVF, not because I'd rather be at work.", True),
+        ("Theo", "Dana", "My dad worked double shifts and I swore I wouldn't be that.", True),  # a person on the card
+        ("Dana", "Theo", "I just feel like I'm drowning and nobody cares.", False),
+        ("Theo", "Dana", "I don't know what you want from me. I'm tired.", False),
+        ("Dana", "Theo", "Theo, Theo, Theo.", False),  # a name alone is not the case
+    ],
+)
+def test_grounding_needs_something_of_this_case(dana, speaker, to, text, grounded):
+    assert (read_line(text, speaker, [to], dana, []).grounded is not None) is grounded
+
+
+def test_a_word_another_member_said_grounds_the_answer(dana):
+    earlier = [said(1, "Dana", "You missed my mother's birthday for a shipment in Doncaster.", ("Theo",))]
+    r = read_line("The Doncaster shipment was the one night I couldn't move.", "Theo", ["Dana"], dana, earlier)
+    assert r.grounded is not None and "doncaster" in r.grounded.lower()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I understand that it must be overwhelming, but I want to make sure you know that I'm here for you.",
+        "Let's talk about what happened and how we can move forward together.",
+        "I just feel like I'm drowning. Can you tell me what happened?",
+        "I can see that you're struggling with being alone.",
+    ],
+)
+def test_the_counsellors_voice_in_a_members_mouth(dana, text):
+    r = read_line(text, "Dana", ["Theo"], dana, [])
+    assert r.counsellor_voice is not None
+    assert FidelityCheck.SPEAKING_AS_OTHER in _checks(dana, text, "Dana", ("Theo",))
+
+
+def test_re_saying_the_counsellor_is_its_voice_too(dana):
+    earlier = [said(1, "Therapist", "Dana, it sounds like the evenings alone have been very hard.", ("Dana",))]
+    r = read_line("It sounds like the evenings alone have been very hard, yes.", "Dana", ["Therapist"], dana, earlier)
+    assert r.counsellor_voice is not None and r.echo is not None
+
+
+@pytest.mark.parametrize(
+    "speaker, to, text, third",
+    [
+        ("Dana", "Theo", "Theo. I feel like he's ignoring me at home too.", True),
+        ("Dana", "Theo", "Theo always says later, and later never comes.", True),
+        (
+            "Dana",
+            "Therapist",
+            "He checks his phone every time I talk about the miscarriages.",
+            False,
+        ),  # to the counsellor
+        ("Dana", "Theo", "Theo, you check your phone every time I talk.", False),  # a vocative, then you
+        ("Theo", "Dana", "My father was never home, and he never once said sorry to my mother.", False),  # another man
+    ],
+)
+def test_the_addressee_in_the_third_person(dana, speaker, to, text, third):
+    assert (read_line(text, speaker, [to], dana, []).third_person is not None) is third
+    assert (FidelityCheck.THIRD_PERSON in _checks(dana, text, speaker, (to,))) is third
+
+
+def test_an_echo_is_near_verbatim_not_only_verbatim(dana):
+    theirs = "I'm doing all of this for us, for the IVF, and you make it sound like I abandoned you."
+    earlier = [said(1, "Theo", theirs, ("Dana",))]
+    mine = "Oh, you're doing all of this for us, for the IVF, and I make it sound like you abandoned me?"
+    r = read_line(mine, "Dana", ["Theo"], dana, earlier)
+    assert r.echo is not None and r.echo_turn == 1
+    assert FidelityCheck.NEAR_DUPLICATE in _checks(dana, mine, "Dana", ("Theo",), earlier)  # flagged once, as a repeat
+    # a run of words re-said inside a longer line of its own: too little of it for a near-duplicate, still an echo
+    theirs = (
+        "Every night you come home at nine and go straight to your laptop, and I sit there with the dinner going cold."
+    )
+    earlier = [said(1, "Theo", theirs, ("Dana",))]
+    mine = "So I come home at nine and go straight to your laptop? I answer two emails because the warehouse rings me."
+    assert FidelityCheck.ECHO in _checks(dana, mine, "Theo", ("Dana",), [said(1, "Dana", theirs, ("Theo",))])
+    answer = "The IVF is the reason I took the job, and you know it."  # takes up its words, does not re-say it
+    assert read_line(answer, "Dana", ["Theo"], dana, earlier).echo is None
+
+
+def _checks(case, text, speaker, to, turns=()):
+    flags = check_line(text, speaker=speaker, case=case, turns=list(turns), addressees=list(to), language="en",
+                       finish_reason="stop")  # fmt: skip
+    return [f.check for f in flags]
+
+
+@pytest.mark.parametrize(  # written like real members' lines (not copied from any transcript)
+    "speaker, to, text",
+    [
+        ("Dana", "Therapist", "Yeah. I mean, I don't know. It's just hard."),
+        ("Theo", "Therapist", "She's never happy. It's always something with her."),
+        ("Dana", "Theo", "And that's exactly how you are with me, every single time."),
+        ("Theo", "Dana", "You don't see anything wrong with that?"),
+        ("Dana", "Therapist", "I understand what he's saying, I just don't agree with it."),
+    ],
+)
+def test_no_role_or_echo_check_fires_on_lines_like_real_members(dana, speaker, to, text):
+    earlier = [said(1, "Theo", "I work and I come home and I'm still wrong.", ("Dana",))]
+    r = read_line(text, speaker, [to], dana, earlier)
+    assert r.counsellor_voice is None and r.third_person is None and r.echo is None
+
+
+@pytest.mark.rescue
+def test_role_and_echo_rarely_fire_on_rescues_real_member_lines():
+    """Real people are never the counsellor: the role and echo rules' false-positive rate on RESCUE's member lines
+    stays at most 5% (measured: 0%, 0% and 1% of 84; tests/benchmarks/README.md)."""
+    if not RESCUE.exists():
+        pytest.skip(f"RESCUE samples not found at {RESCUE} (../shared/rescue is outside the repository)")
+    from personas.rescue import case_from_sample, load_rescue
+
+    fired = {"counsellor_voice": 0, "third_person": 0, "echo": 0}
+    n = 0
+    for sample in load_rescue(RESCUE):
+        case = case_from_sample(sample)
+        members = set(case.member_names)
+        turns = [
+            said(
+                i,
+                r.primary_speaker if r.primary_speaker in members else "Therapist",
+                r.dialogue_cleaned,
+                tuple(t if t in members else "Therapist" for t in r.target),
+            )  # fmt: skip
+            for i, r in enumerate(sample.rows, 1)
+        ]
+        for i, t in enumerate(turns):
+            if t.kind == "member" and t.text.strip():
+                n += 1
+                r = read_line(t.text, t.speaker, t.addressees, case, turns[:i])
+                for m in fired:
+                    fired[m] += getattr(r, m) is not None
+    assert n > 50
+    assert all(v / n <= 0.05 for v in fired.values()), fired
+
+
+# ---- the director ------------------------------------------------------------------------------------------------
+
+
+def test_the_directors_choice_is_seeded_and_draws_from_the_members_own_card(dana):
+    turns = [said(1, "Therapist", "Who would like to start?", ("Dana", "Theo"))]
+    picks = [choose_beat(dana, turns, "Dana", seed) for seed in range(12)]
+    assert picks == [choose_beat(dana, turns, "Dana", seed) for seed in range(12)]  # the same seed, the same beat
+    assert len({p.source for p in picks}) > 1  # seeds differ somewhere
+    theos = {b.source for b in card_beats(dana, "Theo")}
+    assert all(p.source not in theos or p.kind == "fact" for p in picks)  # Theo's background or secrets never
+    assert all(p.kind != "secret" for p in picks)  # no secret on a member's first turn
+    assert all(p.words for p in picks)  # every beat has words specific to the case
+
+
+def test_a_card_agenda_is_drawn_first_and_a_reply_answers_what_was_said_about_them(dana):
+    data = dana.model_dump(exclude={"id"})
+    data["members"][0]["agenda"] = ["the anniversary dinner in Whitby that Theo cancelled by text"]
+    card = parse_case(data, case_id="dana-agenda", source="test")
+    beats = [choose_beat(card, [], "Dana", seed) for seed in range(20)]
+    assert sum(b.kind == "agenda" for b in beats) >= 5
+    about_dana = [said(1, "Theo", "Dana, you read out my missed dinners like a charge sheet about the promotion.",
+                       ("Dana",))]  # fmt: skip
+    reply = choose_beat(dana, about_dana, "Dana", 3)
+    assert reply.kind == "reply" and reply.source == "turn 1"
+
+
+def test_a_beat_reaches_only_its_member_and_an_ungrounded_line_is_reasked_with_it(dana):
+    generic = "I just feel so alone all the time."
+    grounded = "You took the promotion and I eat alone until nine."
+    script = RoomScript(dana)
+    lines = iter([generic, grounded])
+    client = FakeModelClient(default=lambda call: next(lines) if call.schema is None else script(call))
+    beat = next(b for b in card_beats(dana, "Dana") if b.kind == "secret")  # private: only Dana's line may see it
+    turn = asyncio.run(member_turn(client, dana, [], "Dana", ["Theo"], seed=5, window=16, beat=beat))
+    assert turn.text == grounded and turn.beat == beat and turn.directive is None
+    assert [r.flags[0].check for r in turn.reasks] == [FidelityCheck.UNGROUNDED]
+    line_calls = [c for c in client.calls if c.schema is None]
+    state_call = next(c for c in client.calls if c.schema is not None)
+    assert "stage direction" in line_calls[0].prompt.instructions.lower()
+    assert f"what Dana has kept back: {beat.text}" in line_calls[0].prompt.instructions
+    assert "what Dana has kept back" not in state_call.prompt.instructions + state_call.prompt.context
+    assert "nothing of Dana's own situation" in line_calls[1].prompt.instructions
+
+
+def test_a_session_records_beats_the_supporter_never_sees_them(dana):
+    client = FakeModelClient(default=RoomScript(dana, line="You took the promotion and I eat alone until nine."))
+    rec = asyncio.run(run_session(dana, SilentSupporter(), client, SessionConfig(max_turns=3, seed=4), session_id="b"))
+    members = [t for t in rec.turns if t.kind == "member"]
+    assert all(t.beat is not None for t in members)
+    view = build_view(dana, rec.turns, member_turns=len(members), max_turns=3)
+    shown = view.model_dump_json()
+    assert '"beat"' not in shown and all(not hasattr(t, "beat") for t in view.transcript)
+    private = [b.text for m in dana.member_names for b in card_beats(dana, m) if b.kind in ("secret", "grievance")]
+    assert private and not any(text in shown for text in private)
+    again = asyncio.run(
+        run_session(
+            dana,
+            SilentSupporter(),
+            FakeModelClient(default=RoomScript(dana, line=members[0].text)),
+            SessionConfig(max_turns=3, seed=4),
+            session_id="b",
+        )  # fmt: skip
+    )
+    assert [t.beat for t in again.turns if t.kind == "member"] == [t.beat for t in members]
+
+
+# ---- faults, the audit and old records --------------------------------------------------------------------------
+
+
+def _room(case, lines, *, beats=True):
+    script = RoomScript(case)
+    it = iter(lines * 4)
+    client = FakeModelClient(default=lambda call: next(it) if call.schema is None else script(call))
+    rec = asyncio.run(run_session(case, SilentSupporter(), client, SessionConfig(max_turns=4, seed=2), session_id="g"))
+    if not beats:
+        rec = rec.model_copy(update={"turns": [t.model_copy(update={"beat": None}) for t in rec.turns]})
+    return rec
+
+
+def test_a_room_that_stays_off_its_case_is_a_fault_and_a_grounded_one_is_not(dana):
+    vague = ["I just feel so alone.", "I'm tired of all of it.", "Nobody listens to me here.", "Why is it always me?"]
+    rec = _room(dana, vague)
+    assert FaultKind.UNGROUNDED_ROOM in {f.kind for f in detect_faults(rec)}
+    fid = audit_record(rec)
+    assert fid.room.member_turns == 4 and fid.room.grounded_turns == 0 and fid.room.directed_turns == 4
+    grounded = [
+        "You took the promotion without asking me.",
+        "The IVF money had to come from somewhere, Dana.",
+        "You leave at seven and come back at nine.",
+        "I'm not asking your father for a loan.",
+    ]
+    rec = _room(dana, grounded)
+    assert FaultKind.UNGROUNDED_ROOM not in {f.kind for f in detect_faults(rec)}
+    assert audit_record(rec).room.grounded_turns == 4
+
+
+def test_an_old_record_without_beats_loads_and_keeps_its_faults(dana):
+    rec = _room(dana, ["I just feel so alone.", "I'm tired of all of it."], beats=False)
+    data = json.loads(rec.model_dump_json())
+    for t in data["turns"]:
+        t.pop("beat")
+    old = SessionRecord.model_validate(data)
+    assert all(t.beat is None for t in old.turns)
+    assert FaultKind.UNGROUNDED_ROOM not in {f.kind for f in detect_faults(old)}  # made before the director
+    rooms = room_turns(old)  # still measured
+    assert rooms and all(r.grounded is None for r in rooms.values())
+    card = dana.model_dump(exclude={"id"})
+    for m in card["members"]:
+        m.pop("agenda")
+    assert parse_case(card, case_id="old-card", source="test").members[0].agenda == []
