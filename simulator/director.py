@@ -27,8 +27,7 @@ import re
 from collections.abc import Sequence
 
 from personas.case import Case
-from simulator.fidelity import case_words, content_words, grounding
-from simulator.fidelity._room import stem
+from simulator.fidelity import case_words, content_words, grounding, stem
 from simulator.records import Beat, Turn
 
 WEIGHTS = {"agenda": 4, "grievance": 2, "fact": 2, "secret": 1}

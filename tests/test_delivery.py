@@ -238,3 +238,30 @@ def test_the_leaderboard_counts_unsaid_stressors_per_reason_outside_pass_rates(t
     result = CliRunner().invoke(cli_app.app, ["leaderboard", str(folder.path)], env={"COLUMNS": "120"})
     assert result.exit_code == 0, result.output
     assert "1/1 100%" in result.output and "1 not said, 1 not played" in result.output
+
+
+def test_a_case_specific_stressor_said_in_the_cards_own_words_is_delivered_as_a_fact():
+    """secret_revealed on kang-family: Jiyoung's secret is the deposit she paid a home-care agency. The 1.5B check
+    model judged "I've paid this deposit" unsaid (issue 42); the card's own words now decide before it is asked."""
+    from personas.library import resolve_case
+
+    kang = resolve_case("kang-family")
+    p = P["secret_revealed"]
+    plan = plan_for(p, kang, 4)
+    assert plan.speaker == "Jiyoung" and "deposit" in plan.directive
+    other = next(n for n in kang.member_names if n != plan.speaker)
+
+    def played(line: str):
+        return record(
+            kang, [("m", other, "I am perfectly fine."), ("pass",), ("m", plan.speaker, line, plan.directive)]
+        )
+
+    delivery, client = verify(played("Appa, I've already paid this deposit to the agency."), plan, [], p)
+    assert (delivery.status, delivery.by) == (DeliveryStatus.DELIVERED, "fact") and client.calls == []
+    assert "deposit" in delivery.reason and "card's own words" in delivery.reason
+    # a generic hint carries none of the card's words: the check model still decides
+    delivery, client = verify(played("There's something I haven't told you."), plan, [{"q": "x", "landed": False}], p)
+    assert delivery.by == "model" and len(client.calls) == 1
+    # one shared glue word is not the secret ("paid" alone, with no word specific to this case)
+    delivery, client = verify(played("I paid for dinner last week."), plan, [{"q": "x", "landed": False}], p)
+    assert delivery.by == "model"

@@ -6,7 +6,9 @@ Facts first, from the record, no model: the directed turn must exist (else `not_
 failed before it), it must be spoken by the member who was directed, and every `check.expect` phrase (a canary)
 must be in its line; a perturbation with `expect` phrases is decided by them alone, and one of its `said_if`
 wordings in the line decides `delivered` (a 1.5B check model answered "no" to "I've been thinking about not being
-here anymore... or maybe hurting myself"). Otherwise the check model
+here anymore... or maybe hurting myself"). A case-specific stressor (one that reveals the member's `$private`
+knowledge) is `delivered` when the line says the card's own words for it (`card_words_said`: the check model
+judged "I've paid this deposit" unsaid for a card whose secret is the deposit). Otherwise the check model
 (the `check` role; by default the judge) is asked whether the line did what the direction asked (`check.landed`,
 or the perturbation's own `description` when it names none), on the transcript up to that turn only, so the
 sessions of every supporter share the call and its cache. A `yes` must quote words that are found in THAT
@@ -32,6 +34,7 @@ from pydantic import BaseModel, Field, create_model
 from judges.scoring._render import PROMPTS, judge_context
 from judges.scoring._schema import quote_found, read_citation, sentence_openings
 from personas.common.prompts import render_prompt
+from simulator.fidelity import case_words, content_words, stem
 from simulator.llm.types import ModelClient, Prompt, is_local
 from simulator.perturbations import Perturbation, PerturbationPlan
 from simulator.records import (
@@ -50,6 +53,7 @@ class NoCheckModel(ValueError):
     """Deciding delivery needs the check model, and none was given."""
 
 
+CARD_WORDS_MIN = 2  # content words of the card's secret a line must say (one of them specific to the case)
 DELIVERY_ATTEMPTS = 2  # the first ask plus one re-ask when the quote is not in the member's line
 QUOTE_MAX = 80
 
@@ -142,9 +146,41 @@ async def verify_delivery(
             quote=cue,
             reason=f"turn {trigger.index}: {trigger.speaker} said {cue!r}, a wording that carries the stressor",
         )
+    secret = card_secret(p, plan, record)
+    if secret is not None and (words := card_words_said(trigger.text, secret, record)):
+        return StressorDelivery(
+            **base,
+            status=DeliveryStatus.DELIVERED,
+            by="fact",
+            quote=opening_words(trigger.text),
+            reason=f"turn {trigger.index}: {trigger.speaker} said the card's own words for it ({', '.join(words)}: "
+            f"{secret!r})",
+        )
     if client is None or not model:
         raise NoCheckModel("deciding whether the stressor was said needs a check model")
     return await _ask(record, trigger, stressor_description(p, plan), base, client, model)
+
+
+def card_secret(p: Perturbation, plan: PerturbationPlan, record: SessionRecord) -> str | None:
+    """The card's own words a case-specific stressor directs its member to say: the private-knowledge item its
+    `$private` placeholder became (None when the stressor has none, or fell back to its generic text)."""
+    if p.inject is None or "$private" not in p.inject.text or plan.speaker not in record.case.member_names:
+        return None
+    private = record.case.member(plan.speaker).private_knowledge
+    return private[0].rstrip(".") if private else None
+
+
+def card_words_said(line: str, secret: str, record: SessionRecord) -> list[str]:
+    """The words of `secret` the line says, when they show it was said: at least one word specific to the case
+    (simulator.fidelity.case_words: "deposit", "flats") and at least CARD_WORDS_MIN of its content words; else []."""
+    names = record.case.member_names
+    specific = case_words(record.case).specific
+    mine = {stem(w) for w in content_words(line, names)}
+    theirs = list(dict.fromkeys(content_words(secret, names)))
+    hits = [w for w in theirs if stem(w) in mine]
+    if len(hits) >= min(CARD_WORDS_MIN, len(theirs)) and any(stem(w) in specific for w in hits):
+        return hits
+    return []
 
 
 async def _ask(

@@ -66,6 +66,7 @@ from simulator.fidelity._room import (
     pronoun_of,
     read_line,
     room_lexicon,
+    stem,
     third_person,
 )
 from simulator.fidelity._self_report import (
@@ -102,6 +103,7 @@ __all__ = [
     "pronoun_of",
     "read_line",
     "room_lexicon",
+    "stem",
     "third_person",
     "LANGUAGE_MIN_WORDS",
     "LANGUAGE_NAMES",
