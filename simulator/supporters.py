@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field, create_model
 from personas.common.errors import UserError
 from personas.common.prompts import render_prompt
 from personas.taxonomy import SUPPORTER_NAME, strategies_for, target_kind
-from simulator.fidelity import tagged_speaker
+from simulator.fidelity import repeat_of, tagged_speaker, words
 from simulator.llm.structured import soft_max_length as _soft_max
 from simulator.llm.structured import soft_max_words
 from simulator.llm.types import ModelClient, ModelError, Prompt
@@ -285,7 +285,20 @@ _RUNG_NOTES = {
     "speak to {others} about them, never about yourself.",
     "blame": "\n\nYour last line did not put the blame on {others}. Say to {others}, as the counsellor, what they did "
     "wrong and that they must stop.",
+    "repeat": "\n\nYour last line repeated words already said in this session. Say something new to {others}, about "
+    "what they did in this session, in words nobody has used yet.",
 }
+
+
+def said_before(view: SessionView) -> tuple[str, ...]:
+    """Every line said so far, latest first: what a counsellor line may not copy (the embedded model's decoding bans
+    their word runs; a hosted model is told in its prompt). The 1.5B counsellor re-said a member's line word for
+    word (README command 1, turn 6) and the `sides` rung its own earlier line in 13 of 18 turns."""
+    return tuple(dict.fromkeys(t.text for t in reversed(view.transcript) if t.text))
+
+
+def _public_turn(t: Any) -> Turn:
+    return Turn(index=t.index, speaker=t.speaker, kind=t.kind, addressees=list(t.addressees), text=t.text)
 
 
 def _reask_note(reask: str | None) -> str:
@@ -340,11 +353,14 @@ class ModelSupporter:
         return decision.model_copy(update={"draws": attempt, "draw_calls": [c for c in spent if c is not None]})
 
     async def _off_rung(self, view: SessionView, decision: SupporterDecision) -> tuple[str | None, list]:
-        """Why a rung's line is not the counsellor the rung names ("voice", "blame"), or None; and the calls asked."""
+        """Why a rung's line is not the counsellor the rung names ("voice", "repeat", "blame"), or None; and the
+        calls asked."""
         if not decision.speak:
             return None, []
         if in_member_voice(decision.text):
             return "voice", []
+        if repeat_of(decision.text, [_public_turn(t) for t in view.transcript]) is not None:
+            return "repeat", []
         if self.style != "sides":
             return None, []
         blames, checks = await self._blames_a_target(view, decision)
@@ -373,6 +389,7 @@ class ModelSupporter:
                 Prompt(
                     context=shared_context(intake, view.transcript, self.window),
                     instructions=self.instructions(view) + _reask_note(reask) + note,
+                    avoid=said_before(view),
                 ),
                 role="supporter",
                 model=self.model,
@@ -386,6 +403,13 @@ class ModelSupporter:
                 raise
             raise InvalidDecision(err.reason, err.raw) from None
         r = completion.parsed
+        if r.speak and len(words(r.text)) >= TEXT_WORDS + TEXT_FINISH_WORDS:
+            # the grammar closed the text on its last allowed word, full stop added: a cut line, not a sentence
+            raise InvalidDecision(
+                f"the text ran to the {TEXT_WORDS + TEXT_FINISH_WORDS}-word limit and was cut; say it in one or two "
+                "short, complete sentences",
+                completion.text,
+            )
         return finish_decision(
             view,
             speak=r.speak,

@@ -284,3 +284,49 @@ def test_an_old_record_without_beats_loads_and_keeps_its_faults(dana):
     for m in card["members"]:
         m.pop("agenda")
     assert parse_case(card, case_id="old-card", source="test").members[0].agenda == []
+
+
+# ---- the counsellor rungs (issue 42 item 3) ----------------------------------------------------------------------
+
+
+def _counsellor_view(case):
+    turns = [
+        said(1, "Dana", "You took the promotion and I eat alone until nine.", ("Theo",)),
+        said(2, "Therapist", "Theo, the promotion keeps you at work until nine most nights.", ("Theo",)),
+        said(3, "Theo", "The IVF money has to come from somewhere, Dana.", ("Dana",)),
+    ]
+    return build_view(case, turns, member_turns=2, max_turns=6)
+
+
+def test_a_rung_line_repeating_a_line_already_said_is_drawn_again(dana):
+    from simulator.supporters import parse_supporter_spec
+
+    view = _counsellor_view(dana)
+    repeat = {"speak": True, "targets": ["Theo"], "strategy": view_strategy(dana), "text": view.transcript[1].text}
+    fresh = {**repeat, "text": "It sounds like you are weighing the IVF money against the evenings Dana spends alone."}
+    client = FakeModelClient(replies=[repeat, fresh])
+    decision = asyncio.run(parse_supporter_spec("generic:fake/model", client).decide(view))
+    assert decision.text == fresh["text"] and decision.draws == 2
+    assert "repeated words already said" in client.calls[1].prompt.instructions
+    assert client.calls[0].prompt.avoid[:2] == (view.transcript[2].text, view.transcript[1].text)  # latest first
+
+
+def test_the_built_in_counsellor_is_never_redrawn_but_a_line_cut_at_its_cap_is_invalid(dana):
+    from simulator.supporters import TEXT_FINISH_WORDS, TEXT_WORDS, InvalidDecision, parse_supporter_spec
+
+    view = _counsellor_view(dana)
+    long = " ".join(["word"] * (TEXT_WORDS + TEXT_FINISH_WORDS - 1)) + " much."
+    cut = {"speak": True, "targets": ["Theo"], "strategy": view_strategy(dana), "text": long}
+    with pytest.raises(InvalidDecision, match="was cut"):
+        asyncio.run(parse_supporter_spec("fake/model", FakeModelClient(replies=[cut])).decide(view))
+    copy = {**cut, "text": view.transcript[2].text}  # the supporter under test copying a member: kept, measured
+    client = FakeModelClient(replies=[copy])
+    assert asyncio.run(parse_supporter_spec("fake/model", client).decide(view)).text == copy["text"]
+    assert view.transcript[2].text in client.calls[0].prompt.avoid  # (the embedded model's decoding avoids it)
+    assert "name the particular thing" in client.calls[0].prompt.instructions
+
+
+def view_strategy(case):
+    from personas.taxonomy import strategies_for
+
+    return next(iter(strategies_for(case.group)))
