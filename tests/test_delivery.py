@@ -165,10 +165,10 @@ check: {within: 2, respond: true}
 """
 
 
-ROOM_LINES = (
-    "I can't do this any more, the booking was never discussed with me at all.",
-    "I can't do this when every question I ask turns into a fight about chores.",
-    "I can't do this alone; Theo works late and the dinners still need making.",
+ROOM_LINES = (  # a room that plays its case (dana-and-theo's card words): no `ungrounded_room` fault either
+    "I can't do this any more, the promotion was never discussed with me at all.",
+    "I can't do this when every question I ask about the IVF turns into a fight.",
+    "I can't do this alone; the promotion keeps you out and the dinners still need making.",
     "I can't do this if nobody listens to what happened at my mother's house.",
 )
 

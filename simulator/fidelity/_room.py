@@ -137,7 +137,8 @@ def _case_words(key: str) -> CaseWords:
     mine = _stems(case)
     others = [s for cid, s in _library_stems().items() if cid != case.id]
     specific = frozenset(w for w in mine if sum(w in s for s in others) <= lex.max_other_cards)
-    persons = frozenset(lex.person_groups[w] for t in card_texts(case) for w in words(t) if w in lex.person_groups)
+    card = [w.removesuffix("'s") for t in card_texts(case) for w in words(t)]
+    persons = frozenset(lex.person_groups[w] for w in card if w in lex.person_groups)
     return CaseWords(specific=specific, persons=persons)
 
 
@@ -153,7 +154,7 @@ def grounding(text: str, speaker: str, case: Case, earlier: Sequence[Turn]) -> s
     found = [w for w in ws if stem(w) in cw.specific]
     if len(set(found)) >= lex.min_content_words:
         return "card: " + ", ".join(dict.fromkeys(found))
-    person = next((w for w in words(text) if lex.person_groups.get(w) in cw.persons), None)
+    person = next((w for w in words(text) if lex.person_groups.get(w.removesuffix("'s")) in cw.persons), None)
     if person:
         return f"person on the card: {person}"
     said = {

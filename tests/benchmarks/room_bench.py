@@ -62,6 +62,56 @@ def known() -> None:
         print("\n".join(wrong))
 
 
+def known_ask(model: str | None) -> None:
+    """The yes/no questions (judges.fidelity.ask_room) on the known-answer lines: every line asked every question
+    (not only where the rule is silent), so each question is measured on its own against the labels."""
+    import asyncio
+
+    from judges.fidelity._room_questions import YES, room_questions
+    from judges.scoring._checklist import CHECKLIST_PROMPTS, SAMPLES
+    from judges.scoring._render import judge_context
+    from personas.common.prompts import render_prompt
+    from personas.library import resolve_case
+    from simulator.llm.client import LiteLLMClient, ModelSettings
+    from simulator.llm.types import Prompt
+    from simulator.records import EndReason, SessionRecord, SessionStatus
+
+    client = LiteLLMClient(ModelSettings(cache=False))
+    model = model or client.model_for("judge")
+    lines = yaml.safe_load((HERE / "data" / "room_lines.yaml").read_text())["lines"]
+    asked = ("grounded", "counsellor_voice", "third_person")
+    got: dict[str, list[tuple[bool, float]]] = {m: [] for m in asked}
+
+    async def run() -> None:
+        for ln in lines:
+            case = resolve_case(ln["case"])
+            turns = [_turn(i + 1, e["speaker"], e["text"], []) for i, e in enumerate(ln.get("earlier", []))]
+            turns.append(_turn(len(turns) + 1, ln["speaker"], ln["text"], ln["to"]))
+            rec = SessionRecord(session_id="known", case=case, supporter="-", models={}, seed=0, max_turns=1,
+                                status=SessionStatus.COMPLETED, end_reason=EndReason.TURN_LIMIT, turns=turns)  # fmt: skip
+            to = [a for a in ln["to"] if a in case.member_names]
+            fill = {"speaker": ln["speaker"], "group": case.group, "addressee": to[0] if to else "the counsellor"}
+            about = f"{ln['speaker']}'s line [{len(turns)}], the last turn of the transcript"
+            for m in asked:
+                if m == "third_person" and not to:
+                    continue
+                q = room_questions()[m].format(**fill)
+                prompt = Prompt(context=judge_context(rec), instructions=render_prompt(
+                    "item", CHECKLIST_PROMPTS, about=about, question=q))  # fmt: skip
+                a = await client.yes_probability(prompt, role="judge", model=model, samples=SAMPLES, seed=0)
+                got[m].append((bool(ln[m]), a.p_yes))
+
+    asyncio.run(run())
+    print(f"questions on the known-answer lines, model {model} (counted yes at P >= {YES})")
+    print(f"{'measure':<18}{'n':>4}{'agreement':>11}{'mean P | yes':>14}{'mean P | no':>13}")
+    for m, rows in got.items():
+        agree = sum((p >= YES) == want for want, p in rows) / max(len(rows), 1)
+        py = [p for want, p in rows if want]
+        pn = [p for want, p in rows if not want]
+        mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")  # noqa: E731
+        print(f"{m:<18}{len(rows):>4}{agree:>11.0%}{mean(py):>14.2f}{mean(pn):>13.2f}")
+
+
 def rescue(src: Path) -> None:
     from personas.rescue import case_from_sample, load_rescue
     from personas.taxonomy import SUPPORTER_NAME
@@ -126,7 +176,11 @@ def sessions(folders: list[Path]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("known")
+    k = sub.add_parser("known")
+    k.add_argument(
+        "--ask", action="store_true", help="also ask the yes/no questions on the embedded (or --model) judge"
+    )
+    k.add_argument("--model", help="the judge model for --ask (default: the embedded model)")
     r = sub.add_parser("rescue")
     r.add_argument(
         "--src", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "rescue" / "samples.jsonl"
@@ -136,6 +190,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.cmd == "known":
         known()
+        if args.ask:
+            known_ask(args.model)
     elif args.cmd == "rescue":
         rescue(args.src)
     else:
