@@ -330,3 +330,35 @@ def view_strategy(case):
     from personas.taxonomy import strategies_for
 
     return next(iter(strategies_for(case.group)))
+
+
+# ---- where a rule cannot see it: yes/no questions --------------------------------------------------------------
+
+
+def test_the_questions_ask_only_what_the_rule_left_unflagged_and_record_failures(dana):
+    from judges.fidelity import ask_room, questions_for
+    from simulator.llm.types import ModelError
+    from tests._stress_fixtures import record
+
+    rec = record(dana, [("m", "Dana", "You took the promotion and now he's never home."),
+                        ("m", "Theo", "I'm here for you, let's work through this together.")])  # fmt: skip
+    rec = rec.model_copy(update={"turns": [t.model_copy(update={"addressees": [o]}) for t, o in
+                                           zip(rec.turns, ["Theo", "Dana"], strict=True)]})  # fmt: skip
+    asked = {(t, m) for t, m, _ in questions_for(rec)}
+    # turn 1: grounded by rule, third person by rule ("he's" to Theo) -> only the voice is asked
+    # turn 2: a counsellor phrase by rule -> grounded is asked; no he/she or name -> no third-person question
+    assert asked == {(1, "counsellor_voice"), (2, "grounded")}
+
+    def yes(call):
+        if "kept back" in call.prompt.instructions:
+            return RuntimeError("boom")
+        return 0.8 if "particular" in call.prompt.instructions else 0.1
+
+    client = FakeModelClient(yes=yes)
+    answers = asyncio.run(ask_room(rec, client, "fake/judge"))
+    got = {(a.turn, a.measure): a.p_yes for a in answers}
+    assert got == {(1, "counsellor_voice"): 0.1, (2, "grounded"): 0.8}
+    assert all(c.role == "judge" for c in client.calls) and "[2]" in client.calls[-1].prompt.instructions
+    client = FakeModelClient(yes=lambda call: ModelError("fake/judge", "server down"))
+    failed = asyncio.run(ask_room(rec, client, "fake/judge"))
+    assert all(a.p_yes is None and a.failure == "server down" for a in failed) and len(failed) == 2

@@ -43,6 +43,7 @@ from judges.fidelity._responsiveness import (
     session_responsiveness,
     trajectory_separation,
 )
+from judges.fidelity._room_questions import RoomAnswer, ask_room, questions_for, room_questions
 from judges.fidelity._room_shares import (
     SHARE_PERCENTILE,
     SHARE_WINDOW,
@@ -78,6 +79,10 @@ from judges.fidelity._turn_taking import (
 from judges.stats._distances import js_distance, wasserstein
 
 __all__ = [
+    "RoomAnswer",
+    "ask_room",
+    "questions_for",
+    "room_questions",
     "RoomFigures",
     "RoomTurn",
     "room_figures",
