@@ -337,7 +337,6 @@ def view_strategy(case):
 
 def test_the_questions_ask_only_what_the_rule_left_unflagged_and_record_failures(dana):
     from judges.fidelity import ask_room, questions_for
-    from simulator.llm.types import ModelError
     from tests._stress_fixtures import record
 
     rec = record(dana, [("m", "Dana", "You took the promotion and now he's never home."),
@@ -359,6 +358,6 @@ def test_the_questions_ask_only_what_the_rule_left_unflagged_and_record_failures
     got = {(a.turn, a.measure): a.p_yes for a in answers}
     assert got == {(1, "counsellor_voice"): 0.1, (2, "grounded"): 0.8}
     assert all(c.role == "judge" for c in client.calls) and "[2]" in client.calls[-1].prompt.instructions
-    client = FakeModelClient(yes=lambda call: ModelError("fake/judge", "server down"))
+    client = FakeModelClient(yes=lambda call: RuntimeError("server down"))
     failed = asyncio.run(ask_room(rec, client, "fake/judge"))
     assert all(a.p_yes is None and a.failure == "server down" for a in failed) and len(failed) == 2
