@@ -78,6 +78,21 @@ def test_cli_report(runs, tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "not a run folder" in bad.stderr
 
 
+def test_cli_report_without_html_writes_beside_the_run_and_prints_where(runs, tmp_path: Path) -> None:
+    """Issue 43: `rescue-sim report RUN`, as the README and the command's own example write it, exited 2
+    ("Missing option '--html'"). It writes RUN/report.html (the first run's, for several) and prints that path."""
+    cli_app._register()
+    r = CliRunner().invoke(cli_app.app, ["report", *map(str, runs)], env={"COLUMNS": "300"})
+    assert r.exit_code == 0, r.output
+    beside = runs[0] / "report.html"
+    assert f"wrote {beside} (" in r.stdout and "5 session(s), 2 supporter(s)" in r.stdout
+    assert payload(beside.read_text(encoding="utf-8"))["leaderboard"]["rows"]
+    assert not any((run / "report.html").exists() for run in runs[1:])
+    # and read again, the run folder with its report in it is still a run folder
+    again = CliRunner().invoke(cli_app.app, ["report", str(runs[0])], env={"COLUMNS": "300"})
+    assert again.exit_code == 0, again.output
+
+
 def browser_or_skip() -> None:
     why = chromium_missing()
     if why is None:

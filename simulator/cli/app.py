@@ -77,6 +77,9 @@ def _register() -> None:
 
 
 def main() -> None:
+    from simulator.llm.tokenizers import use_shipped_tokenizers
+
+    use_shipped_tokenizers()  # tiktoken reads the shipped files: nothing is fetched at run time
     _register()
     app()
 

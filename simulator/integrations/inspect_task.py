@@ -37,6 +37,7 @@ from pydantic import ValidationError
 
 from simulator.integrations.inspect_client import InspectModelClient
 from simulator.integrations.inspect_log import RECORD_KEY, transcript_messages
+from simulator.llm.tokenizers import use_shipped_tokenizers
 from simulator.llm.types import ModelClient
 from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder, config_hash
@@ -108,6 +109,7 @@ def _sample(spec: SessionSpec) -> Sample:
 
 
 def _task(config: StressConfig, base: Path, source: str, out: str | None, name: str) -> Task:
+    use_shipped_tokenizers()  # Inspect counts tokens with tiktoken (mockllm on every call): never fetched
     config = config.model_copy(update={"supporters": [SUPPORTER_SLOT]})
     matrix = build_matrix(config, base, source)
     rubric = None

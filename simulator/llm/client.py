@@ -37,6 +37,7 @@ from simulator.llm.embedded import (
 )
 from simulator.llm.profiles import profile_for
 from simulator.llm.structured import ParseError, check_reply
+from simulator.llm.tokenizers import use_shipped_tokenizers
 from simulator.llm.translated import LitellmTranslation, PriceMemo, translates
 from simulator.llm.types import (
     LOCAL_PROVIDER,
@@ -166,6 +167,7 @@ class LiteLLMClient:
             # the same request body (provider_config.transform_request on both), a third less CPU per call; and no
             # hidden SDK retries (2 by default) under `_call`'s own. "false" in the environment keeps the SDK.
             os.environ.setdefault("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", "true")
+            use_shipped_tokenizers()  # litellm loads cl100k_base on import: from the shipped file, never fetched
             import litellm
 
             logging.getLogger("LiteLLM").setLevel(logging.ERROR)  # its warnings would interleave with the live view
