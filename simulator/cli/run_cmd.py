@@ -43,12 +43,17 @@ def parse_seeds(seed: int, seeds: str | None) -> list[int]:
 
 @user_errors
 def run(
-    case: Annotated[list[str], typer.Option("--case", "-c", help="Case id or card path; repeat it, or `all`.")],
+    case: Annotated[
+        list[str], typer.Option("--case", "-c", metavar="ID|PATH", help="Case id or card path; repeat it, or `all`.")
+    ],
     supporter: Annotated[
         str | None,
         typer.Option(
-            help="Supporter under test: provider/model, URL#model, module:function, silent, scripted. "
-            "Default: the --model.",
+            metavar="SPEC",
+            help="Supporter under test: a litellm model id (provider/model); an OpenAI-compatible endpoint "
+            "URL#model; a Python callable module:function; the baselines silent and scripted; the ladder rungs "
+            "sides:M, lecture:M and generic:M (model M told to take sides, to lecture, or to reflect "
+            "generically). To be the supporter yourself (human), use `rescue-sim play`. Default: the --model.",
             envvar="RESCUE_SIM_SUPPORTER",
         ),
     ] = None,
@@ -63,7 +68,9 @@ def run(
     tracker_every: Annotated[
         int, typer.Option(min=0, help="Run the tracker every N member turns and at the end (0: only at the end).")
     ] = 3,
-    out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/<case>-<supporter>-<hash>).")] = None,
+    out: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="Run folder. Default: runs/<case>-<supporter>-<hash>.")
+    ] = None,
     no_live: Annotated[
         bool, typer.Option("--no-live", help="No live transcript; print a summary per session.")
     ] = False,
