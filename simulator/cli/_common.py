@@ -23,9 +23,17 @@ EXIT_USAGE = 2  # bad input: file, field or option the user must fix
 EXIT_FAILED = 1  # the job ran but some of it failed (model failures, failed sessions)
 
 
+def print_error(message: str, console: Console | None = None) -> None:
+    """`error: <message>` (rich markup, escaped by the caller) on stderr: one line where a program reads it (a pipe,
+    a test), and on a terminal wrapped at spaces to its width, so no line runs past the edge and no word is cut
+    there (the terminal itself would break lines mid-word; issue 43 measured 330-character lines)."""
+    out = console or err_console
+    out.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=not out.is_terminal)
+
+
 def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     """Print one error line to stderr and return the Exit to raise."""
-    err_console.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    print_error(message)
     return typer.Exit(code)
 
 
