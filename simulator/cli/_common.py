@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from collections.abc import Callable
 from enum import Enum
+from pathlib import Path
 from typing import Annotated, ParamSpec, TypeVar
 
 import typer
@@ -29,6 +31,34 @@ def print_error(message: str, console: Console | None = None) -> None:
     there (the terminal itself would break lines mid-word; issue 43 measured 330-character lines)."""
     out = console or err_console
     out.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=not out.is_terminal)
+
+
+def print_path(label: str, path: str | Path, note: str = "", *, to: Console | None = None, style: str = "") -> None:
+    """`label path note` on one line where that fits the terminal; else `label` (and `note`) on a line and the path
+    on the next, alone. Rich would break a path at the edge, mid-name ("dana-and-theo__" / "s0.json"), and a path cut
+    so cannot be copied (issue 43): here one longer than the whole width is broken only after a `/`. `label` and
+    `note` are rich markup, the path plain text in `style`."""
+    from rich.text import Text
+
+    out = to or console
+    head, tail, where = Text.from_markup(label), Text.from_markup(note), Text(str(path), style=style)
+    one = Text.assemble(head, " ", where, *((" ", tail) if note else ()))
+    if one.cell_len <= out.width:
+        out.print(one, soft_wrap=True)
+        return
+    out.print(Text.assemble(head, *((" ", tail) if note else ())))
+    for line in path_lines(str(path), out.width):
+        out.print(Text(line, style=style), soft_wrap=True)
+
+
+def path_lines(path: str, width: int) -> list[str]:
+    """`path` in lines of at most `width` columns, broken only after a `/` (a name longer than a line stays whole)."""
+    lines = [""]
+    for part in re.split(r"(?<=/)", path):
+        if lines[-1] and len(lines[-1]) + len(part) > width:
+            lines.append("")
+        lines[-1] += part
+    return lines
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:

@@ -16,7 +16,16 @@ from rich.text import Text
 from personas.case import CardError, Case
 from personas.library import load_library, resolve_case, validate_paths
 from personas.taxonomy import patterns_for
-from simulator.cli._common import EXIT_FAILED, EXIT_USAGE, HelpGroup, console, err_console, print_error, user_errors
+from simulator.cli._common import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    HelpGroup,
+    console,
+    err_console,
+    print_error,
+    print_path,
+    user_errors,
+)
 
 app = typer.Typer(cls=HelpGroup, no_args_is_help=True, add_completion=False, rich_markup_mode="rich")
 
@@ -270,7 +279,7 @@ def graph(
         if png.suffix.lower() != ".png":
             raise CardError(png, "--png", "the drawing is a PNG; give a file name ending in .png")
         path = g.draw_png(png, title=case.title)
-        console.print(f"wrote {path}")
+        print_path("wrote", path)
 
 
 def _e(text: str) -> str:
