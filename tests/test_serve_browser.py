@@ -236,6 +236,8 @@ def test_a_session_has_its_own_url_and_one_being_played_shows_running(tmp_path: 
             viewer = page.eval("Array.from(document.querySelectorAll('#viewer p')).map(p => p.textContent).join('|')")
             assert "supporter other/unscored · running" in viewer and "live" in viewer  # watched as it grows
             assert page.eval("document.querySelectorAll('.tag.incomplete').length") == 0
+            board = "document.querySelector('#board table tbody tr').textContent"
+            assert "(not ranked) other/unscored" in page.eval(board) and "1 (1 running)" in page.eval(board)
             shot(page, tmp_path, "running")
             errors = page.errors()
             page.close()

@@ -81,6 +81,13 @@
     return texts.length ? texts.join("; ") : "not validated";
   }
 
+  function incomplete(r) { // unfinished sessions; those being played now are said so, not counted as stopped
+    var running = D.sessions.filter(function (s) {
+      return s.status === "running" && s.supporter === r.supporter && (s.knows || "intake") === (r.knows || "intake");
+    }).length;
+    return running ? r.incomplete_sessions + " (" + running + " running)" : r.incomplete_sessions;
+  }
+
   function renderBoard() {
     var B = D.leaderboard, box = clear(document.getElementById("board"));
     var dims = B.dimensions;
@@ -94,7 +101,7 @@
       var place = r.rank ? "#" + r.rank + " " : "(not ranked) ";
       return [[el("span", { "class": "rank", title: r.rank ? null : "no scored session: nothing to rank it by" }, place),
         r.supporter + (r.knows && r.knows !== "intake" ? " (" + r.knows + ")" : "")],
-        r.sessions, r.completed, r.failed_sessions, r.incomplete_sessions,
+        r.sessions, r.completed, r.failed_sessions, incomplete(r),
         (r.invalid_decisions || 0) + " / " + (r.decisions || 0), r.failed_judgments, r.simulator_failures, r.scored]
         .concat(dims.map(function (d) {
           var s = (r.dimensions || []).filter(function (x) { return x.dimension === d; })[0];
