@@ -142,8 +142,9 @@ def show(ref: Annotated[str, typer.Argument(metavar="ID|PATH", help="Library id 
 def validate(
     paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Card files or folders of cards.")],
 ) -> None:
-    """Validate cards; ids must be unique across all paths. Prints `ok <n> cards`, or every problem (one line
-    each) and exits 2."""
+    """Validate cards; ids must be unique across all paths. Prints `ok <n> cards`, or every problem of every card
+    (one line each: each bad field; where the fields are valid, the first inconsistency among members, viewpoints
+    and risk flags) and exits 2."""
     from personas.library import check_paths
 
     cases, errors = check_paths(list(paths))
