@@ -59,7 +59,7 @@ def check_paths(paths: list[str | Path]) -> tuple[list[Case], list[CardError]]:
         try:
             case = load_case(f)
         except CardError as err:
-            errors.append(err)
+            errors.extend(card_problems(f, err))
             continue
         if case.id in seen:
             errors.append(CardError(f, "id", f"duplicate case id {case.id!r} (also {seen[case.id]}); rename one file"))
@@ -67,3 +67,36 @@ def check_paths(paths: list[str | Path]) -> tuple[list[Case], list[CardError]]:
         seen[case.id] = f
         cases.append(case)
     return cases, errors
+
+
+class _OneError:
+    """One of a ValidationError's errors, shaped as the card loader's formatter reads a whole error."""
+
+    def __init__(self, error: dict):
+        self._error = error
+
+    def errors(self) -> list[dict]:
+        return [self._error]
+
+
+def card_problems(path: Path, first: CardError) -> list[CardError]:
+    """Every problem pydantic finds in a card's fields, each as one CardError (file, field, fix), where loading it
+    raised `first` (the loader stops at its first). A card whose fields are all valid has its consistency checked
+    (members, viewpoints, risk flags) by one validator that stops at its first problem: that one is `first`."""
+    import yaml
+    from pydantic import ValidationError
+
+    from personas.case import _format_validation_error
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return [first]
+    if not isinstance(data, dict) or data.get("id", path.stem) != path.stem:
+        return [first]
+    try:
+        Case.model_validate({**data, "id": path.stem})
+    except ValidationError as err:
+        problems = [CardError(path, *_format_validation_error(_OneError(e), data)) for e in err.errors()]
+        return list({str(e): e for e in problems}.values()) or [first]
+    return [first]

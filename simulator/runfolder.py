@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import sys
+import time
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -213,6 +214,11 @@ class RunFolder:
         """Hold the folder for one writer (released when the process ends, however it ends)."""
         return FolderLock(self.path / ".lock")
 
+    def being_written(self) -> bool:
+        """Whether a process (this one included) holds the folder's writer lock now: a run, play or stress is
+        writing it, so its unfinished sessions are running rather than stopped. Creates nothing."""
+        return lock_held(self.path / ".lock")
+
     # -- results ---------------------------------------------------------------------------------------------
     @staticmethod
     def result_of(record: SessionRecord) -> SessionResult:
@@ -309,8 +315,34 @@ class RunFolder:
         return statuses
 
 
+def lock_held(path: Path) -> bool:
+    """Whether another open file holds an flock on `path`: a shared lock is tried and at once given back (a writer
+    that asks in that instant waits for it: see FolderLock). False where the file is absent or locks do not exist."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing gives back the shared lock, if it was taken
+    return False
+
+
 class FolderLock:
-    """An exclusive advisory lock on a file (flock): a second writer on the same run folder is refused."""
+    """An exclusive advisory lock on a file (flock): a second writer on the same run folder is refused. A reader
+    that only looks (`lock_held`) holds a shared lock for an instant; the writer retries for a moment before it
+    refuses, so a look never turns a writer away."""
+
+    RETRY_S = 0.25
 
     def __init__(self, path: Path):
         self.path = path
@@ -320,9 +352,15 @@ class FolderLock:
             import fcntl
         except ImportError:  # not POSIX: no lock (one writer per folder is then the user's job)
             return
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        deadline = time.monotonic() + self.RETRY_S
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    continue
             os.close(self._fd)
             self._fd = None
             raise RunFolderError(

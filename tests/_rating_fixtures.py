@@ -137,6 +137,19 @@ def make_judged_run(
     return folder
 
 
+def make_unfinished_run(path: Path, supporter: str = "other/unscored", session_id: str = "c9__s0") -> RunFolder:
+    """A run folder with one session stopped after two turns (or still being played, while a test holds the
+    folder's lock as a writer does): nothing judged, so its supporter has no scored session."""
+    from simulator.records import SessionStatus
+
+    folder = RunFolder(path)
+    folder.open({"supporter": supporter})
+    done = session_for(SessionSpec(session_id, case_id="c9"), supporter, ["judge/alpha-1"])
+    update = {"turns": done.turns[:2], "status": SessionStatus.INCOMPLETE, "end_reason": None, "finished_at": None}
+    folder.write_session(done.model_copy(update=update))
+    return folder
+
+
 def invoke(app, *args, env: dict[str, str] | None = None):
     """Run a CLI command through typer's runner, 200 columns wide so tables do not wrap (`env` adds to that); no
     traceback may reach the user."""

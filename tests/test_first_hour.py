@@ -526,3 +526,77 @@ def test_judge_says_how_many_judgments_failed(invoke, monkeypatch, tmp_path):
     res = invoke("judge", "--judge-mode", "verdict", folder.path)
     assert res.exit_code == 1
     assert "1 of 2 judgment(s) failed or partial" in squash(res.stderr)
+
+
+def test_live_lines_fit_80_columns_and_never_wrap():
+    """Issue 43: the live status line was 81-90 characters at 80 columns (642 of 2,293 frames wrapped)."""
+    import time
+
+    from simulator.cli._progress import RunProgress, progress_line
+    from simulator.cli._render import Tally, Waiting, call_line
+    from simulator.llm.progress import CallProgress
+    from simulator.runner.runs import Progress
+
+    call = CallProgress(
+        role="member",
+        model="local/qwen2.5-coder-1.5b",
+        prompt_tokens=12_310,
+        prompt_done=11_024,
+        cached_tokens=10_800,
+        completion_tokens=135,
+    )
+    assert len(call_line(call)) > 78  # as it was: too wide beside the spinner
+    for width in (80, 60, 40):
+        out = io.StringIO()
+        console = Console(file=out, width=width, force_terminal=False, color_system=None)
+        waiting = Waiting(console)
+        waiting.batch = Tally("sessions", 12, done=3, failed=1)
+        waiting.judging = Tally("judging", 80, done=7)
+        waiting.hook(call)
+        console.print(waiting)
+        lines = out.getvalue().splitlines()
+        assert len(lines) == 3 and max(len(x) for x in lines) <= width, lines
+        if width >= 60:  # what was left out to fit: the cached count and the model (named when the run starts)
+            assert "read 11,024/12,310" in lines[2] and "wrote 135" in lines[2], lines
+    busy = Progress(
+        total=120, done=31, failed=2, skipped=5, running=8, calls=12_345, cache_hits=4_321, tokens=9_876_543
+    )
+    busy.cost_usd, busy.started = 1.2345, time.perf_counter() - 3_723
+    assert len(progress_line(busy)) > 80
+    for width in (80, 60):
+        out = io.StringIO()
+        console = Console(file=out, width=width, force_terminal=False, color_system=None)
+        board = RunProgress(console)
+        board.update(busy)
+        console.print(board)
+        lines = out.getvalue().splitlines()
+        assert len(lines) == 1 and len(lines[0]) <= width, lines
+        assert "sessions 38/120" in lines[0] and "2 failed" in lines[0] and "12,345 calls" in lines[0]
+
+
+def test_printed_paths_stay_whole_at_80_columns(invoke, fake, tmp_path, monkeypatch):
+    """Issue 43: the saved session's path was broken mid-filename across two lines at 80 columns. The README's run
+    folder (`runs/<case>-<supporter>-<hash>`, relative) prints whole on one line; the session file is named inside
+    it; a path longer than the screen breaks only after a `/`."""
+    from rich.console import Console
+
+    from simulator.cli._common import print_path
+
+    monkeypatch.chdir(tmp_path)
+    out = Path("runs") / "dana-and-theo-local-qwen2-5-coder-1-5b-1a2b3c4d"
+    res = invoke(
+        "run", "--case", "dana-and-theo", "--supporter", "scripted", "--turns", "2", "--no-judge", "--out", out
+    )
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "saved sessions/dana-and-theo__s0.json in the run folder" in lines
+    assert f"run folder: {out}" in lines
+    screen = io.StringIO()
+    long = "runs/dana-and-theo-local-qwen2-5-coder-1-5b-1a2b3c4d/sessions/dana-and-theo__s0.json"
+    print_path("saved", long, to=Console(file=screen, width=80, color_system=None))
+    assert screen.getvalue().splitlines() == [
+        "saved",
+        "runs/dana-and-theo-local-qwen2-5-coder-1-5b-1a2b3c4d/sessions/",
+        "dana-and-theo__s0.json",
+    ]

@@ -242,3 +242,62 @@ def test_persona_commands_import_no_heavy_modules() -> None:
         cwd=Path(__file__).resolve().parents[1],
     )
     assert out.stdout.strip() == "[]"
+
+
+# ---- 80 columns and every problem (issue 43, item 6) ----------------------------------------------------------
+
+
+def test_show_at_80_columns_splits_no_word(app) -> None:
+    from personas.library import resolve_case
+
+    result = CliRunner().invoke(app, ["personas", "show", "nguyen-family"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    words = set(result.stdout.split())
+    case = resolve_case("nguyen-family")
+    texts = [t for m in case.members for t in (m.core_need, m.core_fear, *m.triggers, *m.softeners)]
+    texts += [t for v in case.viewpoints for t in (v.viewpoint, v.attitude)]
+    split = sorted({w.rstrip(";") for t in texts for w in t.split() if w not in words and w + ";" not in words})
+    assert not split, f"words split across lines: {split[:10]}"
+    for m in case.members:  # each trait whole, in order (lines joined)
+        assert " ".join("; ".join(m.triggers).split()) in " ".join(result.stdout.split())
+
+
+def test_validate_lists_every_problem_of_every_card(invoke, tmp_path: Path) -> None:
+    data = _without(card_data(), "setting")
+    data["history"] = ""
+    data["mood"] = "grim"
+    first = write_card(tmp_path, "three-problems", _set_member(data, 0, age="old"))
+    second = write_card(tmp_path, "one-problem", {**card_data(), "title": ""})
+    fine = write_card(tmp_path, "fine", card_data())
+    result = invoke("validate", first, second, fine)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert lines == [
+        f"error: {first}: setting: required field is missing",
+        f"error: {first}: history: String should have at least 1 character (got '')",
+        f"error: {first}: members[0] (Dana).age: must be a valid integer, unable to parse string as an integer "
+        "(got 'old')",
+        f"error: {first}: mood: unknown field; remove it or check its spelling",
+        f"error: {second}: title: String should have at least 1 character (got '')",
+    ]
+    assert result.stdout.strip() == "5 problem(s); 1 valid card(s)"
+
+
+def test_a_long_error_wraps_at_spaces_on_a_terminal_and_stays_one_line_in_a_pipe(app, monkeypatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from simulator.cli import _common
+
+    piped = CliRunner().invoke(app, ["personas", "show", "no-such-case"], env={"COLUMNS": "80"})
+    (line,) = piped.stderr.strip().splitlines()
+    assert len(line) > 200  # the known ids: one line for a program to read
+    screen = io.StringIO()
+    monkeypatch.setattr(_common, "err_console", Console(file=screen, force_terminal=True, width=80, color_system=None))
+    wrapped = CliRunner().invoke(app, ["personas", "show", "no-such-case"])
+    assert wrapped.exit_code == 2
+    lines = screen.getvalue().splitlines()
+    assert len(lines) > 2 and max(len(x) for x in lines) <= 80
+    assert " ".join(screen.getvalue().split()) == line  # the same words, none cut

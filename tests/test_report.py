@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from judges.report import build_report_data, json_for_script, render_html
 from simulator.cli import app as cli_app
 from tests._browser import Browser, chromium_missing, open_report
-from tests._rating_fixtures import SessionSpec, make_judged_run
+from tests._rating_fixtures import SessionSpec, make_judged_run, make_unfinished_run
 
 A, B = "openai/gpt-4o-mini", "anthropic/claude-3-5-haiku"
 XSS_SCRIPT = "<script>window.__xss = 1</script>"
@@ -161,3 +161,57 @@ def test_report_in_headless_chromium(runs, tmp_path: Path) -> None:
     assert errors == []
     assert all(u.startswith(("file://", "data:")) for u in requests), requests
     assert shot.stat().st_size > 10_000
+
+
+def test_report_sessions_have_addresses_a_played_session_runs_and_an_unscored_supporter_is_not_ranked(
+    runs, tmp_path: Path
+) -> None:
+    browser_or_skip()
+    playing = make_unfinished_run(tmp_path / "run-c")
+    lock = playing.lock()  # a process is still playing it while the report is made
+    try:
+        data = build_report_data([*runs, playing.path])
+    finally:
+        lock.release()
+    out = tmp_path / "report.html"
+    out.write_text(render_html(data), encoding="utf-8")
+    with Browser(tmp_path / "profile") as browser:
+        page = browser.page()
+        open_report(page, out)
+        names = page.eval(
+            "Array.from(document.querySelector('#board table').querySelectorAll('tbody td:first-child'))"
+            ".map(x => x.textContent)"
+        )
+        assert names[-1] == "(not ranked) other/unscored" and [n.split(" ")[0] for n in names[:-1]] == ["#1", "#2"]
+        tag = "document.querySelector('#session-table tr.row:last-child .tag')"
+        assert page.eval(f"{tag}.textContent") == "running"
+        assert page.eval(f"{tag}.className") == "tag running"
+        # every session's row links to its own address; a click opens it and puts the address in the location bar
+        links = page.eval(
+            "Array.from(document.querySelectorAll('#session-table a.open')).map(a => a.getAttribute('href'))"
+        )
+        run_a, run_b = (str(r).replace("/", "%2F") for r in runs)
+        assert links == [  # the run is named where two runs hold the same id
+            f"#session=c0__s0&run={run_a}",
+            "#session=c0__s1",
+            f"#session=c1__s0&run={run_a}",
+            f"#session=c0__s0&run={run_b}",
+            f"#session=c1__s0&run={run_b}",
+            "#session=c9__s0",
+        ]
+        page.eval("document.querySelectorAll('#session-table tr.row')[2].click()")
+        assert page.eval("location.hash") == links[2]
+        assert page.eval("document.getElementById('session-link').getAttribute('href')") == links[2]
+        # the address, opened afresh, opens that session; another anchor opens another
+        page.send("Page.navigate", {"url": out.resolve().as_uri() + links[4]})
+        page.wait_for("window.__report && window.__report.ready === true && !document.getElementById('viewer').hidden")
+        title = "document.getElementById('viewer-title').textContent"
+        viewer = "document.querySelector('#viewer p').textContent"
+        assert page.eval(title).startswith("Session c1__s0") and str(runs[1]) in page.eval(viewer)
+        page.eval("location.hash = " + json.dumps(links[-1]))
+        page.wait_for(f"{title}.startsWith('Session c9__s0')")
+        assert "other/unscored · running" in page.eval(viewer)
+        page.pump(0.3)
+        errors = page.errors()
+        page.close()
+    assert errors == []

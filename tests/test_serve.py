@@ -6,6 +6,7 @@ written by another process), blind rating saved in a form `ratings import` reads
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import time
@@ -15,13 +16,15 @@ import pytest
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
+from judges.report import build_report_data
 from personas.library import resolve_case
 from simulator.cli import app as cli_app
+from simulator.cli.leaderboard_cmd import render as render_board
 from simulator.llm.fake import FakeModelClient
 from simulator.records import EndReason, SessionStatus
 from simulator.runfolder import RunFolder
 from simulator.serve import ServeError, build_app, check_bind
-from tests._rating_fixtures import SessionSpec, make_judged_run
+from tests._rating_fixtures import SessionSpec, make_judged_run, make_unfinished_run
 from tests._sim_fakes import RoomScript
 from tests._stress_fixtures import steady_yes
 
@@ -77,6 +80,50 @@ def test_index_and_run_page_reuse_the_report(runs_dir: Path) -> None:
         assert detail.json()["judgment"]["scores"]
         missing = c.get("/api/session", params={"name": "run-a", "id": "nope"})
         assert missing.status_code == 404 and "no session 'nope'" in missing.text
+
+
+def index_status(html: str, run: str) -> str:
+    row = next(r for r in html.split("<tr>") if f">{run}</a>" in r)
+    m = re.search(r'<span class="tag (\w+)">([^<]*)</span>', row)
+    assert m is not None, row
+    return f"{m.group(1)}: {m.group(2)}"
+
+
+def test_a_session_being_played_shows_running_and_the_index_says_each_run_s_status(runs_dir: Path) -> None:
+    folder = make_unfinished_run(runs_dir / "run-b")
+    lock = folder.lock()  # as `run`, `play` and the page's sessions hold it while they write
+    try:
+        with client_for(runs_dir) as c:
+            index = c.get("/").text
+            assert index_status(index, "run-a") == "completed: completed"
+            assert index_status(index, "run-b") == "running: running · 0 of 1 finished"
+            data = report_payload(c.get("/run", params={"name": "run-b"}).text)
+            assert [s["status"] for s in data["sessions"]] == ["running"]
+            lock.release()
+            index = c.get("/").text
+            assert index_status(index, "run-b") == "incomplete: 1 stopped unfinished (rerun to resume)"
+            data = report_payload(c.get("/run", params={"name": "run-b"}).text)
+            assert [s["status"] for s in data["sessions"]] == ["incomplete"]  # the writer is gone: stopped
+    finally:
+        lock.release()
+
+
+def test_a_supporter_with_no_scored_session_is_not_ranked(runs_dir: Path) -> None:
+    make_unfinished_run(runs_dir / "run-b")
+    board = build_report_data([runs_dir / "run-a", runs_dir / "run-b"]).leaderboard
+    assert [(r.supporter, r.scored, r.rank) for r in board.rows] == [(SUP, 2, 1), ("other/unscored", 0, None)]
+    text = "\n".join(
+        line for table in render_board(board, width=200) for line in _plain(table).splitlines() if "#" in line
+    )
+    assert f"#1 {SUP}" in text and "(not ranked) other/unscored" in text and "#2" not in text
+
+
+def _plain(renderable) -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(renderable)
+    return console.export_text()
 
 
 def test_report_data_is_rebuilt_when_the_run_changes(runs_dir: Path) -> None:

@@ -23,7 +23,7 @@ from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder
 from simulator.serve import bind_socket, build_app
 from tests._browser import Browser, Page
-from tests._rating_fixtures import SessionSpec, make_judged_run
+from tests._rating_fixtures import SessionSpec, make_judged_run, make_unfinished_run
 from tests._sim_fakes import RoomScript
 from tests.test_report import browser_or_skip
 
@@ -199,6 +199,51 @@ def test_serve_in_headless_chromium(tmp_path: Path) -> None:
     (started,) = runs_dir.glob("web-dana-and-theo-hostility_to_supporter-*")
     (watched,) = RunFolder(started).sessions()
     assert watched.perturbation == "hostility_to_supporter" and watched.models["member"] == "openai/member-in-browser"
+
+
+def test_a_session_has_its_own_url_and_one_being_played_shows_running(tmp_path: Path) -> None:
+    browser_or_skip()
+    runs_dir = tmp_path / "runs"
+    make_judged_run(
+        runs_dir / "run-a",
+        "openai/gpt-4o-mini",
+        [SessionSpec("c0__s0", case_id="c0", text={1: EVIL}), SessionSpec("c1__s0", case_id="c1")],
+        lambda judge, sid, item, dim: 3,
+    )
+    playing = make_unfinished_run(runs_dir / "run-b")
+    lock = playing.lock()  # another process is playing run-b's session
+    try:
+        with live_server(runs_dir) as base, Browser(tmp_path / "profile") as browser:
+            page = browser.page()
+            goto(page, base + "/", "document.querySelectorAll('main table tbody tr').length === 2")
+            tags = page.eval(
+                "Array.from(document.querySelectorAll('main .tag')).map(t => t.className + ': ' + t.textContent)"
+            )
+            assert sorted(tags) == ["tag completed: completed", "tag running: running · 0 of 1 finished"]
+            # a click opens the session and gives it its URL; that URL, opened afresh, opens the same session
+            goto(page, base + "/run?name=run-a", "window.__report && window.__report.ready === true")
+            page.eval("document.querySelectorAll('#session-table tr.row')[1].click()")
+            page.wait_for("document.querySelector('#turn-1 .text') !== null")
+            url = page.eval("location.href")
+            assert url == base + "/run?name=run-a&open=c1__s0"
+            assert page.eval("document.getElementById('session-link').href") == url
+            page.send("Page.navigate", {"url": "about:blank"})
+            goto(page, url, "document.querySelector('#turn-1 .text') !== null")
+            assert page.eval("document.getElementById('viewer-title').textContent").startswith("Session c1__s0")
+            # the session being played: running in the list and in its viewer, never a red incomplete
+            goto(page, base + "/run?name=run-b&open=c9__s0", "document.querySelector('#turn-1 .text') !== null")
+            assert page.eval("document.querySelector('#session-table .tag').className") == "tag running"
+            viewer = page.eval("Array.from(document.querySelectorAll('#viewer p')).map(p => p.textContent).join('|')")
+            assert "supporter other/unscored · running" in viewer and "live" in viewer  # watched as it grows
+            assert page.eval("document.querySelectorAll('.tag.incomplete').length") == 0
+            board = "document.querySelector('#board table tbody tr').textContent"
+            assert "(not ranked) other/unscored" in page.eval(board) and "1 (1 running)" in page.eval(board)
+            shot(page, tmp_path, "running")
+            errors = page.errors()
+            page.close()
+    finally:
+        lock.release()
+    assert errors == []
 
 
 def test_rating_two_items_in_headless_chromium(tmp_path: Path) -> None:

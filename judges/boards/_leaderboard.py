@@ -84,6 +84,11 @@ class SupporterRow(_Record):
         default_factory=FaultTally, description="Those sessions, with why, per member model."
     )
     scored: int = Field(description="Judged sessions entering the dimension aggregates.")
+    rank: int | None = Field(
+        default=None,
+        description="1 for the first row: place among the rows with a scored session, in the board's order (by the "
+        "ranking dimension's mean). None: no scored session, so nothing to rank it by; such rows come last.",
+    )
     decisions: int = Field(default=0, description="Supporter decisions (speak or pass) in completed sessions.")
     invalid_decisions: int = Field(
         default=0, description="Decisions whose output broke the contract even after re-asking: counted against it."
@@ -468,6 +473,11 @@ def leaderboard_from_facts(
         return (mean is None, -(mean or 0.0), row.supporter)
 
     rows.sort(key=key)
+    place = 0
+    for r in rows:  # in board order; a row with nothing scored (or no ranking mean) has no place
+        if r.scored > 0 and not key(r)[0]:
+            place += 1
+            r.rank = place
     return Leaderboard(
         runs=[str(d) for d in run_dirs],
         dimensions=order,

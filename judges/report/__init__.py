@@ -11,6 +11,7 @@ from judges.report._data import (
     read_entry,
     record_detail,
     session_detail,
+    with_running,
 )
 from judges.report._html import json_for_script, render_html, report_script_hash, write_report
 
@@ -26,5 +27,6 @@ __all__ = [
     "render_html",
     "report_script_hash",
     "session_detail",
+    "with_running",
     "write_report",
 ]

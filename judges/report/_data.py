@@ -55,7 +55,10 @@ class SessionSummary(_Record):
     perturbation: str | None
     trial: int
     seed: int
-    status: str
+    status: str = Field(
+        description="The record's status (completed, failed, incomplete), or `running`: incomplete in a run folder "
+        "a process is writing when the page was made (see `with_running`)."
+    )
     end: str | None
     failure: str | None
     turns: int
@@ -302,6 +305,22 @@ def read_entry(folder: RunFolder, sid: str) -> tuple[SessionEntry, SessionRecord
 
 EntrySource = Callable[[RunFolder, str], SessionEntry]
 
+RUNNING = "running"
+
+
+def with_running(data: ReportData, writing: set[str]) -> ReportData:
+    """The page data with the unfinished sessions of the runs in `writing` (labels as in `SessionSummary.run`)
+    shown as running: a process holds their folder's writer lock now (`RunFolder.being_written`), so they are
+    being played, not stopped. Applied when a page is made, never kept in a run's index: a writer that dies leaves
+    its sessions incomplete."""
+    if not writing:
+        return data
+    sessions = [
+        s.model_copy(update={"status": RUNNING}) if s.run in writing and s.status == SessionStatus.INCOMPLETE else s
+        for s in data.sessions
+    ]
+    return data.model_copy(update={"sessions": sessions})
+
 
 def build_report_data(
     run_dirs: Sequence[str | Path],
@@ -309,12 +328,14 @@ def build_report_data(
     include_faults: bool = False,
     details: bool = True,
     entries: EntrySource | None = None,
+    running: bool = True,
 ) -> ReportData:
     """Everything the report shows, from the run folders (sessions, judgments, ratings). No model calls.
     Sessions with simulator faults are marked with why, and left out of the leaderboard unless `include_faults`.
     `details=False` leaves the per-session details out (a served page fetches each one when it is opened); then
     `entries(folder, sid)` may supply each session's entry (a served run's index reuses those of unchanged
-    sessions), else each is read."""
+    sessions), else each is read. `running`: unfinished sessions of a folder being written now show as running
+    (`with_running`); a served run's index is built without, and the server marks them when it serves a page."""
     stores = [read_ratings(d) for d in run_dirs]
     dims: dict[str, DimensionInfo] = {}
     sessions: list[SessionSummary] = []
@@ -344,7 +365,7 @@ def build_report_data(
     board = leaderboard_from_facts(
         run_dirs, facts, ratings=any(rf.ratings or rf.batches for rf in stores), include_faults=include_faults
     )
-    return ReportData(
+    data = ReportData(
         runs=[str(d) for d in run_dirs],
         leaderboard=board,
         dimensions=list(dims.values()),
@@ -352,3 +373,5 @@ def build_report_data(
         details=details_out,
         unreadable=unreadable,
     )
+    writing = {str(d) for d in run_dirs if RunFolder(d).being_written()} if running else set()
+    return with_running(data, writing)

@@ -14,6 +14,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from simulator.cli._render import fit_line
 from simulator.runner.runs import Progress
 
 
@@ -22,7 +23,14 @@ def _clock(seconds: float) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
-def progress_line(p: Progress) -> str:
+def progress_line(p: Progress, width: int | None = None) -> str:
+    """`sessions 3/10 · 2 running · 120 calls · 45,000 tokens · 1:02 · ETA 3:00`; with `width`, what is already done,
+    tokens and cost are left out, in that order, then the count of cached calls, until it fits."""
+    line = fit_line(*_progress_parts(p, cached=True), width)
+    return line if width is None or len(line) <= width else fit_line(*_progress_parts(p, cached=False), width)
+
+
+def _progress_parts(p: Progress, cached: bool) -> tuple[list[str], list[int]]:
     finished = p.done + p.failed + p.skipped
     parts = [f"sessions {finished}/{p.total}"]
     if p.skipped:
@@ -31,7 +39,7 @@ def progress_line(p: Progress) -> str:
         parts.append(f"{p.failed} failed")
     parts.append(f"{p.running} running")
     calls = f"{p.calls:,} calls"
-    if p.cache_hits:
+    if p.cache_hits and cached:
         calls += f" (+{p.cache_hits:,} cached)"
     if p.failed_calls:
         calls += f", {p.failed_calls} failed"
@@ -44,7 +52,8 @@ def progress_line(p: Progress) -> str:
         parts.append(f"ETA {_clock(eta)}")
     if p.stopped_by:
         parts.append(f"stopped: budget cap on {p.stopped_by}")
-    return " · ".join(parts)
+    drop = [i for i, part in enumerate(parts) if part.endswith(("already done", " tokens")) or part.startswith("$")]
+    return parts, drop
 
 
 class RunProgress:
@@ -67,10 +76,14 @@ class RunProgress:
         p = self.progress
         if p is None:
             return Group()
+        width = self.console.width  # one line at any width (a wrapped line redraws as two): the bar goes first
+        line = progress_line(p)
+        if len(line) + 25 > width:
+            return Group(Text(progress_line(p, width), no_wrap=True, overflow="ellipsis"))
         bar = Table.grid(padding=(0, 1))
         bar.add_row(
             ProgressBar(total=max(1, p.total), completed=p.done + p.failed + p.skipped, width=24),
-            Text(progress_line(p)),
+            Text(line, no_wrap=True, overflow="ellipsis"),
         )
         return Group(bar)
 

@@ -205,15 +205,38 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}" if seconds >= 60 else f"{seconds}s"
 
 
-def call_line(p: CallProgress) -> str:
-    """`member · 12s · read 1,024/2,310 tokens (1,800 cached) · wrote 35` for one model call in flight."""
+def fit_line(parts: list[str], drop: list[int], width: int | None) -> str:
+    """`parts` joined with ` · `; where that is wider than `width`, the parts at the indices in `drop` are left out,
+    one by one in that order, until it fits (a live line that wraps redraws as two: issue 43 counted 642 of 2,293
+    frames wrapped at 80 columns). What is left is the caller's to cut."""
+    kept = list(range(len(parts)))
+    line = " · ".join(parts)
+    for i in drop:
+        if width is None or len(line) <= width:
+            break
+        kept.remove(i)
+        line = " · ".join(parts[k] for k in kept)
+    return line
+
+
+def call_line(p: CallProgress, width: int | None = None) -> str:
+    """`member · model · 12s · read 1,024/2,310 tokens (1,800 cached) · wrote 35` for one model call in flight; with
+    `width`, the cached count, then the model (named once at the start of the run), then the word `tokens` are left
+    out until it fits."""
     parts = [p.role, p.model, _clock(p.elapsed)]
     if p.prompt_tokens:
-        read = f"read {p.prompt_done:,}/{p.prompt_tokens:,} tokens"
-        parts.append(read + (f" ({p.cached_tokens:,} cached)" if p.cached_tokens else ""))
+        parts.append(f"read {p.prompt_done:,}/{p.prompt_tokens:,} tokens")
+        if p.cached_tokens:
+            parts[-1] += f" ({p.cached_tokens:,} cached)"
     if p.completion_tokens:
         parts.append(f"wrote {p.completion_tokens:,}")
-    return " · ".join(parts)
+    line = " · ".join(parts)
+    if width is None or len(line) <= width:
+        return line
+    if p.prompt_tokens:
+        parts[3] = f"read {p.prompt_done:,}/{p.prompt_tokens:,} tokens"
+    line = fit_line(parts, [1], width)
+    return line if len(line) <= width else line.replace(" tokens", "")
 
 
 @dataclass
@@ -268,17 +291,25 @@ class Waiting:
         from rich.progress_bar import ProgressBar
         from rich.spinner import Spinner
 
+        # every row is one line at any width: a row that wrapped would redraw as two (cut with … as a last resort)
+        width = self.console.width
         rows: list = []
         if self.batch is not None and self.batch.total > 1:
-            bar = Table.grid(padding=(0, 1))
-            bar.add_row(
-                ProgressBar(total=self.batch.total, completed=self.batch.done, width=24), Text(self.batch.line())
-            )
-            rows.append(bar)
+            line = Text(self.batch.line(), no_wrap=True, overflow="ellipsis")
+            if len(line) + 25 <= width:
+                bar = Table.grid(padding=(0, 1))
+                bar.add_row(ProgressBar(total=self.batch.total, completed=self.batch.done, width=24), line)
+                rows.append(bar)
+            else:
+                rows.append(line)
         if self.judging is not None:
-            rows.append(Text(self.judging.line(), style="cyan"))
-        for p in list(self.calls.values()):
-            rows.append(Spinner("dots", text=Text(call_line(p), style="dim")))
+            rows.append(Text(self.judging.line(), style="cyan", no_wrap=True, overflow="ellipsis"))
+        for p in list(self.calls.values()):  # the spinner and its space take 2 columns
+            row = Table.grid(padding=(0, 1))
+            row.add_column(no_wrap=True, width=1)
+            row.add_column(no_wrap=True, overflow="ellipsis")
+            row.add_row(Spinner("dots"), Text(call_line(p, width - 2), style="dim", no_wrap=True, overflow="ellipsis"))
+            rows.append(row)
         return Group(*rows)
 
     def __enter__(self) -> Waiting:

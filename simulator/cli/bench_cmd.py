@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from personas.common.errors import UserError
-from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
+from simulator.cli._common import EXIT_FAILED, console, err_console, print_path, user_errors
 from simulator.cli._models import make_client, model_settings
 from simulator.llm.client import ModelSettings
 from simulator.llm.types import ModelClient
@@ -335,7 +335,8 @@ def _render_report(report, out: Path) -> None:
         for v in t.validity:
             who = f"{v.instrument} {v.model or '?'}" + (f" @ {v.digest}" if v.digest else "")
             console.print(f"Validity, {name} — {who}: {v.text}", markup=False, style="dim")
-    console.print(f"Report: {out}  (per instance: {report.results_path})", markup=False)
+    print_path("Report:", out)
+    print_path("per instance:", report.results_path)
 
 
 def _render_comparison(report) -> None:

@@ -12,7 +12,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.cli._common import EXIT_FAILED, console, err_console, user_errors
+from simulator.cli._common import EXIT_FAILED, console, err_console, print_path, user_errors
 from simulator.cli._models import make_client, model_settings
 from simulator.llm.types import is_local
 
@@ -141,7 +141,7 @@ def compare(
             console.print(escape(line))
         for note in notes:
             console.print(f"[dim]{escape(note)}[/]")
-        console.print(f"report written to {escape(str(path))}")
+        print_path("report written to", path)
     bad = [v for v in report.verdicts if v.status != "ok"]
     for v in bad:
         err_console.print(

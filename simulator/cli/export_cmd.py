@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from simulator.cli._common import console, user_errors
+from simulator.cli._common import console, print_path, user_errors
 
 
 @user_errors
@@ -86,5 +86,5 @@ def export(
     for reason, count in result.skipped_sessions.items():
         console.print(f"[dim]left out {count} session(s): {escape(reason)}[/]")
     for f in result.files:
-        console.print(f"wrote {escape(f)}")
-    console.print(f"wrote {escape(result.key)} (the key: keep it away from raters)")
+        print_path("wrote", f)
+    print_path("wrote", result.key, "(the key: keep it away from raters)")

@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from personas.common.errors import UserError
-from simulator.cli._common import console, user_errors
+from simulator.cli._common import print_path, user_errors
 
 
 @user_errors
@@ -25,4 +24,4 @@ def import_inspect(
     except ImportError:
         raise UserError("import-inspect needs Inspect AI: pip install 'rescue-sim[inspect]'") from None
     ids = import_inspect_log(log, out)
-    console.print(f"imported {len(ids)} session(s) into [bold]{escape(str(out))}[/]")
+    print_path(f"imported {len(ids)} session(s) into", out, style="bold")

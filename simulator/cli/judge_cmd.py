@@ -14,7 +14,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.cli._common import EXIT_FAILED, JudgeModeChoice, JudgeModeOpt, console, err_console, user_errors
+from simulator.cli._common import (
+    EXIT_FAILED,
+    JudgeModeChoice,
+    JudgeModeOpt,
+    console,
+    err_console,
+    print_path,
+    user_errors,
+)
 from simulator.cli._models import make_client, model_settings
 from simulator.cli.leaderboard_cmd import header
 from simulator.llm.types import is_local
@@ -353,7 +361,7 @@ def judge(
             console.print(render_stability(stability))
             if temperature == 0:
                 console.print("[dim]note: at temperature 0 flips measure only the provider's nondeterminism[/]")
-            console.print(f"stability written to {escape(str(path))}")
+            print_path("stability written to", path)
         from simulator.runner.pageindex import refresh_index
 
         refresh_index(folder.path)  # the served page data, with the judgments in (best-effort)
@@ -372,7 +380,7 @@ def judge(
         console.print(f"nothing to judge: {folder.path} holds no completed sessions")
         raise typer.Exit(EXIT_FAILED)
     if judgments:
-        console.print(f"judgments written to {escape(str(folder.judgments_dir))}")
+        print_path("judgments written to", folder.judgments_dir)
     if any(j.status != JudgmentStatus.OK for j in judgments):
         bad = sum(j.status != JudgmentStatus.OK for j in judgments)
         err_console.print(f"[red]{bad} of {len(judgments)} judgment(s) failed or partial[/] (rerun to retry them)")

@@ -53,9 +53,11 @@ def _alpha(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def _name(row: SupporterRow, rank: int) -> str:
+def _name(row: SupporterRow) -> str:
+    """`#1 model` for a ranked row; a supporter with no scored session has no place: `(not ranked) model`."""
     knows = "" if row.knows == "intake" else f" ({row.knows})"
-    return f"#{rank} {row.supporter}{knows}"
+    place = f"#{row.rank}" if row.rank is not None else "(not ranked)"
+    return f"{place} {row.supporter}{knows}"
 
 
 def _sections(board: Leaderboard) -> list[tuple[str, list[tuple[str, list[str]]]]]:
@@ -110,7 +112,7 @@ def render(board: Leaderboard, width: int = 80) -> list[Table]:
     turns, agreement and trajectory. A board wider than `width` is split into several tables, each fitting it,
     so no header or value is ever cut."""
     sections = _sections(board)
-    names = [_name(r, i) for i, r in enumerate(board.rows, start=1)]
+    names = [_name(r) for r in board.rows]
     labels = [label for _, measures in sections for label, _ in measures] + [t for t, _ in sections]
     label_width = max(len(x) for x in labels) + 1
     widths = [

@@ -8,13 +8,24 @@ from typing import Annotated
 
 import typer
 from rich import box
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from personas.case import CardError, Case
 from personas.library import load_library, resolve_case, validate_paths
 from personas.taxonomy import patterns_for
-from simulator.cli._common import EXIT_FAILED, EXIT_USAGE, HelpGroup, console, err_console, user_errors
+from simulator.cli._common import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    HelpGroup,
+    console,
+    err_console,
+    print_error,
+    print_path,
+    user_errors,
+)
 
 app = typer.Typer(cls=HelpGroup, no_args_is_help=True, add_completion=False, rich_markup_mode="rich")
 
@@ -84,31 +95,35 @@ def show(ref: Annotated[str, typer.Argument(metavar="ID|PATH", help="Library id 
     )
     console.print(Panel(header, expand=True))
 
-    # persona traits are blank on cards derived from RESCUE before enrichment: show only columns that say something
-    columns = {
-        "name": lambda m: m.name,
-        "role": lambda m: m.role,
-        "age": lambda m: "" if m.age is None else str(m.age),
-        "gen": lambda m: str(m.generation),
+    # one block per member, its traits as labelled lines under it: a table of eight columns left each a few
+    # characters at 80 columns and split words ("sacrifice/s"); traits are blank on cards derived from RESCUE
+    # before enrichment, so only lines that say something are shown
+    traits = {
         "baseline": lambda m: f"{m.baseline_emotion} ({m.baseline_intensity}/10)",
-        "need / fear": lambda m: " / ".join(x for x in (m.core_need, m.core_fear) if x),
+        "need": lambda m: m.core_need,
+        "fear": lambda m: m.core_fear,
         "triggers": lambda m: "; ".join(m.triggers),
         "softeners": lambda m: "; ".join(m.softeners),
     }
-    shown = {k: f for k, f in columns.items() if any(f(m) for m in case.members)}
-    members = Table(title="Members", title_justify="left")
-    for col in shown:
-        members.add_column(col, overflow="fold", no_wrap=col in ("name", "gen", "age"))
+    console.print("[bold]Members[/]")
     for m in case.members:
-        members.add_row(*(f(m) or "-" for f in shown.values()))
-    console.print(members)
+        head = Text.assemble((m.name, "bold"), f" · {m.role}" + (f" · {m.age}" if m.age is not None else ""))
+        head.append(f" · generation {m.generation}", style="dim")
+        console.print(head)
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(style="dim", no_wrap=True, min_width=10)
+        grid.add_column(overflow="fold")  # wraps at spaces; only a word wider than the screen folds
+        for label, value in traits.items():
+            if text := value(m):
+                grid.add_row(label, Text(text))
+        console.print(Padding(grid, (0, 0, 0, 2)))
 
     vps = Table(title="Viewpoints", title_justify="left")
     for col in ("from", "to", "viewpoint", "attitude", "warmth", "tension"):
         numeric = col in ("warmth", "tension")
         vps.add_column(col, overflow="fold", justify="right" if numeric else "left", no_wrap=numeric)
     for v in case.viewpoints:
-        vps.add_row(v.source, v.target, v.viewpoint, v.attitude, f"{v.warmth:g}", f"{v.tension:g}")
+        vps.add_row(*map(Text, (v.source, v.target, v.viewpoint, v.attitude, f"{v.warmth:g}", f"{v.tension:g}")))
     console.print(vps)
 
     definition = patterns_for(case.group)[case.relation_pattern]
@@ -127,8 +142,9 @@ def show(ref: Annotated[str, typer.Argument(metavar="ID|PATH", help="Library id 
 def validate(
     paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Card files or folders of cards.")],
 ) -> None:
-    """Validate cards; ids must be unique across all paths. Prints `ok <n> cards`, or every problem (one line
-    each) and exits 2."""
+    """Validate cards; ids must be unique across all paths. Prints `ok <n> cards`, or every problem of every card
+    (one line each: each bad field; where the fields are valid, the first inconsistency among members, viewpoints
+    and risk flags) and exits 2."""
     from personas.library import check_paths
 
     cases, errors = check_paths(list(paths))
@@ -136,7 +152,7 @@ def validate(
         console.print(f"ok {len(cases)} cards")
         return
     for err in errors:
-        err_console.print(f"[bold red]error:[/] {_e(str(err))}", soft_wrap=True)
+        print_error(_e(str(err)))
     console.print(f"{len(errors)} problem(s); {len(cases)} valid card(s)")
     raise typer.Exit(EXIT_USAGE)
 
@@ -264,7 +280,7 @@ def graph(
         if png.suffix.lower() != ".png":
             raise CardError(png, "--png", "the drawing is a PNG; give a file name ending in .png")
         path = g.draw_png(png, title=case.title)
-        console.print(f"wrote {path}")
+        print_path("wrote", path)
 
 
 def _e(text: str) -> str:

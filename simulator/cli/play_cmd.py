@@ -11,7 +11,7 @@ import typer
 
 from personas.library import resolve_case
 from personas.taxonomy import strategies_for
-from simulator.cli._common import console, err_console, user_errors
+from simulator.cli._common import console, err_console, print_path, user_errors
 from simulator.cli._models import make_client, model_settings
 
 HELP = (
@@ -85,7 +85,7 @@ def play(
 
     def finished(record, path: Path) -> None:
         live.finish(record)
-        console.print(f"[dim]saved[/] {path}")
+        print_path("[dim]saved[/]", path)
 
     events = RunEvents(session_update=live, session_finished=finished)
     try:
@@ -93,6 +93,6 @@ def play(
             run_sessions(config, [the_case], client, HumanSupporter(), out_dir, events=events, human_input=human_input)
         )
     except (KeyboardInterrupt, typer.Abort):
-        err_console.print(f"[yellow]interrupted[/]: session saved as incomplete in {out_dir}")
+        print_path("[yellow]interrupted[/]: session saved as incomplete in", out_dir, to=err_console)
         raise typer.Exit(130) from None
-    console.print(f"run folder: [bold]{out_dir}[/]")
+    print_path("run folder:", out_dir, style="bold")

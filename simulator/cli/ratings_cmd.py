@@ -14,7 +14,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.cli._common import EXIT_USAGE, console, err_console, fail, user_errors
+from simulator.cli._common import EXIT_USAGE, console, err_console, fail, print_path, user_errors
 
 if TYPE_CHECKING:
     from judges.ratings import BatchSummary, HumanAgreement, RatingsPlan
@@ -203,4 +203,5 @@ def plan(
     console.print(plan_table(result))
     if out is not None:
         atomic_write_text(out, result.model_dump_json(indent=1))
-        console.print(f"wrote {escape(str(out))} (rescue-sim export RUN_DIR --select active --plan {escape(str(out))})")
+        print_path("wrote", out)
+        print_path("next:", f"rescue-sim export RUN_DIR --select active --plan {out}")

@@ -11,7 +11,15 @@ from rich.markup import escape
 from personas.common.errors import UserError
 from personas.library import load_library, resolve_case
 from simulator.cli._aio import run_sync
-from simulator.cli._common import EXIT_FAILED, JudgeModeChoice, JudgeModeOpt, console, err_console, user_errors
+from simulator.cli._common import (
+    EXIT_FAILED,
+    JudgeModeChoice,
+    JudgeModeOpt,
+    console,
+    err_console,
+    print_path,
+    user_errors,
+)
 from simulator.cli._models import make_client, model_settings, models_line
 
 if TYPE_CHECKING:
@@ -43,12 +51,17 @@ def parse_seeds(seed: int, seeds: str | None) -> list[int]:
 
 @user_errors
 def run(
-    case: Annotated[list[str], typer.Option("--case", "-c", help="Case id or card path; repeat it, or `all`.")],
+    case: Annotated[
+        list[str], typer.Option("--case", "-c", metavar="ID|PATH", help="Case id or card path; repeat it, or `all`.")
+    ],
     supporter: Annotated[
         str | None,
         typer.Option(
-            help="Supporter under test: provider/model, URL#model, module:function, silent, scripted. "
-            "Default: the --model.",
+            metavar="SPEC",
+            help="Supporter under test: a litellm model id (provider/model); an OpenAI-compatible endpoint "
+            "URL#model; a Python callable module:function; the baselines silent and scripted; the ladder rungs "
+            "sides:M, lecture:M and generic:M (model M told to take sides, to lecture, or to reflect "
+            "generically). To be the supporter yourself (human), use `rescue-sim play`. Default: the --model.",
             envvar="RESCUE_SIM_SUPPORTER",
         ),
     ] = None,
@@ -63,7 +76,9 @@ def run(
     tracker_every: Annotated[
         int, typer.Option(min=0, help="Run the tracker every N member turns and at the end (0: only at the end).")
     ] = 3,
-    out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/<case>-<supporter>-<hash>).")] = None,
+    out: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="Run folder. Default: runs/<case>-<supporter>-<hash>.")
+    ] = None,
     no_live: Annotated[
         bool, typer.Option("--no-live", help="No live transcript; print a summary per session.")
     ] = False,
@@ -156,7 +171,11 @@ def run(
             live.finish(record)
         else:
             console.print(session_footer(record))
-        console.print(f"[dim]saved[/] {path}")
+        where = Path(path)  # inside the run folder, named at the end: short enough to stay whole at 80 columns
+        if where.is_relative_to(out_dir):
+            print_path("[dim]saved[/]", where.relative_to(out_dir), "[dim]in the run folder[/]")
+        else:
+            print_path("[dim]saved[/]", where)
 
     def progressed(p) -> None:
         if board is not None:
@@ -183,7 +202,7 @@ def run(
                 )
             )
     except KeyboardInterrupt:
-        err_console.print(f"[yellow]interrupted[/]: session saved as incomplete in {out_dir}; rerun to resume")
+        print_path("[yellow]interrupted[/]: session saved as incomplete; rerun to resume, in", out_dir, to=err_console)
         raise typer.Exit(130) from None
     except UserError:  # e.g. a model unknown to litellm mid-session: the run stops, the session says failed
         from simulator.runfolder import RunFolder
@@ -200,7 +219,7 @@ def run(
             f"({share:.0%} from the prefix cache), {stats['completion_tokens']:,} generated, "
             f"{stats['seconds']:.0f}s[/]"
         )
-    console.print(f"run folder: [bold]{out_dir}[/]")
+    print_path("run folder:", out_dir, style="bold")
     failed = _report(summary, judged, total)
     if failed:
         raise typer.Exit(EXIT_FAILED)

@@ -11,7 +11,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.cli._common import EXIT_FAILED, JudgeModeChoice, JudgeModeOpt, console, err_console, user_errors
+from simulator.cli._common import (
+    EXIT_FAILED,
+    JudgeModeChoice,
+    JudgeModeOpt,
+    console,
+    err_console,
+    print_path,
+    user_errors,
+)
 from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
 
 if TYPE_CHECKING:
@@ -246,7 +254,7 @@ def sensitivity(
         console.print(render_estimate(est))
         for line in plays_at_lines(est):
             console.print(escape(line))
-        console.print(f"run folder would be: {escape(str(out_dir))}")
+        print_path("run folder would be:", out_dir)
         return
     if report_only:
         from personas.common.errors import UserError
@@ -281,7 +289,7 @@ def sensitivity(
             used.add(settings.model_for("check"))
         for m in sorted(used - set(settings.api_bases)):
             preflight(m)
-    console.print(f"[bold]{len(matrix.specs)} sessions[/] → {escape(str(out_dir))}")
+    print_path(f"[bold]{len(matrix.specs)} sessions[/] →", out_dir)
 
     def finished(record, path) -> None:
         why = f": {escape(record.failure)}" if record.failure else ""
@@ -304,7 +312,7 @@ def sensitivity(
             )
         )
     except KeyboardInterrupt:
-        err_console.print(f"[yellow]interrupted[/]: rerun the same command to resume ({out_dir})")
+        print_path("[yellow]interrupted[/]: rerun the same command to resume:", out_dir, to=err_console)
         raise typer.Exit(130) from None
     for r in summary.run.failed:
         err_console.print(f"[red]failed[/] {escape(r.session_id)}: {escape(r.failure or '')}")
@@ -320,7 +328,7 @@ def roles_of(config) -> dict[str, str | None]:
 def conclude(report: SensitivityReport, out_dir: Path, *, failed: bool = False) -> None:
     """Print the report and where it is; exit 1 when a headline metric does not separate (or sessions failed)."""
     render_report(report)
-    console.print(f"sensitivity.json: [bold]{escape(str(Path(out_dir) / 'sensitivity.json'))}[/]")
+    print_path("sensitivity.json:", Path(out_dir) / "sensitivity.json", style="bold")
     if report.failures:
         err_console.print(
             f"[red]not sensitive[/]: {len(report.failures)} of {sum(m.run for m in report.metrics)} headline metrics "

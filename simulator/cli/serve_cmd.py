@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from simulator.cli._common import console, user_errors
+from simulator.cli._common import print_path, user_errors
 from simulator.cli._models import make_client, model_settings
 
 
@@ -41,7 +41,7 @@ def serve(
     settings = model_settings(model)
 
     def ready(url: str) -> None:
-        console.print(f"serving {escape(str(runs_dir))} at [bold]{escape(url)}[/] (Ctrl-C stops)")
+        print_path(f"serving {escape(str(runs_dir))} (Ctrl-C stops) at", url, style="bold")
 
     run_server(
         runs_dir, host=host, port=port, token=token, client_factory=lambda: make_client(settings), on_ready=ready

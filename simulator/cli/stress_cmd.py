@@ -11,7 +11,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from simulator.cli._aio import run_sync
-from simulator.cli._common import EXIT_FAILED, JUDGE_MODE_HELP, JudgeModeChoice, console, err_console, user_errors
+from simulator.cli._common import (
+    EXIT_FAILED,
+    JUDGE_MODE_HELP,
+    JudgeModeChoice,
+    console,
+    err_console,
+    print_path,
+    user_errors,
+)
 
 if TYPE_CHECKING:
     from simulator.runner.stress import Estimate
@@ -141,7 +149,7 @@ def stress(
             "[dim]an upper bound: sessions that differ only in the supporter share their members' calls until "
             "the supporter first speaks (the call cache), so silent baselines cost almost nothing[/]"
         )
-        console.print(f"run folder would be: {escape(str(out_dir))}")
+        print_path("run folder would be:", out_dir)
         return
     from simulator.cli._models import make_client, model_settings, models_line
     from simulator.runner.runs import RunEvents
@@ -164,7 +172,7 @@ def stress(
     supporters = "supporters " + ", ".join(config.supporters)
     line = models_line(supporters, settings, judges=config.judges, judge=config.judge, check=checks)
     console.print(escape(line))
-    console.print(f"[bold]{est.sessions} sessions[/] → {escape(str(out_dir))}")
+    print_path(f"[bold]{est.sessions} sessions[/] →", out_dir)
     done = 0
 
     def finished(record, path) -> None:
@@ -201,7 +209,7 @@ def stress(
                 )
             )
     except KeyboardInterrupt:
-        err_console.print(f"[yellow]interrupted[/]: rerun the same command to resume ({out_dir})")
+        print_path("[yellow]interrupted[/]: rerun the same command to resume:", out_dir, to=err_console)
         raise typer.Exit(130) from None
     from simulator.runner.stress import check_rows
 
@@ -215,7 +223,8 @@ def stress(
         err_console.print(f"[red]judge/check error[/] {escape(sid)}: {escape(reason)}")
     if summary.run.stopped_by:
         err_console.print(f"[yellow]stopped at the budget cap[/]: {escape(summary.run.stopped_by)}; rerun to go on")
-    console.print(f"run folder: [bold]{escape(str(out_dir))}[/]  (rescue-sim leaderboard {escape(str(out_dir))})")
+    print_path("run folder:", out_dir, style="bold")
+    print_path("next:", f"rescue-sim leaderboard {out_dir}")
     if failed or summary.errors:
         raise typer.Exit(EXIT_FAILED)
 

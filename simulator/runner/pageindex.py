@@ -160,7 +160,7 @@ def build_index_data(run: Path) -> ReportData:
         fresh[sid] = {"files": files, "entry": new.model_dump(mode="json")}
         return new
 
-    data = build_report_data([run], details=False, entries=entry)
+    data = build_report_data([run], details=False, entries=entry, running=False)
     if fresh != kept:
         with contextlib.suppress(OSError, TypeError, ValueError):
             atomic_write_text(run / ENTRIES_NAME, _entries_key() + "\n" + json.dumps(fresh), fsync=False)

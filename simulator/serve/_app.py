@@ -145,13 +145,15 @@ class Gate:
 def _index_page(runs: RunsRoot) -> str:
     rows = "".join(
         f'<tr><td class="l"><a href="/run?{escape(urlencode({"name": r.name}))}">{escape(r.name)}</a></td>'
+        f'<td class="l"><span class="tag {escape(r.status)}">{escape(r.status_text)}</span></td>'
         f'<td>{r.sessions}</td><td class="l">{escape(r.kind)}</td><td class="l">{escape(r.supporter)}</td>'
         f'<td class="l">{escape(r.created)}</td></tr>'
         for r in runs.runs()
     )
     body = (
-        f'<table><thead><tr><th class="l">run folder</th><th>sessions</th><th class="l">kind</th>'
-        f'<th class="l">supporter</th><th class="l">created</th></tr></thead><tbody>{rows}</tbody></table>'
+        f'<table><thead><tr><th class="l">run folder</th><th class="l">status</th><th>sessions</th>'
+        f'<th class="l">kind</th><th class="l">supporter</th><th class="l">created</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
         if rows
         else '<p class="note">No run folders here yet: <code>rescue-sim run</code> writes them, or play one.</p>'
     )

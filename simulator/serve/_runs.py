@@ -13,8 +13,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from judges.report import ReportData, SessionDetail, session_detail
+from judges.report import ReportData, SessionDetail, session_detail, with_running
 from personas.common.errors import UserError
+from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, RunFolderError
 from simulator.runner.pageindex import INDEX_NAME, build_index_data, index_key, named, read_index, write_index
 
@@ -38,6 +39,8 @@ class RunEntry:
     kind: str
     supporter: str
     created: str
+    status: str = "completed"  # running, completed, failed or incomplete: the tag's class
+    status_text: str = "completed"  # what the runs list says, e.g. `running · 1 of 2 finished`
 
 
 def _stamp(path: Path) -> int:
@@ -45,6 +48,28 @@ def _stamp(path: Path) -> int:
         return path.stat().st_mtime_ns
     except FileNotFoundError:
         return 0
+
+
+def run_status(folder: RunFolder) -> tuple[str, str]:
+    """(kind, words) of a run folder for the runs list, from results.jsonl (one line per finished session) and the
+    writer's lock: `running` while a process writes it, else `incomplete` when sessions stopped unfinished,
+    `failed` when some failed, `completed` when all completed (or none yet)."""
+    ids = folder.session_ids()
+    try:
+        finished = {r.session_id: r.status for r in folder.results() if r.session_id in set(ids)}
+    except RunFolderError:
+        return "failed", "results.jsonl unreadable"
+    failed = sum(s == SessionStatus.FAILED for s in finished.values())
+    unfinished = len(ids) - len(finished)
+    if folder.being_written():
+        return "running", f"running · {len(finished)} of {len(ids)} finished"
+    parts = [f"{failed} failed"] if failed else []
+    if unfinished:
+        parts.insert(0, f"{unfinished} stopped unfinished (rerun to resume)")
+        return "incomplete", " · ".join(parts)
+    if failed:
+        return "failed", f"{failed} of {len(ids)} failed"
+    return "completed", "completed" if ids else "no sessions yet"
 
 
 class RunsRoot:
@@ -85,6 +110,7 @@ class RunsRoot:
                 continue
             config = manifest.config
             supporter = config.get("supporter") or ", ".join(sorted({str(s) for s in config.get("supporters", [])}))
+            status, text = run_status(folder)
             out.append(
                 RunEntry(
                     name=self.name_of(d),
@@ -92,13 +118,20 @@ class RunsRoot:
                     kind=manifest.kind,
                     supporter=str(supporter or "–"),
                     created=manifest.created_at.strftime("%Y-%m-%d %H:%M"),
+                    status=status,
+                    status_text=text,
                 )
             )
         return out
 
     def report_data(self, name: str) -> ReportData:
         """The run's report data without session details (fetched one by one), rebuilt only when the run changed:
-        kept in memory, and on disk (`.serve-index.json`) for the next start."""
+        kept in memory, and on disk (`.serve-index.json`) for the next start. Unfinished sessions of a run being
+        written now show as running (looked at on every call: the kept data never says so)."""
+        data = self._built(name)
+        return with_running(data, {data.runs[0]} if RunFolder(self.resolve(name)).being_written() else set())
+
+    def _built(self, name: str) -> ReportData:
         run = self.resolve(name)
         with self._guard:
             lock = self._locks.setdefault(run, threading.Lock())

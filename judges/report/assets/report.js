@@ -81,6 +81,13 @@
     return texts.length ? texts.join("; ") : "not validated";
   }
 
+  function incomplete(r) { // unfinished sessions; those being played now are said so, not counted as stopped
+    var running = D.sessions.filter(function (s) {
+      return s.status === "running" && s.supporter === r.supporter && (s.knows || "intake") === (r.knows || "intake");
+    }).length;
+    return running ? r.incomplete_sessions + " (" + running + " running)" : r.incomplete_sessions;
+  }
+
   function renderBoard() {
     var B = D.leaderboard, box = clear(document.getElementById("board"));
     var dims = B.dimensions;
@@ -89,9 +96,12 @@
         var info = dimInfo[d] || {};
         return { text: d, title: (info.question || d) + " — validity: " + validityText(d) };
       })).concat(["judge α", "Δtension (insider)", "Δtension (tracker)", "group objective", "critical safety"]);
-    var rows = B.rows.map(function (r, i) {
-      return ["#" + (i + 1) + " " + r.supporter + (r.knows && r.knows !== "intake" ? " (" + r.knows + ")" : ""),
-        r.sessions, r.completed, r.failed_sessions, r.incomplete_sessions,
+    var rows = B.rows.map(function (r) {
+      // a supporter with no scored session has no place on the board (rank null): it is listed, not ranked
+      var place = r.rank ? "#" + r.rank + " " : "(not ranked) ";
+      return [[el("span", { "class": "rank", title: r.rank ? null : "no scored session: nothing to rank it by" }, place),
+        r.supporter + (r.knows && r.knows !== "intake" ? " (" + r.knows + ")" : "")],
+        r.sessions, r.completed, r.failed_sessions, incomplete(r),
         (r.invalid_decisions || 0) + " / " + (r.decisions || 0), r.failed_judgments, r.simulator_failures, r.scored]
         .concat(dims.map(function (d) {
           var s = (r.dimensions || []).filter(function (x) { return x.dimension === d; })[0];
@@ -230,6 +240,41 @@
     return out;
   }
 
+  // ---- addresses: every session has its own, to open it directly or send it --------------------------------
+  // served (rescue-sim serve): the page's URL with `open=ID`; a report file: the anchor `#session=ID`, with
+  // `&run=RUN` where two run folders hold the same session id
+  var idCount = {};
+  D.sessions.forEach(function (s) { idCount[s.id] = (idCount[s.id] || 0) + 1; });
+  function address(i) {
+    var s = D.sessions[i];
+    if (D.detail_url) {
+      var q = new URLSearchParams(location.search);
+      q.set("open", s.id);
+      return location.pathname + "?" + q.toString();
+    }
+    var h = new URLSearchParams();
+    h.set("session", s.id);
+    if (idCount[s.id] > 1) h.set("run", s.run);
+    return "#" + h.toString();
+  }
+  function addressed() { // the session the address names, or -1
+    var q = new URLSearchParams(D.detail_url ? location.search : location.hash.replace(/^#/, ""));
+    var id = q.get(D.detail_url ? "open" : "session"), run = q.get("run");
+    if (!id) return -1;
+    for (var i = 0; i < D.sessions.length; i++) {
+      if (D.sessions[i].id === id && (run === null || D.sessions[i].run === run)) return i;
+    }
+    return -1;
+  }
+  function follow(e, i) { // a plain click opens the session here and puts its address in the location bar
+    if (e.ctrlKey || e.metaKey || e.shiftKey || e.altKey || (e.button !== undefined && e.button !== 0)) {
+      if (e.target.closest && e.target.closest("a")) return; // a new tab or window: the link does it
+    }
+    e.preventDefault();
+    if (address(i) !== location.pathname + location.search + location.hash) history.pushState(null, "", address(i));
+    openSession(i);
+  }
+
   function renderList() {
     var box = clear(document.getElementById("list"));
     var idx = filtered(), pages = Math.max(1, Math.ceil(idx.length / PAGE));
@@ -247,8 +292,9 @@
     var body = el("tbody");
     shown.forEach(function (i) {
       var s = D.sessions[i];
-      var tr = el("tr", { "class": "row", "data-session": i, onclick: function () { openSession(i); } },
-        el("td", { "class": "l" }, s.id), el("td", { "class": "l" }, s.case), el("td", { "class": "l" }, s.group),
+      var tr = el("tr", { "class": "row", "data-session": i, onclick: function (e) { follow(e, i); } },
+        el("td", { "class": "l" }, el("a", { "class": "open", href: address(i), text: s.id })),
+        el("td", { "class": "l" }, s.case), el("td", { "class": "l" }, s.group),
         el("td", { "class": "l" }, s.supporter + (s.knows !== "intake" ? " (" + s.knows + ")" : "")),
         el("td", { "class": "l" }, s.perturbation || "–"), el("td", null, s.trial),
         el("td", null, el("span", { "class": "tag " + s.status, text: s.status + (s.simulator_failure ? " · sim. fault" : ""), title: (s.faults || []).join("\n") })),
@@ -403,11 +449,11 @@
   function watch(i) {
     // a session still running (started from the page, or written by another process) is redrawn as it grows
     if (live) { live.close(); live = null; }
-    if (!D.live_url || D.sessions[i].status !== "incomplete") return;
+    if (!D.live_url || D.sessions[i].status !== "running") return; // stopped ones (incomplete) do not grow
     live = new EventSource(D.live_url + encodeURIComponent(D.sessions[i].id));
     live.addEventListener("session", function (ev) {
       var m = JSON.parse(ev.data), s = D.sessions[i];
-      s.status = m.status; s.end = m.end; s.turns = m.turns;
+      s.status = m.status === "incomplete" ? "running" : m.status; s.end = m.end; s.turns = m.turns; // it grows: running
       D.details[i] = m.detail;
       if (state.open === i) showSession(i, m.detail, true);
     });
@@ -415,7 +461,9 @@
       var lines = JSON.parse(ev.data).lines, b = document.getElementById("live");
       if (b) b.textContent = lines.length ? "model calls in flight: " + lines.join("; ") : "";
     });
-    live.addEventListener("end", function () {
+    live.addEventListener("end", function (ev) {
+      var m = JSON.parse(ev.data || "{}");
+      if (m.status) D.sessions[i].status = m.status;
       live.close(); live = null;
       renderList();
       if (state.open === i && D.details[i]) showSession(i, D.details[i], true);
@@ -443,7 +491,8 @@
     var s = D.sessions[i];
     var v = clear(document.getElementById("viewer"));
     v.hidden = false;
-    v.appendChild(el("h2", { id: "viewer-title" }, "Session " + s.id));
+    v.appendChild(el("h2", { id: "viewer-title" }, "Session " + s.id, " ",
+      el("a", { id: "session-link", "class": "permalink", href: address(i), title: "this session's own address: open it, copy it, send it", text: "link" })));
     if (live) v.appendChild(el("p", { "class": "note live" }, el("b", { text: "live" }), " · ", el("span", { id: "live" })));
     v.appendChild(el("p", null, s.title + " (" + s.group + ") · supporter " + s.supporter + " · " + s.status +
       (s.end ? " (" + s.end + ")" : "") + (s.perturbation ? " · perturbation " + s.perturbation : "") + " · seed " + s.seed +
@@ -551,11 +600,10 @@
   renderFilters();
   renderList();
   renderDists();
-  if (D.detail_url) { // a served page may be asked to open one session (`?open=ID`)
-    var want = new URLSearchParams(location.search).get("open");
-    var at = D.sessions.map(function (s) { return s.id; }).indexOf(want);
-    if (at >= 0) openSession(at);
-  }
+  var at = addressed(); // the page's address may name a session (`?open=ID` served, `#session=ID` in a file)
+  if (at >= 0) openSession(at);
+  window.addEventListener("popstate", function () { var i = addressed(); if (i >= 0 && i !== state.open) openSession(i); });
+  window.addEventListener("hashchange", function () { var i = addressed(); if (i >= 0 && i !== state.open) openSession(i); });
   window.__report = { ready: true, readyAt: performance.now(), sessions: D.sessions.length, open: openSession };
   document.body.setAttribute("data-ready", "1");
 })();
