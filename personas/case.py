@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from personas.common.errors import UserError
 from personas.taxonomy import (
@@ -123,47 +123,15 @@ class Case(_Strict):
     provenance: Provenance = Field(default_factory=Provenance)
 
     @model_validator(mode="after")
-    def _check_consistency(self) -> Case:
-        names = [m.name for m in self.members]
-        seen: set[str] = set()
-        for i, name in enumerate(names):
-            if name in seen:
-                raise ValueError(f"members[{i}].name: duplicate member name {name!r}; names must be unique")
-            seen.add(name)
-        if self.group == "couple" and len(names) != 2:
-            raise ValueError(f"members: a couple has exactly 2 members, got {len(names)}")
-        allowed = patterns_for(self.group)
-        if self.relation_pattern not in allowed:
-            raise ValueError(
-                f"relation_pattern: {self.relation_pattern!r} is not a {self.group} pattern; "
-                f"allowed: {', '.join(allowed)}"
-            )
-        pairs: set[tuple[str, str]] = set()
-        for i, vp in enumerate(self.viewpoints):
-            for end in ("source", "target"):
-                if getattr(vp, end) not in seen:
-                    raise ValueError(
-                        f"viewpoints[{i}].{end}: unknown member {getattr(vp, end)!r}; members are {', '.join(names)}"
-                    )
-            if vp.source == vp.target:
-                raise ValueError(f"viewpoints[{i}]: a member has no viewpoint toward themselves ({vp.source})")
-            if (vp.source, vp.target) in pairs:
-                raise ValueError(f"viewpoints[{i}]: duplicate viewpoint {vp.source} -> {vp.target}")
-            pairs.add((vp.source, vp.target))
-        authored = self.provenance.source == "authored"
-        if authored:  # derived cards carry only what their source annotated (enrichment can fill the rest)
-            for i, m in enumerate(self.members):
-                for fname in ROLEPLAY_FIELDS:
-                    if getattr(m, fname) in ("", [], None):
-                        raise ValueError(f"members[{i}] ({m.name}).{fname}: required on authored cards")
-        missing = [f"{a} -> {b}" for a in names for b in names if a != b and (a, b) not in pairs]
-        if missing and authored:
-            raise ValueError(f"viewpoints: every ordered pair needs a viewpoint; missing {', '.join(missing)}")
-        for i, flag in enumerate(self.risk_flags):
-            if flag.member is not None and flag.member not in seen:
-                raise ValueError(
-                    f"risk_flags[{i}].member: unknown member {flag.member!r}; members are {', '.join(names)}"
-                )
+    def _check_consistency(self, info: ValidationInfo) -> Case:
+        """Members, viewpoints and risk flags agree with each other. Loading stops at the first problem; with
+        `context={"problems": []}` every problem is appended there instead (`personas validate` lists them all)."""
+        problems = _consistency_problems(self)
+        collect = info.context.get("problems") if isinstance(info.context, dict) else None
+        if collect is not None:
+            collect.extend(problems)
+        elif problems:
+            raise ValueError(problems[0])
         return self
 
     @property
@@ -185,6 +153,49 @@ class Case(_Strict):
             if vp.source == source and vp.target == target:
                 return vp
         raise KeyError(f"no viewpoint {source} -> {target} in case {self.id!r}")
+
+
+def _consistency_problems(case: Case) -> list[str]:
+    """Every way a card's members, viewpoints and risk flags disagree, in the order a reader would fix them."""
+    out: list[str] = []
+    names = [m.name for m in case.members]
+    seen: set[str] = set()
+    for i, name in enumerate(names):
+        if name in seen:
+            out.append(f"members[{i}].name: duplicate member name {name!r}; names must be unique")
+        seen.add(name)
+    if case.group == "couple" and len(names) != 2:
+        out.append(f"members: a couple has exactly 2 members, got {len(names)}")
+    allowed = patterns_for(case.group)
+    if case.relation_pattern not in allowed:
+        out.append(
+            f"relation_pattern: {case.relation_pattern!r} is not a {case.group} pattern; allowed: {', '.join(allowed)}"
+        )
+    pairs: set[tuple[str, str]] = set()
+    for i, vp in enumerate(case.viewpoints):
+        for end in ("source", "target"):
+            if getattr(vp, end) not in seen:
+                out.append(
+                    f"viewpoints[{i}].{end}: unknown member {getattr(vp, end)!r}; members are {', '.join(names)}"
+                )
+        if vp.source == vp.target:
+            out.append(f"viewpoints[{i}]: a member has no viewpoint toward themselves ({vp.source})")
+        if (vp.source, vp.target) in pairs:
+            out.append(f"viewpoints[{i}]: duplicate viewpoint {vp.source} -> {vp.target}")
+        pairs.add((vp.source, vp.target))
+    authored = case.provenance.source == "authored"
+    if authored:  # derived cards carry only what their source annotated (enrichment can fill the rest)
+        for i, m in enumerate(case.members):
+            for fname in ROLEPLAY_FIELDS:
+                if getattr(m, fname) in ("", [], None):
+                    out.append(f"members[{i}] ({m.name}).{fname}: required on authored cards")
+    missing = [f"{a} -> {b}" for a in names for b in names if a != b and (a, b) not in pairs]
+    if missing and authored:
+        out.append(f"viewpoints: every ordered pair needs a viewpoint; missing {', '.join(missing)}")
+    for i, flag in enumerate(case.risk_flags):
+        if flag.member is not None and flag.member not in seen:
+            out.append(f"risk_flags[{i}].member: unknown member {flag.member!r}; members are {', '.join(names)}")
+    return out
 
 
 def _format_validation_error(err: ValidationError, data: dict) -> tuple[str, str]:

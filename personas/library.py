@@ -81,8 +81,8 @@ class _OneError:
 
 def card_problems(path: Path, first: CardError) -> list[CardError]:
     """Every problem pydantic finds in a card's fields, each as one CardError (file, field, fix), where loading it
-    raised `first` (the loader stops at its first). A card whose fields are all valid has its consistency checked
-    (members, viewpoints, risk flags) by one validator that stops at its first problem: that one is `first`."""
+    raised `first` (the loader stops at its first). A card whose fields are all valid has every consistency problem
+    (members, viewpoints, risk flags) listed too: its validator collects them when asked to."""
     import yaml
     from pydantic import ValidationError
 
@@ -94,9 +94,12 @@ def card_problems(path: Path, first: CardError) -> list[CardError]:
         return [first]
     if not isinstance(data, dict) or data.get("id", path.stem) != path.stem:
         return [first]
+    consistency: list[str] = []
     try:
-        Case.model_validate({**data, "id": path.stem})
+        Case.model_validate({**data, "id": path.stem}, context={"problems": consistency})
     except ValidationError as err:
         problems = [CardError(path, *_format_validation_error(_OneError(e), data)) for e in err.errors()]
         return list({str(e): e for e in problems}.values()) or [first]
-    return [first]
+    found = [CardError(path, field, message) if message else CardError(path, "", field)
+             for field, _, message in (line.partition(": ") for line in consistency)]  # fmt: skip
+    return found or [first]

@@ -187,11 +187,12 @@ MALFORMED = {
 def test_validate_malformed_card(invoke, tmp_path: Path, name: str) -> None:
     change, expected = MALFORMED[name]
     path = write_card(tmp_path, name, change(card_data()))
-    line = one_error_line(invoke("validate", path))
+    line = one_error_line(invoke("show", path))  # loading stops at the first problem, in one line
     assert str(path) in line
     assert expected in line
-    # `show` reports the same problem the same way
-    assert one_error_line(invoke("show", path)) == line
+    # `validate` reports the same problem the same way, first; a broken card may show more (it lists every one)
+    result = invoke("validate", path)
+    assert result.exit_code == 2 and result.stderr.strip().splitlines()[0] == line
 
 
 def test_validate_invalid_yaml(invoke, tmp_path: Path) -> None:
@@ -282,6 +283,19 @@ def test_validate_lists_every_problem_of_every_card(invoke, tmp_path: Path) -> N
         f"error: {second}: title: String should have at least 1 character (got '')",
     ]
     assert result.stdout.strip() == "5 problem(s); 1 valid card(s)"
+
+
+def test_validate_lists_every_consistency_problem_of_a_card_whose_fields_are_valid(invoke, tmp_path: Path) -> None:
+    data = card_data()
+    data["relation_pattern"] = "not_a_pattern"
+    data["viewpoints"][0]["source"] = "Nobody"
+    card = write_card(tmp_path, "inconsistent", data)
+    result = invoke("validate", card)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith(f"error: {card}: relation_pattern: 'not_a_pattern' is not a couple pattern")
+    assert lines[1] == f"error: {card}: viewpoints[0].source: unknown member 'Nobody'; members are Dana, Theo"
+    assert any("every ordered pair needs a viewpoint" in line for line in lines[2:])
 
 
 def test_a_long_error_wraps_at_spaces_on_a_terminal_and_stays_one_line_in_a_pipe(app, monkeypatch) -> None:
