@@ -94,10 +94,13 @@ def supporter(decision: dict | str = GOOD_DECISION):
 
 def schema_answering_model(lines=ROOM_LINES):
     """An Inspect mockllm that answers any structured call from the JSON schema in its prompt (the chat profile
-    puts it last) and free text with distinct lines: a room or a judge played through Inspect."""
+    puts it last), a checklist judge's yes/no question (asked for at most 3 tokens) with yes, and free text with
+    distinct lines: a room or a judge played through Inspect."""
     texts = iter(lines * 50)
 
     def answer(messages, tools, tool_choice, config) -> ModelOutput:
+        if config.max_tokens is not None and config.max_tokens <= 3:
+            return _output("yes")
         prompt = messages[-1].text
         if SCHEMA_MARK in prompt:
             schema = json.loads(prompt.split(SCHEMA_MARK, 1)[1])
@@ -268,6 +271,39 @@ def test_eval_retry_resumes_without_duplicating_sessions(tmp_path):
     assert got["results_after"] == [0, 1] and got["sessions"] == 2
     # the completed seed-0 session was not simulated (nor judged) again: the retry's room only served seed 1
     assert got["retry_room_served"] and all("__s1__" in s for s in got["retry_room_served"])
+
+
+def test_a_failed_session_errors_the_sample_never_a_nan_score(tmp_path, room):
+    """Issue 43: a session that failed (here the members' model never answers) made `inspect eval` exit 0 with a
+    NaN mean. Now the sample errors, so the eval's status is `error` (and `inspect eval` exits 1)."""
+    sim = room.default
+    room.default = lambda call: ConnectionError("the room's server is down") if call.role == "member" else sim(call)
+    log = run_eval(tmp_path, supporter(), seeds="0")
+    assert log.status == "error"
+    [sample] = read_eval_log(log.location).samples
+    assert sample.error is not None and "SessionFailed" in sample.error.traceback
+    assert "failed:" in sample.error.message and "the room's server is down" in sample.error.message
+    assert not sample.scores  # never scored, so no NaN enters a mean
+    record = RunFolder(sample.metadata["run_folder"]).load_session(sample.metadata["session_id"])
+    assert record.status.value == "failed"  # the run folder keeps the failed record
+
+
+def test_failed_judging_errors_the_sample_and_the_next_eval_judges_again(tmp_path, room):
+    room.yes = lambda call: TimeoutError("judge timed out")
+    log = run_eval(tmp_path, supporter(), seeds="0")
+    assert log.status == "error"
+    [sample] = read_eval_log(log.location).samples
+    assert "judging failed" in sample.error.message and "judge timed out" in sample.error.message
+    assert not sample.scores
+    # the session itself completed: the next eval reuses it and judges again, with a judge that answers
+    room.yes = steady_yes
+    played = sum(c.role == "member" for c in room.calls)
+    again = run_eval(tmp_path, supporter(), seeds="0")
+    assert again.status == "success", again.error
+    [sample] = read_eval_log(again.location).samples
+    assert sample.scores["rescue_judges"].metadata["judgment"]["status"] == "ok"
+    assert not math.isnan(sample.scores["rescue_judges"].value["strategy_fit"])
+    assert sum(c.role == "member" for c in room.calls) == played  # not played again
 
 
 def test_judge_mode_verdict_makes_the_scorer_judge_with_verdicts(tmp_path, room):

@@ -242,6 +242,24 @@ def test_judged_stress_run(tmp_path, monkeypatch, bench_reply):
     assert load_stress_config(write(tmp_path, path.read_text() + "judge_mode: verdict\n")).judge_mode == "verdict"
 
 
+def test_a_judgment_whose_judge_calls_failed_makes_stress_exit_1(tmp_path, monkeypatch):
+    """As `run` counts it: the session completed but its judging did not (every yes/no item timed out), so the
+    stress run failed in part and says so, where it used to exit 0 with a `failed` judgment on disk."""
+    path = write(
+        tmp_path,
+        "name: t\nsupporters: [scripted]\ncases: [dana-and-theo]\nbaseline: true\nturns: 2\ntracker_every: 0\n",
+    )
+    timed_out = FakeModelClient(default=any_schema_reply(), yes=lambda call: TimeoutError("judge timed out"))
+    monkeypatch.setattr(cli_models, "make_client", lambda settings: timed_out)
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["stress", str(path), "--out", str(out)], env={"COLUMNS": "300"})
+    folder = RunFolder(out)
+    (sid,) = folder.session_ids()
+    assert folder.status(sid).value == "completed" and read_judgment(folder, sid).status.value == "failed"
+    assert result.exit_code == 1, result.output
+    assert f"judge/check error {sid}: judging failed:" in result.output and "judge timed out" in result.output
+
+
 def test_judge_mode_in_a_config_old_and_bad(tmp_path):
     """A config written before judge_mode existed loads as checklist; a bad value is one line naming the key."""
     old = write(tmp_path, "supporters: [scripted]\ncases: [dana-and-theo]\nperturbations: [escalation]\n")

@@ -105,7 +105,11 @@ def run(
         ),
     ] = 1,
 ) -> None:
-    """Run simulated sessions with a supporter under test; re-running the same command resumes."""
+    """Run simulated sessions with a supporter under test; re-running the same command resumes.
+
+    Exit 1 when a session or its judging failed; 2 for bad input. A simulator fault (the simulated room
+    malfunctioned) is not a failure: the session is left out of supporter scores and the exit code stays 0.
+    """
     from simulator.cli._render import LiveSession, Tally, Waiting, session_footer
     from simulator.cli.models_cmd import preflight
     from simulator.llm.progress import watching

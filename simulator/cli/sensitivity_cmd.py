@@ -198,7 +198,8 @@ def sensitivity(
     silent, which fit the embedded model in under an hour) on cases x seeds x perturbations, judge it, and print per headline metric the declared and observed order with 95% CIs over
     case x seed units, Kendall tau, which adjacent rungs separate and the sessions needed for 80% power.
     Writes sensitivity.json into the run folder. Exit 1 when a headline metric does not separate its top and
-    bottom rung (or sessions failed); 2 for bad input."""
+    bottom rung, or when sessions, their judging or checks failed; 2 for bad input. Sessions with simulator
+    faults are left out of the metrics (and listed), not counted as failed."""
     from simulator.runner.sensitivity import default_out_dir, load_ladder, sensitivity_config
     from simulator.runner.stress import build_matrix, estimate
 
@@ -318,7 +319,7 @@ def sensitivity(
         err_console.print(f"[red]failed[/] {escape(r.session_id)}: {escape(r.failure or '')}")
     for sid, reason in summary.errors.items():
         err_console.print(f"[red]judge/check error[/] {escape(sid)}: {escape(reason)}")
-    conclude(report, out_dir, failed=bool(summary.run.failed))
+    conclude(report, out_dir, failed=bool(summary.run.failed or summary.errors))
 
 
 def roles_of(config) -> dict[str, str | None]:
@@ -326,7 +327,8 @@ def roles_of(config) -> dict[str, str | None]:
 
 
 def conclude(report: SensitivityReport, out_dir: Path, *, failed: bool = False) -> None:
-    """Print the report and where it is; exit 1 when a headline metric does not separate (or sessions failed)."""
+    """Print the report and where it is; exit 1 when a headline metric does not separate (or sessions, their
+    judging or checks failed)."""
     render_report(report)
     print_path("sensitivity.json:", Path(out_dir) / "sensitivity.json", style="bold")
     if report.failures:

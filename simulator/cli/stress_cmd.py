@@ -118,7 +118,8 @@ def stress(
 ) -> None:
     """Run a stress experiment: every supporter on every case, perturbation, seed and trial; then judge each
     session and run its perturbation's check. Re-running the same command resumes. Exit 1 when sessions,
-    judgments or checks failed; 2 for a bad config."""
+    judgments or checks failed (a judgment with any failed judge call counts); 2 for a bad config. Sessions with
+    simulator faults are left out of supporter scores (and listed), not counted as failed."""
     from personas.common.errors import UserError
     from simulator.runner.ray_cluster import RayOptions, forwarded_env, parse_env_names
     from simulator.runner.stress import build_matrix, default_out_dir, estimate, load_stress_config

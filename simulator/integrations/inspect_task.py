@@ -9,9 +9,13 @@ is in the sample metadata), so `rescue-sim leaderboard/report/export` read an In
 session already completed there is not simulated again (an `inspect eval-retry` resumes without duplicates).
 
 The scorer is the stress runner's post-session hook (stressor delivery, judge panel, behavioural check), then one
-Score per session: every supporter-facing rubric dimension and the room metrics. Sessions that failed or that the
-simulator faulted get a NaN score, which Inspect counts as unscored: left out of the metrics, as the leaderboard
-leaves them out.
+Score per session: every supporter-facing rubric dimension and the room metrics. A session that failed (a model
+call that never answered, a crash) or whose judging failed (any judge call; the judgment is not `ok`) raises
+`SessionFailed`, so the sample errors and the eval ends with status `error` and the error shown, as `rescue-sim
+run` and `stress` exit 1 (Inspect 0.3's `inspect eval` still exits 0 whatever the status; `inspect eval-set`
+exits 1); an `inspect eval-retry` plays or judges it again. A session the simulator faulted (the room malfunctioned, not the
+supporter) gets a NaN score, which Inspect counts as unscored: left out of the metrics, as the leaderboard leaves
+it out.
 
 Registered through the `inspect_ai` entry point `rescue_sim` (pyproject.toml). The task functions' module is set
 to the alias `rescue_sim`, so Inspect names them `rescue_sim/<task>` whether rescue-sim is installed editable or
@@ -233,6 +237,12 @@ class _Plan:
         return self._folders[key]
 
 
+class SessionFailed(RuntimeError):
+    """A session that did not complete, or whose judging failed: raised by the solver or the scorer, so that
+    Inspect marks the sample as errored (the eval's status is `error`, `inspect eval-set` exits 1, and
+    `inspect eval-retry` runs it again), never a NaN score in a successful eval. The run folder keeps the record."""
+
+
 @solver
 def rescue_room(plan: _Plan):
     """Run the sample's session with the evaluated model as supporter (or reuse it, completed, from the folder)."""
@@ -269,6 +279,8 @@ def rescue_room(plan: _Plan):
         state.output = ModelOutput.from_content(model=str(get_model()), content=_last_supporter_line(record))
         state.metadata.update(session_metadata(record, folder))
         state.store.set(RECORD_KEY, record.model_dump_json())
+        if record.status != SessionStatus.COMPLETED:  # the sample errors, as Inspect reports any failed sample
+            raise SessionFailed(f"session {record.session_id} {record.status.value}: {record.failure}")
         return state
 
     return solve
@@ -333,8 +345,8 @@ def score_keys(rubric) -> list[str]:
 
 
 def session_score(record: SessionRecord, judgment, keys: list[str]) -> Score:
-    """One session's Score: NaN (unscored) for a failed, unjudged or simulator-faulted session, else a value per
-    key (NaN where the session gives none); the judges' reasoning and evidence in the explanation and metadata."""
+    """One session's Score: NaN (unscored) for a failed, unjudged or simulator-faulted session (the scorer never
+    sees a failed one: the solver raises SessionFailed first), else a value per key (NaN where the session gives none); the judges' reasoning and evidence in the explanation and metadata."""
     from judges import faulted, session_values, trajectory_metrics
     from judges.fidelity import blamed_share, heard_gain
     from simulator.integrations.inspect_log import JUDGMENT_KEY
@@ -377,9 +389,9 @@ def rescue_judges(plan: _Plan):
     judge panel, behavioural check; each skipped when the run folder already has it)."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        from judges import load_rubric, read_judgment
+        from judges import judgment_path, load_rubric, read_judgment
         from simulator.runner.runs import RunSummary
-        from simulator.runner.stress import StressSummary, post_session_hook
+        from simulator.runner.stress import StressSummary, judging_failure, post_session_hook
         from simulator.runner.stress_config import resolve_perturbations
 
         client = room_client(plan)
@@ -395,11 +407,16 @@ def rescue_judges(plan: _Plan):
             )
             # the judges' calls belong to this session (progress, costs), whichever task Inspect scores in: the
             # solver's context reached the scorer only when both ran in one task (a retried sample's did not)
+            earlier = read_judgment(folder, record.session_id)
+            if earlier is not None and judging_failure(earlier) is not None:
+                judgment_path(folder, record.session_id).unlink()  # an eval-retry judges it again
             token = CURRENT_SESSION.set(record.session_id)
             try:
                 await hook(record, folder)
             finally:
                 CURRENT_SESSION.reset(token)
+            if summary.errors:
+                raise SessionFailed(f"session {record.session_id}: {summary.errors[record.session_id]}")
         judgment = read_judgment(folder, record.session_id)
         return session_score(record, judgment, score_keys(rubric))
 

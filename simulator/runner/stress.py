@@ -111,6 +111,9 @@ def post_session_hook(
             summary.judged += 1
             if on_judged:
                 on_judged(judgment)
+            failed = judging_failure(judgment)
+            if failed is not None:  # as `run` counts it: a judgment that is not ok is judging that failed
+                summary.errors[record.session_id] = failed
         if p is not None and read_check(folder, record.session_id) is None:
             result = await check_session(
                 record,
@@ -128,6 +131,19 @@ def post_session_hook(
                 on_checked(result)
 
     return hook
+
+
+def judging_failure(judgment: Any) -> str | None:
+    """Why a judgment is not ok (`partial`: some judge calls failed; `failed`: none answered), in one line; None
+    when it is ok. `run`, `stress`, `sensitivity` and the Inspect scorer count such a session as failed."""
+    if judgment.status.value == "ok":
+        return None
+    failures = [f for v in judgment.verdicts for f in v.failures]
+    first = f"; first: {failures[0].unit}: {failures[0].reason}" if failures else ""
+    return (
+        f"judging {judgment.status.value}: {len(failures)} judge call(s) failed{first} "
+        "(rerun `rescue-sim judge RUN_DIR` to retry)"
+    )
 
 
 async def record_delivery(
