@@ -11,10 +11,10 @@ The rule, in order, seeded by (session seed, member, turn) so a replay makes the
    case: answer it, from their own side;
 2. `trigger`: the last line touched one of this member's triggers (shares a word with it that is specific to
    the case): react to that;
-3. otherwise one piece of the card this member has not brought up yet (none of its specific words in their earlier
-   lines), drawn with weights: `agenda` (the card's declared agenda for this member) 4, `grievance` (their
-   viewpoints of the others) 2, `fact` (the problem, the history, their background) 2, `secret` (private
-   knowledge; only from their third turn on, as secrets come out late if at all) 1. When everything has been
+3. otherwise one piece of the card this member has not brought up yet (its grounding words not yet in their
+   earlier lines), drawn with weights: `agenda` (the card's declared agenda for this member) 4, `grievance` (their
+   viewpoints of the others) 2, `fact` (the presenting problem, the history where it names them, their
+   background) 2, `secret` (private knowledge; only from their third turn on, as secrets come out late if at all) 1. When everything has been
    brought up, any piece may come back (an open grievance is raised again).
 Pieces with no word specific to the case ("nothing he does is enough for her") are left out unless the card
 declares them as agenda: said aloud they would still be generic.
@@ -27,7 +27,7 @@ import re
 from collections.abc import Sequence
 
 from personas.case import Case
-from simulator.fidelity import case_words, content_words, grounding, stem
+from simulator.fidelity import ITEM_WORDS, case_words, content_words, grounding, stem
 from simulator.records import Beat, Turn
 
 WEIGHTS = {"agenda": 4, "grievance": 2, "fact": 2, "secret": 1}
@@ -35,9 +35,13 @@ SECRET_FROM_TURN = 3  # a member's own turn from which private knowledge may be 
 _SENTENCE = re.compile(r"(?<=[.;!?])\s+")
 
 
-def _specific(case: Case, text: str) -> list[str]:
+def _material(case: Case, text: str) -> list[str]:
+    """The words of `text` that would ground a line bringing it up: its words specific to the case, when it has
+    any, else its content words when there are ITEM_WORDS of them (simulator.fidelity.grounding reads both)."""
+    ws = list(dict.fromkeys(content_words(text, case.member_names)))
     specific = case_words(case).specific
-    return list(dict.fromkeys(w for w in content_words(text, case.member_names) if stem(w) in specific))
+    own = [w for w in ws if stem(w) in specific]
+    return own or (ws if len({stem(w) for w in ws}) >= ITEM_WORDS else [])
 
 
 def _sentences(text: str) -> list[str]:
@@ -51,7 +55,7 @@ def card_beats(case: Case, speaker: str) -> list[Beat]:
     beats: list[Beat] = []
 
     def add(kind: str, text: str, source: str, *, always: bool = False) -> None:
-        words = _specific(case, text)
+        words = _material(case, text)
         if words or always:
             beats.append(Beat(kind=kind, text=text, source=source, words=words))
 
@@ -60,11 +64,12 @@ def card_beats(case: Case, speaker: str) -> list[Beat]:
     for j, vp in enumerate(case.viewpoints):
         if vp.source == speaker:
             add("grievance", f"about {vp.target}: {vp.viewpoint}", f"viewpoints[{j}]")
-    for field in ("presenting_problem", "history"):
-        sentences = _sentences(getattr(case, field))
-        mine = [s for s in sentences if re.search(rf"\b{re.escape(speaker)}\b", s)]
-        for j, sent in enumerate(mine or sentences):
-            add("fact", sent, f"{field}[{j}]")
+    for j, sent in enumerate(_sentences(case.presenting_problem)):  # why they came: everyone's to bring up
+        add("fact", sent, f"presenting_problem[{j}]")
+    history = _sentences(case.history)
+    mine = [s for s in history if re.search(rf"\b{re.escape(speaker)}\b", s)]
+    for j, sent in enumerate(mine or history):
+        add("fact", sent, f"history[{j}]")
     for j, sent in enumerate(_sentences(member.background)):
         add("fact", sent, f"members[{i}].background[{j}]")
     for j, item in enumerate(member.private_knowledge):
@@ -94,7 +99,7 @@ def choose_beat(case: Case, turns: Sequence[Turn], speaker: str, seed: int) -> B
                 kind="reply",
                 text=f'{last.speaker} just said: "{last.text}"',
                 source=f"turn {last.index}",
-                words=_specific(case, last.text),
+                words=_material(case, last.text),
             )
     if last is not None and last.text:
         heard = {stem(w) for w in content_words(last.text, case.member_names)}
@@ -121,7 +126,10 @@ def beat_direction(beat: Beat, speaker: str, addressees: Sequence[str]) -> str:
         f"{speaker} sees them. {beat.text}",
         "trigger": f"that last line touched what sets {speaker} off ({beat.text}); react to it, naming it",
         "grievance": f"bring up what {speaker} holds {beat.text.removeprefix('about ')}, with something that happened",
-        "fact": f"bring up this part of {speaker}'s situation, as {speaker} lives it: {beat.text}",
+        "fact": f"bring up this, from the notes on the family, as {speaker} lives it: {beat.text}",
         "secret": f"let slip or hint at what {speaker} has kept back: {beat.text}",
     }[beat.kind]
-    return f"In this line to {to}, {what}. Say it as {speaker} would, about {speaker}'s own life, using 'I' and 'you'."
+    return (
+        f"In this line to {to}, {what}. The notes speak of {speaker} by name; {speaker} says it of themself with "
+        f"'I' and 'my', and says 'you' to {to}. One or two short sentences."
+    )

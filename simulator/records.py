@@ -142,7 +142,9 @@ class Beat(_Record):
     )
     text: str = Field(description="The card's own words (for `reply`, with the words being answered).")
     source: str = Field(description="Where on the card it comes from, e.g. `members[0].private_knowledge[0]`.")
-    words: list[str] = Field(default_factory=list, description="Its words specific to this case (what grounds it).")
+    words: list[str] = Field(
+        default_factory=list, description="Its words that ground a line bringing it up (simulator.fidelity.grounding)."
+    )
 
 
 class Turn(_Record):

@@ -54,6 +54,7 @@ from simulator.fidelity._reask import (
     repeated_texts,
 )
 from simulator.fidelity._room import (
+    ITEM_WORDS,
     CaseWords,
     Echo,
     RoomLexicon,
@@ -91,6 +92,7 @@ from simulator.fidelity._text import (
 )
 
 __all__ = [
+    "ITEM_WORDS",
     "CaseWords",
     "Echo",
     "RoomLexicon",

@@ -4,7 +4,8 @@ member's own role, and does it re-say another speaker's line. Rules over words, 
 
 - grounded: the line carries a word specific to this case (a word of the card's problem, history, setting,
   backgrounds, needs and fears, triggers, softeners, private knowledge, agenda or viewpoints that at most
-  `room.max_other_cards` other shipped cards use; names, feeling words and conversation glue never count), a
+  `room.max_other_cards` other shipped cards use; names, feeling words and conversation glue never count), or
+  ITEM_WORDS content words of one item of the card (a sentence, a trigger, a secret), a
   person the card names by what they are to someone ("my father" where the card has a father), or a specific word
   another member said earlier in the session (answering what was said about it).
 - counsellor voice: a counsellor's stock phrase (`counsellor_phrases`: validating, summarising, inviting, "I'm here
@@ -43,6 +44,9 @@ from simulator.records import Turn
 # An echo by overlap needs this many shared word trigrams: on RESCUE's real lines, a short reply sharing two ("how
 # you are with me") reached the near-duplicate overlap with the line it answered (tests/benchmarks/room_bench.py).
 ECHO_MIN_TRIGRAMS = 3
+# A line that shares this many content words with one item of the card (a sentence, a trigger, a secret) brings
+# that item up, even in words other cards use too ("my parents divorced when I was nine").
+ITEM_WORDS = 2
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,11 @@ def _is_feeling(word: str) -> bool:
 def content_words(text: str, names: Iterable[str] = ()) -> list[str]:
     """The words of `text` that can carry a case's material: not glue, not feeling words, not the given names."""
     skip = _not_content() | {n.lower() for n in names}
-    return [w for w in words(text) if w not in skip and len(w) >= 3 and not w.isdigit() and not _is_feeling(w)]
+    return [
+        w
+        for w in words(text)
+        if w not in skip and w.removesuffix("'s") not in skip and len(w) >= 3 and not w.isdigit() and not _is_feeling(w)
+    ]
 
 
 def card_texts(case: Case) -> list[str]:
@@ -105,6 +113,14 @@ def card_texts(case: Case) -> list[str]:
         out += list(getattr(m, "agenda", []) or [])
     out += [vp.viewpoint for vp in case.viewpoints]
     return [t for t in out if t]
+
+
+_SENTENCE = re.compile(r"(?<=[.;!?])\s+")
+
+
+def card_items(case: Case) -> list[str]:
+    """The card's texts cut into items a member could bring up: sentences of the long fields, each list entry."""
+    return [s.strip() for t in card_texts(case) for s in _SENTENCE.split(" ".join(t.split())) if s.strip()]
 
 
 def _stems(case: Case) -> frozenset[str]:
@@ -120,10 +136,12 @@ def _library_stems() -> dict[str, frozenset[str]]:
 
 @dataclass(frozen=True)
 class CaseWords:
-    """What makes a line specific to one case: its card's specific word stems and the kinds of person it names."""
+    """What makes a line specific to one case: its card's specific word stems, the content stems of each of its
+    items (a sentence, a trigger, a secret, a viewpoint) and the kinds of person it names."""
 
     specific: frozenset[str]
     persons: frozenset[str]  # person_words groups the card names (father, mother, ...)
+    items: tuple[tuple[str, frozenset[str]], ...] = ()  # (the card's words, their content stems)
 
 
 def _card_key(case: Case) -> str:
@@ -139,7 +157,12 @@ def _case_words(key: str) -> CaseWords:
     specific = frozenset(w for w in mine if sum(w in s for s in others) <= lex.max_other_cards)
     card = [w.removesuffix("'s") for t in card_texts(case) for w in words(t)]
     persons = frozenset(lex.person_groups[w] for w in card if w in lex.person_groups)
-    return CaseWords(specific=specific, persons=persons)
+    items = tuple(
+        (item, stems)
+        for item in card_items(case)
+        if len(stems := frozenset(stem(w) for w in content_words(item, case.member_names))) >= ITEM_WORDS
+    )
+    return CaseWords(specific=specific, persons=persons, items=items)
 
 
 def case_words(case: Case) -> CaseWords:
@@ -154,6 +177,11 @@ def grounding(text: str, speaker: str, case: Case, earlier: Sequence[Turn]) -> s
     found = [w for w in ws if stem(w) in cw.specific]
     if len(set(found)) >= lex.min_content_words:
         return "card: " + ", ".join(dict.fromkeys(found))
+    mine = {stem(w) for w in ws}
+    for item, stems in cw.items:
+        shared = mine & stems
+        if len(shared) >= ITEM_WORDS:
+            return f"card item: {', '.join(sorted(shared))} ({item[:60]})"
     person = next((w for w in words(text) if lex.person_groups.get(w.removesuffix("'s")) in cw.persons), None)
     if person:
         return f"person on the card: {person}"
