@@ -1,7 +1,8 @@
 """Is the simulated family a good one: persona-fidelity audits of finished runs (repeats, re-asks, failed checks,
 moves, drift), whether the room answers the counsellor (responsiveness vs the null drift, trajectory separation)
 and simulated-vs-real comparisons against RESCUE transcripts (turn-taking among them, and RESCUE's speaker shares
-behind the `member_dominates` fault threshold).
+behind the `member_dominates` fault threshold), and a blind real-or-simulated test of RESCUE-derived cases (the
+check model picks the real line of matched pairs, both orders; the same pairs as a human `/rate` batch).
 """
 
 from judges.fidelity._audit import (
@@ -22,6 +23,22 @@ from judges.fidelity._audit import (
     null_drift,
     self_softening,
     summarise,
+)
+from judges.fidelity._real_or_simulated import (
+    REAL_OR_SIMULATED_SCHEMA_VERSION,
+    HumanRealOrSimulated,
+    LinePair,
+    PairReading,
+    RatingBatchPaths,
+    RatingKey,
+    RealOrSimulated,
+    cluster_bootstrap_ci,
+    draw_pairs,
+    pair_prompt,
+    pairs_from_runs,
+    real_or_simulated,
+    score_rating_sheets,
+    write_rating_batch,
 )
 from judges.fidelity._responsiveness import (
     DimensionStat,
@@ -74,6 +91,20 @@ from judges.fidelity._turn_taking import (
 from judges.stats._distances import js_distance, wasserstein
 
 __all__ = [
+    "REAL_OR_SIMULATED_SCHEMA_VERSION",
+    "HumanRealOrSimulated",
+    "LinePair",
+    "PairReading",
+    "RatingBatchPaths",
+    "RatingKey",
+    "RealOrSimulated",
+    "cluster_bootstrap_ci",
+    "draw_pairs",
+    "pair_prompt",
+    "pairs_from_runs",
+    "real_or_simulated",
+    "score_rating_sheets",
+    "write_rating_batch",
     "SHARE_PERCENTILE",
     "SHARE_WINDOW",
     "GroupShares",
