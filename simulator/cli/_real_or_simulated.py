@@ -112,7 +112,12 @@ def run_real_or_simulated(
             )
     settings = model_settings(None, roles={"check": check_model}, no_cache=no_cache)
     model = settings.model_for("check")
-    result = run_sync(real_or_simulated(pairs, make_client(settings), model, unmatched=unmatched))
+    from simulator.cli._render import Tally, Waiting
+    from simulator.llm.progress import watching
+
+    with Waiting(console) as waiting, watching(waiting.hook):  # questions done/total with an ETA, on a terminal
+        waiting.judging = Tally("real or simulated", 2 * len(pairs))
+        result = run_sync(real_or_simulated(pairs, make_client(settings), model, unmatched=unmatched))
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
         return
