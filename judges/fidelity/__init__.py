@@ -1,7 +1,8 @@
 """Is the simulated family a good one: persona-fidelity audits of finished runs (repeats, re-asks, failed checks,
 moves, drift), whether the room answers the counsellor (responsiveness vs the null drift, trajectory separation)
 and simulated-vs-real comparisons against RESCUE transcripts (turn-taking among them, and RESCUE's speaker shares
-behind the `member_dominates` fault threshold).
+behind the `member_dominates` fault threshold), and a blind real-or-simulated test of RESCUE-derived cases (the
+check model picks the real line of matched pairs, both orders; the same pairs as a human `/rate` batch).
 """
 
 from judges.fidelity._audit import (
@@ -26,6 +27,22 @@ from judges.fidelity._audit import (
     room_turns,
     self_softening,
     summarise,
+)
+from judges.fidelity._real_or_simulated import (
+    REAL_OR_SIMULATED_SCHEMA_VERSION,
+    HumanRealOrSimulated,
+    LinePair,
+    PairReading,
+    RatingBatchPaths,
+    RatingKey,
+    RealOrSimulated,
+    cluster_bootstrap_ci,
+    draw_pairs,
+    pair_prompt,
+    pairs_from_runs,
+    real_or_simulated,
+    score_rating_sheets,
+    write_rating_batch,
 )
 from judges.fidelity._responsiveness import (
     DimensionStat,
@@ -87,6 +104,20 @@ __all__ = [
     "RoomTurn",
     "room_figures",
     "room_turns",
+    "REAL_OR_SIMULATED_SCHEMA_VERSION",
+    "HumanRealOrSimulated",
+    "LinePair",
+    "PairReading",
+    "RatingBatchPaths",
+    "RatingKey",
+    "RealOrSimulated",
+    "cluster_bootstrap_ci",
+    "draw_pairs",
+    "pair_prompt",
+    "pairs_from_runs",
+    "real_or_simulated",
+    "score_rating_sheets",
+    "write_rating_batch",
     "SHARE_PERCENTILE",
     "SHARE_WINDOW",
     "GroupShares",

@@ -253,6 +253,38 @@ def fidelity(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    real_or_simulated: Annotated[
+        bool,
+        typer.Option(
+            "--real-or-simulated",
+            help="Instead of the report: a blind test (needs --rescue; calls the check model): matched pairs of a "
+            "real member line (RESCUE sample) and a simulated one (its derived case), both orders; prints how often "
+            "the check model picks the real one, with a cluster-bootstrap CI (0.5: cannot tell).",
+        ),
+    ] = False,
+    check_model: Annotated[
+        str | None,
+        typer.Option("--check-model", help="Model for --real-or-simulated (default: the check role's model)."),
+    ] = None,
+    rate_batch: Annotated[
+        Path | None,
+        typer.Option(
+            "--rate-batch",
+            metavar="FILE.jsonl",
+            help="With --real-or-simulated: also write the pairs as a human rating batch (`serve --rate FILE`) and "
+            "its key (which line is real) beside it.",
+        ),
+    ] = None,
+    rated: Annotated[
+        Path | None,
+        typer.Option(
+            "--rated",
+            metavar="KEY.json",
+            help="Score the raters' sheets of a --rate-batch with its key (accuracy, confusion rate); alone, the "
+            "run folders are not read.",
+        ),
+    ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="--real-or-simulated: bypass the call cache.")] = False,
 ) -> None:
     """Measure how person-like the simulated members were: repeats, re-asks, failed checks by kind, language
     drift, moves per member, insider-vs-tracker gap, null-supporter drift, responsiveness to each supporter
@@ -272,6 +304,16 @@ def fidelity(
         raise fail(
             f"--rescue {escape(str(rescue))}: no such file or folder; pass RESCUE samples or an import-rescue folder"
         )
+    if real_or_simulated or rated is not None:
+        from simulator.cli import _real_or_simulated as ros
+
+        if real_or_simulated:
+            ros.run_real_or_simulated(
+                run_dirs, rescue, check_model=check_model, rate_batch=rate_batch, as_json=as_json, no_cache=no_cache
+            )
+        if rated is not None:
+            ros.score_rated(rated, as_json)
+        return
     report = fidelity_report(run_dirs, rescue=rescue, threshold=threshold, pairs=pairs)
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
