@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from personas.case import Case
 from personas.taxonomy import SUPPORTER_NAME
 from simulator.fidelity._language import language_switch
-from simulator.fidelity._room import echo_of, third_person
+from simulator.fidelity._room import counsellor_phrase, echo_of, third_person
 from simulator.fidelity._text import (
     _ADVERBS,
     _SELF_VERBS,
@@ -91,8 +91,7 @@ def check_line(
                 )
             )
             break
-    low = " ".join(words(text))
-    phrase = next((p for p in lexicon().counsellor_phrases if " ".join(words(p)) in low), None)
+    phrase = counsellor_phrase(text)
     if phrase:
         flags.append(
             _flag(FidelityCheck.SPEAKING_AS_OTHER, f"'{phrase}' is the counsellor's voice, not {speaker}'s", phrase)

@@ -6,8 +6,8 @@ member's own role, and does it re-say another speaker's line. Rules over words, 
   backgrounds, needs and fears, triggers, softeners, private knowledge, agenda or viewpoints that at most
   `room.max_other_cards` other shipped cards use; names, feeling words and conversation glue never count), or
   ITEM_WORDS content words of one item of the card (a sentence, a trigger, a secret), a
-  person the card names by what they are to someone ("my father" where the card has a father), or a specific word
-  another member said earlier in the session (answering what was said about it).
+  person the card names by what they are to someone ("my father" where the card has a father), or a word of an
+  earlier line of another member that the card grounds (answering what was said about the case).
 - counsellor voice: a counsellor's stock phrase (`counsellor_phrases`: validating, summarising, inviting, "I'm here
   for you", "tell me what happened"), or an echo of a counsellor line.
 - third person: a line to one member that speaks of them by name ("Theo always says later") or, when the card
@@ -60,6 +60,7 @@ class RoomLexicon:
     min_content_words: int
     ungrounded_min_member_turns: int
     ungrounded_share: float
+    counsellor_patterns: tuple[re.Pattern[str], ...] = ()
 
 
 @functools.lru_cache(maxsize=1)
@@ -74,6 +75,7 @@ def room_lexicon() -> RoomLexicon:
         min_content_words=int(room["min_content_words"]),
         ungrounded_min_member_turns=int(room["ungrounded_min_member_turns"]),
         ungrounded_share=float(room["ungrounded_share"]),
+        counsellor_patterns=tuple(re.compile(x) for x in data.get("counsellor_patterns") or ()),
     )
 
 
@@ -169,6 +171,12 @@ def case_words(case: Case) -> CaseWords:
     return _case_words(_card_key(case))
 
 
+def _card_grounded(text: str, case: Case) -> bool:
+    cw = case_words(case)
+    mine = {stem(w) for w in content_words(text, case.member_names)}
+    return bool(mine & cw.specific) or any(len(mine & stems) >= ITEM_WORDS for _, stems in cw.items)
+
+
 def grounding(text: str, speaker: str, case: Case, earlier: Sequence[Turn]) -> str | None:
     """Why the line is grounded in this case (the words that show it), or None when it brings nothing of it."""
     cw = case_words(case)
@@ -185,10 +193,10 @@ def grounding(text: str, speaker: str, case: Case, earlier: Sequence[Turn]) -> s
     person = next((w for w in words(text) if lex.person_groups.get(w.removesuffix("'s")) in cw.persons), None)
     if person:
         return f"person on the card: {person}"
-    said = {
+    said = {  # what another member said about the case: words of their lines that the card grounds
         stem(w): t.index
         for t in earlier
-        if t.kind == "member" and t.speaker != speaker
+        if t.kind == "member" and t.speaker != speaker and _card_grounded(t.text, case)
         for w in content_words(t.text, case.member_names)
     }
     picked = [w for w in ws if stem(w) in said]
@@ -198,9 +206,13 @@ def grounding(text: str, speaker: str, case: Case, earlier: Sequence[Turn]) -> s
 
 
 def counsellor_phrase(text: str) -> str | None:
-    """The counsellor's stock phrase in a member's line, if any."""
+    """The counsellor's stock phrase in a member's line (`counsellor_phrases`, then `counsellor_patterns`), if any."""
     low = " ".join(words(text))
-    return next((p for p in lexicon().counsellor_phrases if " ".join(words(p)) in low), None)
+    phrase = next((p for p in lexicon().counsellor_phrases if " ".join(words(p)) in low), None)
+    if phrase is not None:
+        return phrase
+    plain = " ".join(text.lower().replace("\u2019", "'").split())
+    return next((m[0] for pat in room_lexicon().counsellor_patterns if (m := pat.search(plain))), None)
 
 
 _HE = ("he", "him", "his", "he's", "he'd", "he'll", "himself")
