@@ -32,7 +32,7 @@ from simulator.records import Beat, Turn
 
 WEIGHTS = {"agenda": 4, "grievance": 2, "fact": 2, "secret": 1}
 SECRET_FROM_TURN = 3  # a member's own turn from which private knowledge may be drawn
-_SENTENCE = re.compile(r"(?<=[.;!?])\s+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")  # whole sentences: a piece cut at ';' read "to stay sane." (issue 42 run)
 
 
 def _material(case: Case, text: str) -> list[str]:
