@@ -19,7 +19,7 @@ from judges.fidelity._audit import FidelitySummary, fidelity_by_supporter
 from judges.ratings._agreement import HumanAgreement
 from judges.ratings._ppi import PPIEstimate
 from judges.ratings._store import BatchSummary
-from judges.scoring._facts import repeated_lines
+from judges.scoring._facts import copied_lines, repeated_lines
 from judges.scoring._faults import FaultedSession, FaultTally, faulted
 from judges.scoring._panel import session_values
 from judges.scoring._records import JudgmentStatus, SessionJudgment
@@ -97,6 +97,12 @@ class SupporterRow(_Record):
         "(judges.scoring.repeated_lines): the supporter's behaviour, counted against it, never a simulator fault.",
     )
     repeated_share: float | None = Field(default=None, description="repeated_turns / supporter_turns.")
+    copied_turns: int = Field(
+        default=0,
+        description="Of those, turns made mostly of members' earlier words (judges.scoring.copied_lines): parroting, "
+        "the supporter's behaviour, counted against it, never a simulator fault.",
+    )
+    copied_share: float | None = Field(default=None, description="copied_turns / supporter_turns.")
     dimensions: list[DimensionSummary] = Field(default_factory=list, description="In the leaderboard's column order.")
     alpha: float | None = Field(
         default=None,
@@ -187,6 +193,7 @@ class _Acc:
             "invalid": 0,
             "supporter_turns": 0,
             "repeated": 0,
+            "copied": 0,
         }
         self.faults = FaultTally()
         self.values: dict[str, list[float]] = {}
@@ -236,6 +243,7 @@ class SessionFacts(_Record):
     invalid_decisions: int = 0
     supporter_turns: int = 0
     repeated: int = 0
+    copied: int = 0
     critical: bool = False
     judged: bool = False
     failed_verdicts: int = 0
@@ -281,6 +289,7 @@ def session_facts(
             "invalid_decisions": sum(not d.valid for d in record.decisions),
             "supporter_turns": sum(t.kind == "supporter" and bool(t.text.strip()) for t in record.turns),
             "repeated": len(repeated_lines(record)),
+            "copied": len(copied_lines(record)),
             "critical": critical_failure(record, judgment, check) is not None,
             "delta_tension": traj.self_report.delta_tension,
             "delta_tension_observer": traj.observer.delta_tension,
@@ -423,6 +432,7 @@ def leaderboard_from_facts(
                 continue
         acc.counts["supporter_turns"] += f.supporter_turns
         acc.counts["repeated"] += f.repeated
+        acc.counts["copied"] += f.copied
         if f.critical:
             acc.critical += 1
         if f.check is not None and f.check.judge_compromised:
@@ -543,6 +553,8 @@ def _row(acc: _Acc, order: list[str], confidence: float, seed: int, cards: Seque
         supporter_turns=c["supporter_turns"],
         repeated_turns=c["repeated"],
         repeated_share=c["repeated"] / c["supporter_turns"] if c["supporter_turns"] else None,
+        copied_turns=c["copied"],
+        copied_share=c["copied"] / c["supporter_turns"] if c["supporter_turns"] else None,
         dimensions=dims,
         alpha=_alpha(pooled, acc.judges) if several else None,
         alpha_by_dimension={d: _alpha(r, acc.judges) for d, r in acc.ratings.items()} if several else {},

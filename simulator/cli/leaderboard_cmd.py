@@ -84,6 +84,10 @@ def _sections(board: Leaderboard) -> list[tuple[str, list[tuple[str, list[str]]]
                     [f"{r.invalid_decisions}/{r.decisions}" if r.invalid_decisions else "0" for r in rows],
                 ),
                 (
+                    "copied turns",
+                    [f"{r.copied_turns}/{r.supporter_turns}" if r.copied_turns else "0" for r in rows],
+                ),
+                (
                     "repeated turns",
                     [f"{r.repeated_turns}/{r.supporter_turns}" if r.repeated_turns else "0" for r in rows],
                 ),
@@ -160,8 +164,9 @@ def footnotes(board: Leaderboard) -> list[str]:
             else "they are left out of every score (--include-simulator-faults puts them back). "
         )
         + "judge failures: judge verdicts that failed or were partial; invalid decisions: supporter decisions "
-        "still invalid after re-asking; repeated turns: supporter turns repeating its own earlier line (the "
-        "supporter's doing; they cap the scores the rubric says).",
+        "still invalid after re-asking; copied turns: supporter turns made mostly of members' earlier words; "
+        "repeated turns: supporter turns repeating its own earlier line (both the supporter's doing; they cap the "
+        "scores the rubric says).",
         "alpha: Krippendorff's alpha (interval) across judges, - with a single judge. Δtension: final - initial "
         f"tension (self-report); objective: discounted group objective, γ={board.gamma:g}, λ={board.lam:g}.",
     ]
