@@ -76,3 +76,35 @@ def test_the_leaderboard_counts_copied_turns_beside_repeated_ones(tmp_path):
     assert lines[copied].split() == ["copied", "turns", "1/5"]
     assert lines[copied + 1].split() == ["repeated", "turns", "1/5"]  # side by side
     assert "copied turns: supporter turns made mostly of members' earlier words" in " ".join(x.strip() for x in lines)
+
+
+def parrot(view) -> str:
+    """A supporter that hands the last member line back (`--supporter tests.test_shown_lines:parrot`)."""
+    return view.last_turn.text
+
+
+def test_run_summary_names_copied_and_repeated_lines(tmp_path, monkeypatch):
+    """`run`'s summary, where the scores are: a row per fact beside the scores, then one line per turn saying
+    whose words it copied or which of its own turns it said again (at 80 columns, no line wider)."""
+    from personas.library import resolve_case
+    from tests._sim_fakes import RoomScript
+
+    client = FakeModelClient(default=RoomScript(resolve_case("dana-and-theo")), yes=lambda call: 0.2)
+    monkeypatch.setattr("simulator.cli.run_cmd.make_client", lambda settings: client)
+    cli_app._register()
+    out = tmp_path / "r"
+    args = ["run", "--case", "dana-and-theo", "--supporter", "tests.test_shown_lines:parrot", "--turns", "3"]
+    res = CliRunner().invoke(cli_app.app, [*args, "--out", str(out)], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert max(len(x) for x in lines) <= 80
+    cells = [[w for w in x.split() if w != "│"] for x in lines]  # the summary table's rows, words only
+    assert next(c for c in cells if c[:2] == ["copied", "turns"])[:5] == ["copied", "turns", "3:", "t2,", "t4,"]
+    assert next(c for c in cells if c[:2] == ["repeated", "turns"])[:4] == ["repeated", "turns", "2:", "t4,"]
+    copied = "copied   t2: 100% of its words from Dana's turn 1: \"I don't know why we're eve…\""  # cut to fit
+    assert copied in lines
+    assert "repeated t4: its own turn 2 again (100% of its words): \"I don't know why we're…\"" in lines
+    # `show` replays the same summary; wider, the whole quote
+    again = CliRunner().invoke(cli_app.app, ["show", str(out)], env={"COLUMNS": "120"})
+    said = "I don't know why we're even here."
+    assert again.exit_code == 0 and f'copied   t2: 100% of its words from Dana\'s turn 1: "{said}"' in again.output

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:  # keep `rescue-sim --help` and the persona commands free of networkx/pydantic records
+    from judges.scoring import SessionJudgment
     from personas.case import Case
     from personas.graph import RelationSnapshot
     from simulator.llm.progress import CallProgress
@@ -197,6 +198,41 @@ class LiveSession:
         self.console.print(session_footer(record))
 
 
+# -- what the judges were told about the supporter's lines ------------------------------------------------------
+
+
+def _short(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: max(1, limit - 1)].rstrip() + "…"
+
+
+def line_notes(judgment: SessionJudgment, *, session: bool = False, width: int = 80) -> list[Text]:
+    """The supporter turns measured as copied from members' lines or repeating its own (facts from the record,
+    shown to the judges and capping their scores), one line each, the quote cut to fit `width`:
+    `copied   t3: 100% of its words from Dana's turn 1: "…"`. `session` starts each line with the session id."""
+    where = f"{judgment.session_id} " if session else ""
+    facts = [
+        (
+            "copied  ",
+            c.turn,
+            f"{c.coverage:.0%} of its words from " + " + ".join(f"{s.member}'s turn {s.turn}" for s in c.sources),
+            c.quote,
+        )
+        for c in judgment.copied_lines
+    ] + [
+        ("repeated", r.turn, f"its own turn {r.repeats_turn} again ({r.coverage:.0%} of its words)", r.quote)
+        for r in judgment.repeated_lines
+    ]
+    out = []
+    for kind, turn, what, quote in facts:
+        head = f"{where}{kind} t{turn}: "
+        line = Text(head, style="bold yellow")
+        line.append(f"{what}: ")
+        line.append(f'"{_short(quote, max(20, width - len(head) - len(what) - 4))}"', style="italic")
+        out.append(line)
+    return out
+
+
 # -- progress while the user waits ----------------------------------------------------------------------------
 
 
@@ -300,6 +336,7 @@ __all__ = [
     "Tally",
     "Waiting",
     "call_line",
+    "line_notes",
     "print_session",
     "relation_panel",
     "render_turn",

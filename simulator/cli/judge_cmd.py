@@ -144,13 +144,32 @@ def render(judgments: list[SessionJudgment], *, validity: bool = False) -> Table
         table.add_column(col, overflow="fold")
     for d, _ in dims:
         table.add_column(header(d), justify="right", overflow="fold")
+    table.add_column("copied", justify="right")
+    table.add_column("repeated", justify="right")
     table.add_column("sim. failure", overflow="fold")
     for j in judgments:
         values = session_values(j)
         cells = [_cell(values[d][1] if d in values else None, m) for d, m in dims]
         sim = escape(j.simulator_failure_reason or "") if j.simulator_failure else "-"
-        table.add_row(escape(j.session_id), escape(j.supporter), j.status.value, *cells, sim)
+        lines = [str(len(j.copied_lines)), str(len(j.repeated_lines))]
+        table.add_row(escape(j.session_id), escape(j.supporter), j.status.value, *cells, *lines, sim)
     return table
+
+
+def _turns(lines) -> str:
+    """`0`, or `2: t3, t7`: how many supporter turns, and which."""
+    return f"{len(lines)}: " + ", ".join(f"t{x.turn}" for x in lines) if lines else "0"
+
+
+def print_judgments(judgments: list[SessionJudgment], *, validity: bool = False) -> None:
+    """`render` and, below it, each copied or repeated supporter line of up to four sessions (`line_notes`)."""
+    from simulator.cli._render import line_notes
+
+    console.print(render(judgments, validity=validity))
+    if len(judgments) <= 4:
+        for j in judgments:
+            for line in line_notes(j, session=len(judgments) > 1, width=console.width):
+                console.print(line)
 
 
 def _render_tall(judgments: list[SessionJudgment], dims: list[tuple[str, str]], *, validity: bool = False) -> Table:
@@ -173,6 +192,9 @@ def _render_tall(judgments: list[SessionJudgment], dims: list[tuple[str, str]], 
     for d, measure in dims:
         worth = ["; ".join(dict.fromkeys(b[d] for b in briefs))] if validity else []
         table.add_row(header(d), *(_cell(v[d][1] if d in v else None, measure) for v in values), *worth)
+    extra = [""] if validity else []
+    table.add_row("copied turns", *(_turns(j.copied_lines) for j in judgments), *extra)
+    table.add_row("repeated turns", *(_turns(j.repeated_lines) for j in judgments), *extra)
     table.add_row(
         "simulator failure",
         *(escape(j.simulator_failure_reason or "yes") if j.simulator_failure else "-" for j in judgments),
@@ -344,7 +366,7 @@ def judge(
                     judge_mode=mode,
                 )
             )
-        console.print(render(judgments))
+        print_judgments(judgments)
         if repeat > 1:
             from judges import judge_stability, write_stability
 

@@ -235,7 +235,7 @@ def _judge_hook(client, judges: list[str], waiting: Waiting, judged: list, judge
     async def hook(record, folder) -> None:
         from judges import judge_session, judge_units, judging_mode, load_rubric, write_judgment
         from simulator.cli._render import Tally
-        from simulator.cli.judge_cmd import render
+        from simulator.cli.judge_cmd import print_judgments
 
         rubric = load_rubric()
         per_intervention = judging_mode(judges)
@@ -255,7 +255,7 @@ def _judge_hook(client, judges: list[str], waiting: Waiting, judged: list, judge
             waiting.judging = None
         write_judgment(folder, judgment)
         judged.append(judgment)
-        console.print(render([judgment], validity=True))
+        print_judgments([judgment], validity=True)
         for verdict in judgment.verdicts:
             for failure in verdict.failures:
                 err_console.print(f"[red]judge {verdict.judge} failed[/] ({failure.unit}): {failure.reason}")
