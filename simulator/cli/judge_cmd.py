@@ -21,6 +21,7 @@ from simulator.llm.types import is_local
 
 if TYPE_CHECKING:
     from judges import Rubric, SessionJudgment
+    from judges.scoring import LabelledShare
     from simulator.llm.types import ModelClient
     from simulator.records import SessionRecord
     from simulator.runfolder import RunFolder
@@ -113,16 +114,25 @@ def render_stability(stability) -> Table:
     return table
 
 
-def _cell(value: float | None, measure: str) -> str:
+def _cell(value: float | None, measure: str, sure: LabelledShare | None = None, *, short: bool = False) -> str:
+    """`3.40`, `20%`; a labelled share with how sure its turns were: `100% (4/4, P 0.55 unsure)`, or, `short`,
+    `100%?` when unsure."""
     if value is None:
         return "-"
-    return f"{value:.2f}" if measure == "mean" else f"{value:.0%}"
+    if measure == "mean":
+        return f"{value:.2f}"
+    if sure is None:
+        return f"{value:.0%}"
+    if short:
+        return f"{value:.0%}" + ("?" if sure.unsure else "")
+    return f"{value:.0%} ({sure.note()})"
 
 
 def render(judgments: list[SessionJudgment], *, validity: bool = False) -> Table:
     """The judges' numbers per session; `validity` adds, for a few sessions, what each number is worth on the judge
     model that produced it (its validity card) or "not validated"."""
     from judges import session_values
+    from judges.scoring import SURE_P, labelled_shares
 
     dims: list[tuple[str, str]] = []
     for j in judgments:
@@ -136,8 +146,8 @@ def render(judgments: list[SessionJudgment], *, validity: bool = False) -> Table
         title=f"{len(judgments)} sessions judged",
         title_justify="left",
         caption="scales: mean over items (1-5); sides taken, unsafe turns: share of supporter turns (sides taken, "
-        "checklist: the expected share); "
-        "strategy=stated: share where the judge's label equals the supporter's",
+        "checklist: the expected share; unsafe turns: ? when the labelled turns were read under P "
+        f"{SURE_P:.2f}, unsure); strategy=stated: share where the judge's label equals the supporter's",
         caption_justify="left",
     )
     for col in ("session", "supporter", "status"):
@@ -148,8 +158,8 @@ def render(judgments: list[SessionJudgment], *, validity: bool = False) -> Table
     table.add_column("repeated", justify="right")
     table.add_column("sim. failure", overflow="fold")
     for j in judgments:
-        values = session_values(j)
-        cells = [_cell(values[d][1] if d in values else None, m) for d, m in dims]
+        values, sure = session_values(j), labelled_shares(j)
+        cells = [_cell(values[d][1] if d in values else None, m, sure.get(d), short=True) for d, m in dims]
         sim = escape(j.simulator_failure_reason or "") if j.simulator_failure else "-"
         lines = [str(len(j.copied_lines)), str(len(j.repeated_lines))]
         table.add_row(escape(j.session_id), escape(j.supporter), j.status.value, *cells, *lines, sim)
@@ -174,12 +184,15 @@ def print_judgments(judgments: list[SessionJudgment], *, validity: bool = False)
 
 def _render_tall(judgments: list[SessionJudgment], dims: list[tuple[str, str]], *, validity: bool = False) -> Table:
     from judges import session_values
+    from judges.scoring import SURE_P, labelled_shares
     from simulator.cli._validity import judgment_briefs
 
     table = Table(
         title=f"{len(judgments)} session(s) judged",
         title_justify="left",
-        caption="scales: mean over items (1-5); rates: share of supporter turns (sides taken, checklist: expected share)",
+        caption="scales: mean over items (1-5); rates: share of supporter turns (sides taken, checklist: expected "
+        f"share; labelled shares: turns labelled / judged, P the mean probability behind them, under {SURE_P:.2f} "
+        "unsure)",
         caption_justify="left",
     )
     table.add_column("dimension", no_wrap=True)
@@ -188,10 +201,12 @@ def _render_tall(judgments: list[SessionJudgment], dims: list[tuple[str, str]], 
     if validity:
         table.add_column("judge vs RESCUE gold", overflow="fold")
     values = [session_values(j) for j in judgments]
+    sure = [labelled_shares(j) for j in judgments]
     briefs = [judgment_briefs(j, [d for d, _ in dims]) for j in judgments] if validity else []
     for d, measure in dims:
         worth = ["; ".join(dict.fromkeys(b[d] for b in briefs))] if validity else []
-        table.add_row(header(d), *(_cell(v[d][1] if d in v else None, measure) for v in values), *worth)
+        cells = (_cell(v[d][1] if d in v else None, measure, u.get(d)) for v, u in zip(values, sure, strict=True))
+        table.add_row(header(d), *cells, *worth)
     extra = [""] if validity else []
     table.add_row("copied turns", *(_turns(j.copied_lines) for j in judgments), *extra)
     table.add_row("repeated turns", *(_turns(j.repeated_lines) for j in judgments), *extra)
