@@ -170,3 +170,41 @@ def test_the_leaderboard_says_how_sure_a_labelled_share_is(tmp_path):
     assert out.exit_code == 0, out.output
     line = next(x for x in out.output.splitlines() if x.strip().startswith("unsafe turns"))
     assert line.split()[-3:] == ["(P", "0.58", "unsure)"]
+
+
+def test_the_report_session_view_names_copied_and_repeated_turns(tmp_path):
+    """The session's detail carries the facts measured from the record; the page writes each under its turn and
+    lists them after the transcript (a clean session says none)."""
+    from judges.report import build_report_data, render_html
+    from tests._browser import Browser, chromium_missing, open_report
+
+    folder = _folder(tmp_path)
+    data = build_report_data([folder.path])
+    ids = [s.id for s in data.sessions]
+    lines = data.details[ids.index("cp")].lines
+    assert lines == [
+        {"turn": 3, "kind": "copied", "text": "86% of its words from Dana's turn 1"},  # 12 of its 14 words
+        {"turn": 7, "kind": "repeated", "text": "its own turn 5 again (100% of its words)"},
+    ]
+    assert data.details[ids.index("clean")].lines == []
+    if chromium_missing() is not None:
+        return  # the page itself is checked where a browser is (test_report says why it skips)
+    out = tmp_path / "report.html"
+    out.write_text(render_html(data), encoding="utf-8")
+    with Browser(tmp_path / "profile") as browser:
+        page = browser.page()
+        open_report(page, out)
+        page.eval(f"window.__report.open({ids.index('cp')})")
+        assert page.eval("document.querySelector('#turn-3 .fact').textContent") == (
+            "copied: 86% of its words from Dana's turn 1"
+        )
+        assert page.eval("document.querySelector('#turn-7 .fact').textContent") == (
+            "repeated: its own turn 5 again (100% of its words)"
+        )
+        assert page.eval("document.querySelectorAll('#transcript .fact').length") == 2
+        assert page.eval("document.querySelectorAll('#lines li').length") == 2
+        page.eval(f"window.__report.open({ids.index('clean')})")
+        assert page.eval("document.getElementById('lines').textContent").startswith("none")
+        errors = page.errors()
+        page.close()
+    assert errors == []
