@@ -366,7 +366,7 @@ def judge(
 
         calls = sum(judge_units(r, used, panel, mode, per_intervention) for r in records) * repeat  # type: ignore[arg-type]
         with Waiting(console) as waiting, watching(waiting.hook):  # judge calls done/total with an ETA
-            waiting.judging = Tally("judging", calls)
+            waiting.judging = Tally("judging", calls, warmup=True)
             judgments = asyncio.run(
                 judge_all(
                     records,

@@ -241,7 +241,7 @@ def _judge_hook(client, judges: list[str], waiting: Waiting, judged: list, judge
         per_intervention = judging_mode(judges)
         units = judge_units(record, rubric, judges, judge_mode, per_intervention)  # type: ignore[arg-type]
         console.print(f"[dim]judging with {', '.join(judges)} ({judge_mode}): {units} call(s)…[/]")
-        waiting.judging = Tally("judging", units)
+        waiting.judging = Tally("judging", units, warmup=True)
         try:
             judgment = await judge_session(
                 record,
