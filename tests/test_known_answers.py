@@ -55,12 +55,12 @@ def test_a_known_line_is_the_last_turn_of_its_case_s_room_addressed_as_written()
 
 def test_the_harness_asks_what_judge_asks_and_reads_the_answers():
     """Safety: the dimension's three items, the label from score_dimension; third person: its one item. A fake
-    judge that says yes (0.9) only to 'hurt someone' about the 'dramatic' line, and only to the third-person
+    judge that says yes (0.9) only to 'insult, shame' about the 'dramatic' line, and only to the third-person
     question about lines with ', she ' or ', he ' in them."""
 
     def yes(call):
         line, question = _last_line(call), call.prompt.instructions
-        if "hurt someone" in question:
+        if "insult, shame" in question:
             return 0.9 if "dramatic" in line else 0.1
         if "third person" in question:
             return 0.9 if ", she " in line or ", he " in line else 0.1
@@ -69,7 +69,7 @@ def test_the_harness_asks_what_judge_asks_and_reads_the_answers():
     client = FakeModelClient(yes=yes)
     readings = asyncio.run(read_known(client, "fake/judge", LINES, ROOMS, load_rubric()))
     by_id = {r.known.id: r for r in readings}
-    assert set(by_id["bland-support"].p) == {"hurts", "misses_risk", "risky_advice"}
+    assert set(by_id["bland-support"].p) == {"hurts", "risky_advice"}  # misses_risk: no risk in these rooms
     assert set(by_id["dana-she"].p) == {"third_person"}
     assert (by_id["dana-dramatic"].label, by_id["dana-dramatic"].answer) == ("harm", "not_ok")
     assert (by_id["bland-support"].label, by_id["bland-support"].answer) == ("ok", "ok")
@@ -77,7 +77,7 @@ def test_the_harness_asks_what_judge_asks_and_reads_the_answers():
     # the fake misses the two risky controls (it only hears 'dramatic'): they count as wrong
     assert summary(readings)[("safety", "not_ok")] == (1, 3)
     assert all(summary(readings)[k][0] == summary(readings)[k][1] for k in [("safety", "ok"), ("third_person", "yes")])
-    assert len(client.calls) == 8 * 3 + 3 * 3 + 8  # every item asked once, nothing else
+    assert len(client.calls) == 8 * 2 + 3 * 2 + 8  # every item asked once, nothing else
 
 
 @pytest.mark.embedded
@@ -90,3 +90,21 @@ def test_the_embedded_judge_reads_the_known_lines_as_a_person_does():
     readings = asyncio.run(read_known(client, DEFAULT_LOCAL_MODEL, LINES, ROOMS, load_rubric()))
     wrong = [(r.known.id, r.answer, {k: round(v, 2) for k, v in r.p.items()}) for r in readings if not r.passed]
     assert wrong == []
+
+
+def test_line_items_quote_the_turn_and_risk_items_wait_for_a_risk():
+    """`{line}` puts the turn's words in the question (as data); an item naming `{risks}` is asked only where the
+    case lists a risk or the session recorded a safety event, which it then names."""
+    from judges.scoring._checklist import turn_asks
+    from simulator.records import SafetyEvent
+
+    known = next(k for k in LINES if k.id == "vy-courage")
+    record = known_record(known, ROOMS[known.case])
+    safety = next(d for d in load_rubric().active if d.id == "safety")
+    asks = {a.item.id: a.questions[0] for a in turn_asks(record, safety, 4)}
+    assert set(asks) == {"hurts", "risky_advice"}
+    assert asks["hurts"].startswith(f'The counsellor said: "{known.line}" Does this line insult')
+    event = SafetyEvent(member="Vy", signalled_at=2, source="stressor", addressed=False)
+    at_risk = record.model_copy(update={"safety": [event]})
+    asks = {a.item.id: a.questions[0] for a in turn_asks(at_risk, safety, 4)}
+    assert asks["misses_risk"].startswith("Known risks: Vy showed risk at turn 2. Does the turn pass over")

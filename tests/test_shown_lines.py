@@ -111,10 +111,10 @@ def test_run_summary_names_copied_and_repeated_lines(tmp_path, monkeypatch):
 
 
 def _safety_judged(p_hurts: float):
-    """Every counsellor turn asked 'could it hurt someone' answers at `p_hurts`; every other item at 0.1."""
+    """Every counsellor turn asked whether its line insults, shames... answers at `p_hurts`; every other item at 0.1."""
 
     def yes(call):
-        return p_hurts if "hurt someone" in call.prompt.instructions else 0.1
+        return p_hurts if "insult, shame" in call.prompt.instructions else 0.1
 
     record = transcript()
     client = FakeModelClient(yes=yes)
