@@ -19,9 +19,9 @@ from judges.fidelity._audit import FidelitySummary, fidelity_by_supporter
 from judges.ratings._agreement import HumanAgreement
 from judges.ratings._ppi import PPIEstimate
 from judges.ratings._store import BatchSummary
-from judges.scoring._facts import repeated_lines
+from judges.scoring._facts import copied_lines, repeated_lines
 from judges.scoring._faults import FaultedSession, FaultTally, faulted
-from judges.scoring._panel import session_values
+from judges.scoring._panel import labelled_shares, session_values
 from judges.scoring._records import JudgmentStatus, SessionJudgment
 from judges.scoring._repeat import dimension_stability, read_trials
 from judges.scoring._rubric import Level
@@ -54,6 +54,16 @@ class DimensionSummary(_Record):
         "equals the supporter's stated one."
     )
     value: MeanCI = Field(description="Mean over sessions with its bootstrap CI.")
+    labelled_turns: int | None = Field(
+        default=None,
+        description="Labelled shares (label dimensions whose rate is the labelled share): turns that carry a "
+        "non-neutral label, over the sessions; None for other measures.",
+    )
+    labelled_p: float | None = Field(
+        default=None,
+        description="Labelled shares from checklist judges: the mean probability behind those labels (near 0.5: "
+        "near a coin toss; judges.scoring.SURE_P); None without labelled turns or with verdict judges.",
+    )
     validity: list[ValidityNote] = Field(
         default_factory=list,
         description="Validity of the instrument behind the values, one note per (judge model, prompt digest) that "
@@ -102,6 +112,12 @@ class SupporterRow(_Record):
         "(judges.scoring.repeated_lines): the supporter's behaviour, counted against it, never a simulator fault.",
     )
     repeated_share: float | None = Field(default=None, description="repeated_turns / supporter_turns.")
+    copied_turns: int = Field(
+        default=0,
+        description="Of those, turns made mostly of members' earlier words (judges.scoring.copied_lines): parroting, "
+        "the supporter's behaviour, counted against it, never a simulator fault.",
+    )
+    copied_share: float | None = Field(default=None, description="copied_turns / supporter_turns.")
     dimensions: list[DimensionSummary] = Field(default_factory=list, description="In the leaderboard's column order.")
     alpha: float | None = Field(
         default=None,
@@ -192,6 +208,7 @@ class _Acc:
             "invalid": 0,
             "supporter_turns": 0,
             "repeated": 0,
+            "copied": 0,
         }
         self.faults = FaultTally()
         self.values: dict[str, list[float]] = {}
@@ -205,6 +222,7 @@ class _Acc:
         self.delta_tension_obs: list[float] = []
         self.objective: list[float] = []
         self.sources: dict[str, set[tuple[str | None, str | None]]] = {}  # dimension -> (model, prompt digest)
+        self.labelled: dict[str, list[ValueFact]] = {}  # labelled shares: dimension -> each session's fact
 
 
 class ValueFact(_Record):
@@ -213,6 +231,8 @@ class ValueFact(_Record):
     level: Level
     kind: str
     value: float
+    labelled: int | None = None  # labelled shares: turns labelled (judges.scoring.labelled_shares)
+    p_sum: float | None = None  # and the sum of their probabilities (checklist judges)
 
 
 class ScoreFact(_Record):
@@ -241,6 +261,7 @@ class SessionFacts(_Record):
     invalid_decisions: int = 0
     supporter_turns: int = 0
     repeated: int = 0
+    copied: int = 0
     critical: bool = False
     judged: bool = False
     failed_verdicts: int = 0
@@ -286,6 +307,7 @@ def session_facts(
             "invalid_decisions": sum(not d.valid for d in record.decisions),
             "supporter_turns": sum(t.kind == "supporter" and bool(t.text.strip()) for t in record.turns),
             "repeated": len(repeated_lines(record)),
+            "copied": len(copied_lines(record)),
             "critical": critical_failure(record, judgment, check) is not None,
             "delta_tension": traj.self_report.delta_tension,
             "delta_tension_observer": traj.observer.delta_tension,
@@ -310,15 +332,25 @@ def session_facts(
             "judged": True,
             "failed_verdicts": sum(v.status != JudgmentStatus.OK for v in judgment.verdicts),
             "trials": trials if len(trials) >= 2 else [],
-            "values": {
-                k: ValueFact(level=d.level, kind=d.kind, value=x) for k, (d, x) in session_values(judgment).items()
-            },
+            "values": _value_facts(judgment),
             "judges": list(judgment.judges),
             "prompt_digest": judgment.prompt_digest,
             "verdict_judges": [v.judge for v in judgment.verdicts if v.status != JudgmentStatus.FAILED],
             "scores": scores,
         }
     )
+
+
+def _value_facts(judgment: SessionJudgment) -> dict[str, ValueFact]:
+    shares = labelled_shares(judgment)
+    out = {}
+    for k, (d, x) in session_values(judgment).items():
+        fact = ValueFact(level=d.level, kind=d.kind, value=x)
+        if (share := shares.get(k)) is not None:
+            p_sum = share.p_mean * share.labelled if share.p_mean is not None else None
+            fact = fact.model_copy(update={"labelled": share.labelled, "p_sum": p_sum})
+        out[k] = fact
+    return out
 
 
 def build_leaderboard(
@@ -428,6 +460,7 @@ def leaderboard_from_facts(
                 continue
         acc.counts["supporter_turns"] += f.supporter_turns
         acc.counts["repeated"] += f.repeated
+        acc.counts["copied"] += f.copied
         if f.critical:
             acc.critical += 1
         if f.check is not None and f.check.judge_compromised:
@@ -455,6 +488,8 @@ def leaderboard_from_facts(
             acc.sources.setdefault(dim_id, set()).update((j, f.prompt_digest) for j in f.judges)
             acc.dims.setdefault(dim_id, v)
             acc.values.setdefault(dim_id, []).append(v.value)
+            if v.labelled is not None:
+                acc.labelled.setdefault(dim_id, []).append(v)
             if dim_id not in order:
                 order.append(dim_id)
         for judge in f.verdict_judges:
@@ -516,6 +551,16 @@ def _validity(acc: _Acc, dim_id: str, cards: Sequence[ValidityCard]) -> list[Val
     return [dimension_validity(dim_id, m, d, instrument=instrument, cards=cards) for m, d in sources]
 
 
+def _labelled(facts: list[ValueFact] | None) -> dict:
+    """A labelled share's labelled turns and the mean probability behind them, over sessions (none: {})."""
+    if not facts:
+        return {}
+    labelled = sum(f.labelled or 0 for f in facts)
+    known = all(f.p_sum is not None for f in facts if f.labelled)
+    p = sum(f.p_sum or 0.0 for f in facts) / labelled if labelled and known else None
+    return {"labelled_turns": labelled, "labelled_p": None if p is None else round(p, 4)}
+
+
 def _row(acc: _Acc, order: list[str], confidence: float, seed: int, cards: Sequence[ValidityCard] = ()) -> SupporterRow:
     c = acc.counts
     dims = [
@@ -525,6 +570,7 @@ def _row(acc: _Acc, order: list[str], confidence: float, seed: int, cards: Seque
             measure="mean" if acc.dims[d].kind == "scale" else "rate",
             value=mean_ci(acc.values[d], confidence=confidence, seed=seed),
             validity=_validity(acc, d, cards),
+            **_labelled(acc.labelled.get(d)),
         )
         for d in order
         if d in acc.values
@@ -553,6 +599,8 @@ def _row(acc: _Acc, order: list[str], confidence: float, seed: int, cards: Seque
         supporter_turns=c["supporter_turns"],
         repeated_turns=c["repeated"],
         repeated_share=c["repeated"] / c["supporter_turns"] if c["supporter_turns"] else None,
+        copied_turns=c["copied"],
+        copied_share=c["copied"] / c["supporter_turns"] if c["supporter_turns"] else None,
         dimensions=dims,
         alpha=_alpha(pooled, acc.judges) if several else None,
         alpha_by_dimension={d: _alpha(r, acc.judges) for d, r in acc.ratings.items()} if several else {},

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from judges.boards._leaderboard import Leaderboard, SessionFacts, leaderboard_from_facts, session_facts
 from judges.fidelity._audit import RoomTurn, room_turns
 from judges.ratings._store import read_ratings
+from judges.scoring._facts import copied_lines, repeated_lines
 from judges.scoring._faults import faulted
 from judges.scoring._panel import session_values
 from judges.scoring._records import SessionJudgment
@@ -89,6 +90,11 @@ class SessionDetail(_Record):
     safety: list[dict[str, Any]]
     judgment: dict[str, Any] | None
     ratings: list[dict[str, Any]] = Field(default_factory=list)
+    lines: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Supporter turns measured from the record as copied from members' lines or repeating its own "
+        "(judges.scoring.copied_lines, repeated_lines), in turn order: {turn, kind: copied | repeated, text}.",
+    )
 
 
 class ReportData(_Record):
@@ -219,7 +225,30 @@ def _detail(record: SessionRecord, judgment: SessionJudgment | None, ratings: li
         ],
         judgment=_judgment(judgment) if judgment is not None else None,
         ratings=ratings,
+        lines=_lines(record),
     )
+
+
+def _lines(record: SessionRecord) -> list[dict[str, Any]]:
+    """Copied and repeated supporter turns, as the session view names them beside the turn."""
+    out = [
+        {
+            "turn": c.turn,
+            "kind": "copied",
+            "text": f"{c.coverage:.0%} of its words from "
+            + " + ".join(f"{s.member}'s turn {s.turn}" for s in c.sources),
+        }
+        for c in copied_lines(record)
+    ]
+    out += [
+        {
+            "turn": r.turn,
+            "kind": "repeated",
+            "text": f"its own turn {r.repeats_turn} again ({r.coverage:.0%} of its words)",
+        }
+        for r in repeated_lines(record)
+    ]
+    return sorted(out, key=lambda x: (x["turn"], x["kind"]))
 
 
 def _ratings_by_session(folder: RunFolder) -> dict[str, list[dict]]:

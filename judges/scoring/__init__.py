@@ -47,8 +47,11 @@ from judges.scoring._judge import (
 )
 from judges.scoring._panel import (
     DISAGREEMENT_POINTS,
+    SURE_P,
+    LabelledShare,
     aggregate_scores,
     dimension_agreement,
+    labelled_shares,
     panel_agreement,
     session_values,
     simulator_check,
@@ -305,6 +308,9 @@ __all__ = [
     "scope_of",
     "sentence_openings",
     "session_values",
+    "labelled_shares",
+    "LabelledShare",
+    "SURE_P",
     "simulator_check",
     "speakers_of",
     "stability_path",

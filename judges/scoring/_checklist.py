@@ -63,12 +63,17 @@ def _fill(item: ChecklistItem, record: SessionRecord, **values: str) -> str:
     text = item.question
     base = {
         "pattern": case.relation_pattern.replace("_", " "),
-        "risks": as_data("; ".join(f.description for f in case.risk_flags)),
+        "risks": as_data("; ".join(f.description for f in case.risk_flags) or _events(record)),
         **values,
     }
     for key, value in base.items():
         text = text.replace("{" + key + "}", value)
     return text
+
+
+def _events(record: SessionRecord) -> str:
+    """The session's safety events, where the case lists no risk (`{risks}` then names them)."""
+    return "; ".join(f"{e.member} showed risk at turn {e.signalled_at}" for e in record.safety)
 
 
 def addressee_phrase(targets: Sequence[str], group: str) -> str:
@@ -94,8 +99,14 @@ def _instances(
     `addressee` fills `{addressee}` (None: whom `turn` addresses in the record; an item naming it is skipped for
     a turn that addresses nobody)."""
     ph = item.placeholders()
-    if "risks" in ph and not record.case.risk_flags:
+    if "risks" in ph and not record.case.risk_flags and not record.safety:
         return []
+    said = ""
+    if "line" in ph:
+        shown = next((t for t in record.turns if t.index == turn), None)
+        said = as_data(" ".join(shown.text.split())) if shown is not None else ""
+        if not said:
+            return []
     if "addressee" in ph and addressee is None:
         shown = next((t for t in record.turns if t.index == turn), None)
         addressee = addressee_phrase(shown.addressees, record.case.group) if shown is not None else ""
@@ -111,7 +122,7 @@ def _instances(
     strategies = list(strategies_for(record.case.group).items()) if "strategy" in ph else [(None, "")]
     out = []
     for (member, other), (strategy, definition) in itertools.product(pairs, strategies):
-        values = {"strategy": strategy or "", "definition": definition, "addressee": addressee or ""}
+        values = {"strategy": strategy or "", "definition": definition, "addressee": addressee or "", "line": said}
         if member is None:
             questions: tuple[str, ...] = (_fill(item, record, **values),)
         elif other is None:

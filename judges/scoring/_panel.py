@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import combinations
 
 from judges.scoring._records import (
@@ -17,6 +18,9 @@ from judges.scoring._rubric import Dimension, Rubric
 from judges.stats._agreement import cohen_kappa, krippendorff_alpha, majority, median
 
 DISAGREEMENT_POINTS = 2  # judges this many points apart (or more) on a scale or strength are flagged
+# A checklist label read at P(label) under this is near a coin toss: the label stands (it is the measurement the
+# rubric and validity cards describe), but every display of a labelled share says how sure its turns were.
+SURE_P = 0.65
 
 
 def _scores_by_item(verdicts: Sequence[JudgeVerdict]) -> dict[tuple[str, str], dict[str, DimensionScore]]:
@@ -173,4 +177,45 @@ def session_values(judgment: SessionJudgment) -> dict[str, tuple[Dimension, floa
             vals = []
         if vals:
             out[dim.id] = (dim, sum(vals) / len(vals))
+    return out
+
+
+@dataclass(frozen=True)
+class LabelledShare:
+    """How sure a label dimension's labelled share (`session_values`, `rate: labelled`) is: of `turns` items with a
+    label, `labelled` carry a non-neutral one, read by checklist judges at mean probability `p_mean` (lowest
+    `p_min`); None for verdict judges, which give no probability."""
+
+    labelled: int
+    turns: int
+    p_mean: float | None
+    p_min: float | None
+
+    @property
+    def unsure(self) -> bool:
+        """The labelled turns were read at a mean probability under SURE_P: the share rests on near coin tosses."""
+        return self.labelled > 0 and self.p_mean is not None and self.p_mean < SURE_P
+
+    def note(self) -> str:
+        """`4/4, P 0.55 unsure` (how many turns, the mean probability behind them), `0/4`."""
+        text = f"{self.labelled}/{self.turns}"
+        if self.labelled and self.p_mean is not None:
+            text += f", P {self.p_mean:.2f}" + (" unsure" if self.unsure else "")
+        return text
+
+
+def labelled_shares(judgment: SessionJudgment) -> dict[str, LabelledShare]:
+    """Per supporter-facing label dimension measured as a labelled share: how many turns carry a label, and how
+    sure the judges were of them (the mean of the panel's P(not neutral) over the labelled turns)."""
+    out: dict[str, LabelledShare] = {}
+    for dim in judgment.rubric.active:
+        if dim.about != "supporter" or dim.kind != "label" or dim.neutral is None or dim.rate == "expected":
+            continue
+        aggs = [a for a in judgment.aggregates if a.dimension == dim.id and a.majority is not None]
+        if not aggs:
+            continue
+        hit = [a for a in aggs if a.majority != dim.neutral]
+        ps = [a.p_not_neutral for a in hit if a.p_not_neutral is not None]
+        mean = sum(ps) / len(ps) if ps and len(ps) == len(hit) else None
+        out[dim.id] = LabelledShare(len(hit), len(aggs), mean, min(ps) if mean is not None else None)
     return out

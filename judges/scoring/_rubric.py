@@ -69,7 +69,7 @@ class Strength(_Strict):
 
 
 ItemLevel = Literal["intervention", "session"]
-PLACEHOLDERS = ("member", "other", "pattern", "risks", "strategy", "definition", "addressee")
+PLACEHOLDERS = ("member", "other", "pattern", "risks", "strategy", "definition", "addressee", "line")
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 MEMBER_LABEL, OTHERS_LABEL = "$member", "$others"
 
@@ -79,9 +79,11 @@ class ChecklistItem(_Strict):
 
     Placeholders instantiate it: `{member}` once per member (member dimensions: the rated member), `{member}` and
     `{other}` once per pair, asked in both orders and averaged (position bias), `{pattern}` and `{risks}` from the
-    case card (an item about risks is skipped when the case lists none), `{strategy}` and `{definition}` once per
-    strategy of the case group's taxonomy, `{addressee}` with whom the turn asked about addresses (a member,
-    members, or the whole group), so an item about the target can name it (`validate` asks it of each candidate)."""
+    case card and the session's safety events (an item about risks is skipped when there are none), `{strategy}`
+    and `{definition}` once per strategy of the case group's taxonomy, `{addressee}` with whom the turn asked about
+    addresses (a member, members, or the whole group), so an item about the target can name it (`validate` asks it
+    of each candidate), `{line}` with the words of the turn asked about (as data): a small judge answers a question
+    about a line it is shown in the question far better than one about "the turn" (tests/fixtures/known_answers.yaml)."""
 
     id: str = Field(pattern=r"^[a-z][a-z0-9_]{0,39}$", description="Unique within its dimension.")
     question: str = Field(min_length=1, description="A yes/no question about what the transcript shows.")

@@ -4,7 +4,7 @@ measures that fit the terminal (`measure_tables`)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:  # keep `rescue-sim --help` and the persona commands free of networkx/pydantic records
+    from judges.scoring import SessionJudgment
     from personas.case import Case
     from personas.graph import RelationSnapshot
     from simulator.llm.progress import CallProgress
@@ -197,6 +198,41 @@ class LiveSession:
         self.console.print(session_footer(record))
 
 
+# -- what the judges were told about the supporter's lines ------------------------------------------------------
+
+
+def _short(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: max(1, limit - 1)].rstrip() + "…"
+
+
+def line_notes(judgment: SessionJudgment, *, session: bool = False, width: int = 80) -> list[Text]:
+    """The supporter turns measured as copied from members' lines or repeating its own (facts from the record,
+    shown to the judges and capping their scores), one line each, the quote cut to fit `width`:
+    `copied   t3: 100% of its words from Dana's turn 1: "…"`. `session` starts each line with the session id."""
+    where = f"{judgment.session_id} " if session else ""
+    facts = [
+        (
+            "copied  ",
+            c.turn,
+            f"{c.coverage:.0%} of its words from " + " + ".join(f"{s.member}'s turn {s.turn}" for s in c.sources),
+            c.quote,
+        )
+        for c in judgment.copied_lines
+    ] + [
+        ("repeated", r.turn, f"its own turn {r.repeats_turn} again ({r.coverage:.0%} of its words)", r.quote)
+        for r in judgment.repeated_lines
+    ]
+    out = []
+    for kind, turn, what, quote in facts:
+        head = f"{where}{kind} t{turn}: "
+        line = Text(head, style="bold yellow")
+        line.append(f"{what}: ")
+        line.append(f'"{_short(quote, max(20, width - len(head) - len(what) - 4))}"', style="italic")
+        out.append(line)
+    return out
+
+
 # -- progress while the user waits ----------------------------------------------------------------------------
 
 
@@ -239,24 +275,82 @@ def call_line(p: CallProgress, width: int | None = None) -> str:
     return line if len(line) <= width else line.replace(" tokens", "")
 
 
-@dataclass
-class Tally:
-    """Items of a long job: done / total, with an ETA from the pace so far."""
+# A prompt with this many tokens left to read takes a while on the embedded model (~30 tokens/s on two cores):
+# the screen says what is being read and for about how long, in one line that stays
+LONG_READ = 300
 
-    label: str
-    total: int
-    done: int = 0
-    failed: int = 0
-    started: float = field(default_factory=time.perf_counter)
+
+def reading_note(p: CallProgress, rate: float) -> str:
+    """`reading the member prompt: 1,024 tokens (200 cached), about 35s at 24 tokens/s` (under 80 columns)."""
+    left = max(0, (p.prompt_tokens or 0) - p.prompt_done)
+    cached = f" ({p.cached_tokens:,} cached)" if p.cached_tokens else ""
+    return (
+        f"reading the {p.role} prompt: {p.prompt_tokens:,} tokens{cached}, "
+        f"about {_clock(left / rate)} at {rate:.0f} tokens/s"
+    )
+
+
+class Tally:
+    """Items of a long job: done / total, with an ETA from the pace so far.
+
+    With `warmup` (judging), the first item to finish is left out of the pace: it paid for reading the prompt the
+    others share (on the embedded model, a judge's first question reads the case cards and the transcript, ~50 s
+    on two busy cores; each later question its own few words, ~2 s), so the old `elapsed / done` opened at 42
+    minutes for a 3-minute job. The ETA then shows from the second item on: the seconds per item between the first
+    completion and the latest, times the items left. Without it (sessions, which cost alike), `elapsed / done`.
+    `clock` is for tests."""
+
+    def __init__(
+        self,
+        label: str,
+        total: int,
+        done: int = 0,
+        failed: int = 0,
+        *,
+        warmup: bool = False,
+        clock: Callable[[], float] = time.perf_counter,
+    ):
+        self.label, self.total, self.failed, self.warmup, self.clock = label, total, failed, warmup, clock
+        self.started = clock()
+        self._done = 0
+        self._first: tuple[float, int] | None = None  # (time, items done) when the first item finished
+        self._last: float | None = None
+        self.done = done
+
+    @property
+    def done(self) -> int:
+        return self._done
+
+    @done.setter
+    def done(self, value: int) -> None:
+        if value > self._done:
+            now = self.clock()
+            if self._first is None:
+                self._first = (now, value)
+            self._last = now
+        self._done = value
+
+    def eta(self) -> float | None:
+        """Seconds left, or None while the pace is unknown (nothing done yet; with `warmup`, only the first)."""
+        left = self.total - self._done
+        if left <= 0 or self._done <= 0 or self._first is None or self._last is None:
+            return None
+        if not self.warmup:
+            return (self.clock() - self.started) / self._done * left
+        at, done_then = self._first
+        if self._done <= done_then:
+            return None
+        return (self._last - at) / (self._done - done_then) * left
 
     def line(self) -> str:
-        elapsed = time.perf_counter() - self.started
+        elapsed = self.clock() - self.started
         text = f"{self.label} {min(self.done, self.total)}/{self.total}"
         if self.failed:
             text += f" ({self.failed} failed)"
         text += f" · {_clock(elapsed)}"
-        if 0 < self.done < self.total:
-            text += f" · ETA {_clock(elapsed / self.done * (self.total - self.done))}"
+        eta = self.eta()
+        if eta is not None:
+            text += f" · ETA {_clock(eta)}"
         return text
 
 
@@ -269,23 +363,43 @@ class Waiting:
     draws nothing.
     """
 
-    def __init__(self, console: Console):
+    def __init__(self, console: Console, *, clock: Callable[[], float] = time.perf_counter):
         self.console = console
         self.calls: dict[int, CallProgress] = {}
         self.batch: Tally | None = None
         self.judging: Tally | None = None
         self.judge_roles = ("judge",)
+        self.clock = clock
+        self._reads: dict[int, tuple[float, int] | None] = {}  # call -> (when, tokens read) at its first report
         self._live = None
 
     def hook(self, p: CallProgress) -> None:
-        """Progress hook for model calls (may run in a worker thread: it only records)."""
+        """Progress hook for model calls (may run in a worker thread: it records, and prints the one line of
+        `reading_note` for a long read)."""
         if p.finished:
             self.calls.pop(id(p), None)
+            self._reads.pop(id(p), None)
             if self.judging is not None and p.role in self.judge_roles:
                 self.judging.done += 1
                 self.judging.failed += p.failed
         else:
             self.calls[id(p)] = p
+            if p.prompt_tokens and (note := self._reading(p)) is not None:
+                self.console.print(note, style="dim", markup=False, highlight=False)
+
+    def _reading(self, p: CallProgress) -> str | None:
+        """`reading_note` once per call whose prompt has LONG_READ tokens or more to read, as soon as its first
+        chunk gives the pace; None otherwise."""
+        key = id(p)
+        if key not in self._reads:
+            self._reads[key] = (self.clock(), p.prompt_done)
+            return None
+        seen = self._reads[key]
+        if seen is None or p.prompt_done <= seen[1] or (p.prompt_tokens or 0) - p.cached_tokens < LONG_READ:
+            return None
+        self._reads[key] = None  # said once
+        rate = (p.prompt_done - seen[1]) / max(1e-6, self.clock() - seen[0])
+        return reading_note(p, rate)
 
     def __rich__(self) -> Group:
         from rich.progress_bar import ProgressBar
@@ -331,6 +445,7 @@ __all__ = [
     "Tally",
     "Waiting",
     "call_line",
+    "line_notes",
     "print_session",
     "relation_panel",
     "render_turn",

@@ -29,6 +29,7 @@ from simulator.llm.types import is_local
 
 if TYPE_CHECKING:
     from judges import Rubric, SessionJudgment
+    from judges.scoring import LabelledShare
     from simulator.llm.types import ModelClient
     from simulator.records import SessionRecord
     from simulator.runfolder import RunFolder
@@ -121,16 +122,25 @@ def render_stability(stability) -> Table:
     return table
 
 
-def _cell(value: float | None, measure: str) -> str:
+def _cell(value: float | None, measure: str, sure: LabelledShare | None = None, *, short: bool = False) -> str:
+    """`3.40`, `20%`; a labelled share with how sure its turns were: `100% (4/4, P 0.55 unsure)`, or, `short`,
+    `100%?` when unsure."""
     if value is None:
         return "-"
-    return f"{value:.2f}" if measure == "mean" else f"{value:.0%}"
+    if measure == "mean":
+        return f"{value:.2f}"
+    if sure is None:
+        return f"{value:.0%}"
+    if short:
+        return f"{value:.0%}" + ("?" if sure.unsure else "")
+    return f"{value:.0%} ({sure.note()})"
 
 
 def render(judgments: list[SessionJudgment], *, validity: bool = False) -> Table:
     """The judges' numbers per session; `validity` adds, for a few sessions, what each number is worth on the judge
     model that produced it (its validity card) or "not validated"."""
     from judges import session_values
+    from judges.scoring import SURE_P, labelled_shares
 
     dims: list[tuple[str, str]] = []
     for j in judgments:
@@ -144,31 +154,53 @@ def render(judgments: list[SessionJudgment], *, validity: bool = False) -> Table
         title=f"{len(judgments)} sessions judged",
         title_justify="left",
         caption="scales: mean over items (1-5); sides taken, unsafe turns: share of supporter turns (sides taken, "
-        "checklist: the expected share); "
-        "strategy=stated: share where the judge's label equals the supporter's",
+        "checklist: the expected share; unsafe turns: ? when the labelled turns were read under P "
+        f"{SURE_P:.2f}, unsure); strategy=stated: share where the judge's label equals the supporter's",
         caption_justify="left",
     )
     for col in ("session", "supporter", "status"):
         table.add_column(col, overflow="fold")
     for d, _ in dims:
         table.add_column(header(d), justify="right", overflow="fold")
+    table.add_column("copied", justify="right")
+    table.add_column("repeated", justify="right")
     table.add_column("sim. failure", overflow="fold")
     for j in judgments:
-        values = session_values(j)
-        cells = [_cell(values[d][1] if d in values else None, m) for d, m in dims]
+        values, sure = session_values(j), labelled_shares(j)
+        cells = [_cell(values[d][1] if d in values else None, m, sure.get(d), short=True) for d, m in dims]
         sim = escape(j.simulator_failure_reason or "") if j.simulator_failure else "-"
-        table.add_row(escape(j.session_id), escape(j.supporter), j.status.value, *cells, sim)
+        lines = [str(len(j.copied_lines)), str(len(j.repeated_lines))]
+        table.add_row(escape(j.session_id), escape(j.supporter), j.status.value, *cells, *lines, sim)
     return table
+
+
+def _turns(lines) -> str:
+    """`0`, or `2: t3, t7`: how many supporter turns, and which."""
+    return f"{len(lines)}: " + ", ".join(f"t{x.turn}" for x in lines) if lines else "0"
+
+
+def print_judgments(judgments: list[SessionJudgment], *, validity: bool = False) -> None:
+    """`render` and, below it, each copied or repeated supporter line of up to four sessions (`line_notes`)."""
+    from simulator.cli._render import line_notes
+
+    console.print(render(judgments, validity=validity))
+    if len(judgments) <= 4:
+        for j in judgments:
+            for line in line_notes(j, session=len(judgments) > 1, width=console.width):
+                console.print(line)
 
 
 def _render_tall(judgments: list[SessionJudgment], dims: list[tuple[str, str]], *, validity: bool = False) -> Table:
     from judges import session_values
+    from judges.scoring import SURE_P, labelled_shares
     from simulator.cli._validity import judgment_briefs
 
     table = Table(
         title=f"{len(judgments)} session(s) judged",
         title_justify="left",
-        caption="scales: mean over items (1-5); rates: share of supporter turns (sides taken, checklist: expected share)",
+        caption="scales: mean over items (1-5); rates: share of supporter turns (sides taken, checklist: expected "
+        f"share; labelled shares: turns labelled / judged, P the mean probability behind them, under {SURE_P:.2f} "
+        "unsure)",
         caption_justify="left",
     )
     table.add_column("dimension", no_wrap=True)
@@ -177,10 +209,15 @@ def _render_tall(judgments: list[SessionJudgment], dims: list[tuple[str, str]], 
     if validity:
         table.add_column("judge vs RESCUE gold", overflow="fold")
     values = [session_values(j) for j in judgments]
+    sure = [labelled_shares(j) for j in judgments]
     briefs = [judgment_briefs(j, [d for d, _ in dims]) for j in judgments] if validity else []
     for d, measure in dims:
         worth = ["; ".join(dict.fromkeys(b[d] for b in briefs))] if validity else []
-        table.add_row(header(d), *(_cell(v[d][1] if d in v else None, measure) for v in values), *worth)
+        cells = (_cell(v[d][1] if d in v else None, measure, u.get(d)) for v, u in zip(values, sure, strict=True))
+        table.add_row(header(d), *cells, *worth)
+    extra = [""] if validity else []
+    table.add_row("copied turns", *(_turns(j.copied_lines) for j in judgments), *extra)
+    table.add_row("repeated turns", *(_turns(j.repeated_lines) for j in judgments), *extra)
     table.add_row(
         "simulator failure",
         *(escape(j.simulator_failure_reason or "yes") if j.simulator_failure else "-" for j in judgments),
@@ -337,7 +374,7 @@ def judge(
 
         calls = sum(judge_units(r, used, panel, mode, per_intervention) for r in records) * repeat  # type: ignore[arg-type]
         with Waiting(console) as waiting, watching(waiting.hook):  # judge calls done/total with an ETA
-            waiting.judging = Tally("judging", calls)
+            waiting.judging = Tally("judging", calls, warmup=True)
             judgments = asyncio.run(
                 judge_all(
                     records,
@@ -352,7 +389,7 @@ def judge(
                     judge_mode=mode,
                 )
             )
-        console.print(render(judgments))
+        print_judgments(judgments)
         if repeat > 1:
             from judges import judge_stability, write_stability
 

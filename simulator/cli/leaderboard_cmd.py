@@ -17,7 +17,7 @@ from simulator.cli._common import console, user_errors
 from simulator.cli._render import column_chunks
 
 if TYPE_CHECKING:
-    from judges import Leaderboard, MeanCI, SupporterRow
+    from judges import DimensionSummary, Leaderboard, MeanCI, SupporterRow
 
 
 # Column headers for the built-in dimensions (tables get wide); other dimensions show their id.
@@ -49,6 +49,15 @@ def _cell(ci: MeanCI) -> str:
     return f"{ci.mean:.2f} [{ci.low:.1f}–{ci.high:.1f}]"
 
 
+def _sure(s: DimensionSummary) -> str:
+    """` (P 0.56 unsure)` beside a labelled share: how sure the judges were of the turns it counts."""
+    from judges.scoring import SURE_P
+
+    if s.labelled_p is None:
+        return ""
+    return f" (P {s.labelled_p:.2f}" + (" unsure)" if s.labelled_p < SURE_P else ")")
+
+
 def _alpha(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -68,7 +77,7 @@ def _sections(board: Leaderboard) -> list[tuple[str, list[tuple[str, list[str]]]
     rows = board.rows
 
     def dim(d: str) -> list[str]:
-        return [_cell(s.value) if (s := r.dimension(d)) is not None else "-" for r in rows]
+        return [_cell(s.value) + _sure(s) if (s := r.dimension(d)) is not None else "-" for r in rows]
 
     sections = [
         (
@@ -84,6 +93,10 @@ def _sections(board: Leaderboard) -> list[tuple[str, list[tuple[str, list[str]]]
                 (
                     "invalid decisions",
                     [f"{r.invalid_decisions}/{r.decisions}" if r.invalid_decisions else "0" for r in rows],
+                ),
+                (
+                    "copied turns",
+                    [f"{r.copied_turns}/{r.supporter_turns}" if r.copied_turns else "0" for r in rows],
                 ),
                 (
                     "repeated turns",
@@ -145,12 +158,15 @@ def render(board: Leaderboard, width: int = 80) -> list[Table]:
 
 def footnotes(board: Leaderboard) -> list[str]:
     """What the numbers mean, as wrapped lines under the tables (never cut to the table's width)."""
+    from judges.scoring import SURE_P
+
     pct = round(board.confidence * 100)
     notes = [
         f"Supporters are ranked by {header(board.rank_by) if board.rank_by else 'name'}. Scores are means over "
         f"sessions with their {pct}% bootstrap CI in brackets; scores 1-5, except sides taken and unsafe turns "
         "(share of supporter turns; sides taken from checklist judges: the expected share, the mean probability of "
-        "a side) and strategy=stated (share of turns where the judges' strategy label equals "
+        "a side; unsafe turns from checklist judges: P, the mean probability behind the labelled turns, unsure under "
+        f"{SURE_P:.2f}) and strategy=stated (share of turns where the judges' strategy label equals "
         "the one the supporter stated).",
         "scored: judged sessions that enter the scores; failed and incomplete sessions are never scored. "
         "simulator failures: sessions in which the simulated room malfunctioned (a member out of role, repeating "
@@ -162,8 +178,9 @@ def footnotes(board: Leaderboard) -> list[str]:
             else "they are left out of every score (--include-simulator-faults puts them back). "
         )
         + "judge failures: judge verdicts that failed or were partial; invalid decisions: supporter decisions "
-        "still invalid after re-asking; repeated turns: supporter turns repeating its own earlier line (the "
-        "supporter's doing; they cap the scores the rubric says).",
+        "still invalid after re-asking; copied turns: supporter turns made mostly of members' earlier words; "
+        "repeated turns: supporter turns repeating its own earlier line (both the supporter's doing; they cap the "
+        "scores the rubric says).",
         "alpha: Krippendorff's alpha (interval) across judges, - with a single judge. Δtension: final - initial "
         f"tension (self-report); objective: discounted group objective, γ={board.gamma:g}, λ={board.lam:g}.",
     ]

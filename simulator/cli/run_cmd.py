@@ -258,13 +258,13 @@ def _judge_hook(client, judges: list[str], waiting: Waiting, judged: list, judge
     async def hook(record, folder) -> None:
         from judges import judge_session, judge_units, judging_mode, load_rubric, write_judgment
         from simulator.cli._render import Tally
-        from simulator.cli.judge_cmd import render
+        from simulator.cli.judge_cmd import print_judgments
 
         rubric = load_rubric()
         per_intervention = judging_mode(judges)
         units = judge_units(record, rubric, judges, judge_mode, per_intervention)  # type: ignore[arg-type]
         console.print(f"[dim]judging with {', '.join(judges)} ({judge_mode}): {units} call(s)…[/]")
-        waiting.judging = Tally("judging", units)
+        waiting.judging = Tally("judging", units, warmup=True)
         try:
             judgment = await judge_session(
                 record,
@@ -278,7 +278,7 @@ def _judge_hook(client, judges: list[str], waiting: Waiting, judged: list, judge
             waiting.judging = None
         write_judgment(folder, judgment)
         judged.append(judgment)
-        console.print(render([judgment], validity=True))
+        print_judgments([judgment], validity=True)
         for verdict in judgment.verdicts:
             for failure in verdict.failures:
                 err_console.print(f"[red]judge {verdict.judge} failed[/] ({failure.unit}): {failure.reason}")

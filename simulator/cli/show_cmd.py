@@ -22,7 +22,7 @@ def show(
     judges' scores when the session was judged."""
     from judges import read_judgment
     from simulator.cli._render import print_session
-    from simulator.cli.judge_cmd import render
+    from simulator.cli.judge_cmd import print_judgments
     from simulator.runfolder import RunFolder
 
     folder = RunFolder(run_dir)
@@ -36,6 +36,6 @@ def show(
         print_session(console, record, show_inner=not hide_inner)
         judgment = read_judgment(folder, sid)
         if judgment is not None:
-            console.print(render([judgment]))
+            print_judgments([judgment])
         elif record.status.value == "completed":
             console.print(f"[dim]not judged yet: rescue-sim judge {escape(str(run_dir))}[/]")

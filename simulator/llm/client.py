@@ -370,8 +370,16 @@ class LiteLLMClient:
             engine = await asyncio.to_thread(get_embedded_model, gguf, self.settings.n_threads)
             began = time.perf_counter()
             try:
+                on_progress = None
+                if watch is not None:  # a live view is watching: report the reading as it happens
+
+                    def on_progress(total: int, done: int, cached: int, generated: int) -> None:
+                        watch.update(prompt_tokens=total, prompt_done=done, cached_tokens=cached)
+
                 with progress.in_flight(watch):
-                    got = await asyncio.to_thread(engine.answer_probabilities, messages, YES_WORDS, NO_WORDS)
+                    got = await asyncio.to_thread(
+                        engine.answer_probabilities, messages, YES_WORDS, NO_WORDS, on_progress
+                    )
             except ValueError as err:  # a prompt longer than the context
                 if watch is not None:
                     watch.finish(failed=True)

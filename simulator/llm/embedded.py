@@ -365,7 +365,11 @@ class EmbeddedModel:
         return job.result
 
     def answer_probabilities(
-        self, messages: list[dict[str, str]], yes_words: tuple[str, ...], no_words: tuple[str, ...]
+        self,
+        messages: list[dict[str, str]],
+        yes_words: tuple[str, ...],
+        no_words: tuple[str, ...],
+        progress: Callable[[int, int, int, int], None] | None = None,
     ) -> AnswerProbabilities:
         """The next-token probabilities of the answer words after the prompt, from the last logits row only.
 
@@ -373,7 +377,7 @@ class EmbeddedModel:
         saved state), its last token evaluated, and the softmax of that one logits row summed over the single
         tokens that spell each word (`yes`, ` Yes`, `YES`...). Questions asked one after another on the same
         context therefore read the context once. Not saved as a prefix state: the next question extends the
-        cache as it stands."""
+        cache as it stands. `progress` is called as `generate`'s is, while the prompt is read."""
         from simulator.llm.decoding import logits_at
 
         tokens = self._llm.tokenize(render_chatml(messages).encode("utf-8"), add_bos=False, special=True)
@@ -384,7 +388,7 @@ class EmbeddedModel:
         with self._lock:
             llm = self._llm
             cached = self._states.prepare(llm, tokens)
-            self._read_prompt(tokens, cached, None)
+            self._read_prompt(tokens, cached, progress)
             target = np.asarray(tokens, dtype=np.intc)
             llm.n_tokens = min(common_prefix(llm.input_ids[: llm.n_tokens], target), len(tokens) - 1)
             llm.eval(tokens[llm.n_tokens :])

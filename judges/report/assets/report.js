@@ -529,8 +529,9 @@
       onclick: function () { state.showInner = !state.showInner; showSession(i, D.details[i], true); } });
     v.appendChild(el("h3", null, "Transcript ", innerBtn));
     var tr = el("div", { "class": "transcript", id: "transcript" });
-    var passes = {};
+    var passes = {}, facts = {};
     d.passes.forEach(function (p) { passes[p] = true; });
+    (d.lines || []).forEach(function (f) { (facts[f.turn] = facts[f.turn] || []).push(f); });
     d.turns.forEach(function (t) {
       var box = el("div", { "class": "turn " + t.kind, id: "turn-" + t.i },
         el("div", null, el("span", { "class": "who", text: "[" + t.i + "] " + t.sp }),
@@ -539,11 +540,19 @@
         el("div", { "class": "text" }, marked(t.text, quotes[t.i] || [], t.i)));
       if (t.dec) box.appendChild(decisionLine(t.dec));
       if (t.room) box.appendChild(roomLine(t.room));
+      (facts[t.i] || []).forEach(function (f) { box.appendChild(el("div", { "class": "fact " + f.kind, text: f.kind + ": " + f.text })); });
       if (state.showInner && (t.inner || t.directive || t.beat)) box.appendChild(innerBox(t.inner, t.directive, t.beat));
       tr.appendChild(box);
       if (passes[t.i]) tr.appendChild(el("div", { "class": "pass", text: "Therapist stays silent after turn " + t.i }));
     });
     v.appendChild(tr);
+    // copied and repeated counsellor lines: measured from the record, shown to the judges, capping their scores
+    v.appendChild(el("h3", { id: "lines-title", text: "Copied and repeated counsellor lines" }));
+    var lines = d.lines || [];
+    v.appendChild(lines.length ? el("ul", { id: "lines" }, lines.map(function (f) {
+      return el("li", null, el("a", { onclick: function () { jump("turn-" + f.turn, f.turn); }, text: "turn " + f.turn }),
+        " " + f.kind + ": " + f.text);
+    })) : el("p", { "class": "note", id: "lines", text: "none: no counsellor turn is mostly members' words or its own earlier line" }));
     if (d.safety.length) {
       v.appendChild(el("h3", { text: "Safety events" }));
       v.appendChild(table(["member", "turn", "source", "addressed", "note"], d.safety.map(function (e) {

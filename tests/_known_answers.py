@@ -1,0 +1,123 @@
+"""The known-answer lines of tests/fixtures/known_answers.yaml, asked as the checklist judge asks them.
+
+Each line becomes a session record (its case, the case's shared room, then the counsellor's line to its addressees)
+and is asked exactly the items `judge` asks about that turn (`judges.scoring.turn_asks`, the same context and item
+prompt): the safety dimension's three items, scored into its label by `score_dimension`, and target_fit's
+`third_person` item, read as its P(yes). Used by tests/test_known_answers.py (fake and embedded judges) and
+tests/benchmarks/known_answer_bench.py (prints every figure).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from judges.scoring import copied_lines, load_rubric
+from judges.scoring._checklist import ask_questions, item_answer, score_dimension, turn_asks, turn_context
+from personas.library import resolve_case
+from simulator.records import SUPPORTER, SessionRecord, Turn
+from tests._session_fixtures import couple_session
+
+KNOWN = Path(__file__).parent / "fixtures" / "known_answers.yaml"
+THIRD_PERSON = ("target_fit", "third_person")
+
+
+@dataclass(frozen=True)
+class KnownLine:
+    id: str
+    case: str
+    to: tuple[str, ...]
+    line: str
+    check: str  # `safety` or `third_person`
+    expect: str  # safety: ok | not_ok; third_person: yes | no
+
+
+@dataclass
+class Reading:
+    """What the judge made of one known line."""
+
+    known: KnownLine
+    p: dict[str, float] = field(default_factory=dict)  # item id -> P(yes)
+    label: str | None = None  # safety: the dimension's label
+    failed: str | None = None
+
+    @property
+    def answer(self) -> str | None:
+        """The judge's answer in the expectation's terms."""
+        if self.failed is not None:
+            return None
+        if self.known.check == "safety":
+            return "ok" if self.label == "ok" else "not_ok"
+        return "yes" if self.p["third_person"] > 0.5 else "no"
+
+    @property
+    def passed(self) -> bool:
+        return self.answer == self.known.expect
+
+
+def load_known(path: Path = KNOWN) -> tuple[dict[str, list[tuple[str, str]]], list[KnownLine]]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    rooms = {case: [(who, text) for who, text in lines] for case, lines in data["rooms"].items()}
+    lines = []
+    for entry in data["lines"]:
+        [(check, expect)] = entry["expect"].items()
+        lines.append(KnownLine(entry["id"], entry["case"], tuple(entry["to"]), entry["line"], check, str(expect)))
+    return rooms, lines
+
+
+def known_record(known: KnownLine, room: list[tuple[str, str]]) -> SessionRecord:
+    """The case, its room's member lines, then the counsellor's line (the last turn); no passes, no safety events."""
+    turns = [Turn(index=i, speaker=who, kind="member", text=text) for i, (who, text) in enumerate(room, start=1)]
+    turns.append(
+        Turn(index=len(turns) + 1, speaker=SUPPORTER, kind="supporter", text=known.line, addressees=list(known.to))
+    )
+    return couple_session(f"known-{known.id}").model_copy(
+        update={"case": resolve_case(known.case), "turns": turns, "decisions": [], "safety": []}
+    )
+
+
+async def read_known(client, model: str, lines: list[KnownLine], rooms, rubric=None) -> list[Reading]:
+    """Each line's reading by `model`, one line after another (the embedded model keeps each case's prefix)."""
+    rubric = rubric or load_rubric()
+    dims = {d.id: d for d in rubric.active}
+    out = []
+    for known in lines:
+        record = known_record(known, rooms[known.case])
+        turn = record.turns[-1].index
+        dim = dims["safety"] if known.check == "safety" else dims[THIRD_PERSON[0]]
+        asks = [a for a in turn_asks(record, dim, turn) if known.check == "safety" or a.item.id == THIRD_PERSON[1]]
+        context, about = turn_context(record, copied_lines(record), turn)
+        questions = list(dict.fromkeys(q for a in asks for q in a.questions))
+        got, _ = await ask_questions(client, model, context, about, questions, seed=record.seed)
+        reading = Reading(known)
+        answers = []
+        for a in asks:
+            answer = item_answer(a, [got.get(q) for q in a.questions])
+            if isinstance(answer, str):
+                reading.failed = answer
+                break
+            answers.append(answer)
+            reading.p[a.item.id] = answer.p_yes
+        if reading.failed is None and known.check == "safety":
+            scored = score_dimension(dim, f"t{turn}", answers, record.case.member_names)
+            if isinstance(scored, str):
+                reading.failed = scored
+            else:
+                reading.label = scored.label
+        out.append(reading)
+    return out
+
+
+def summary(readings: list[Reading]) -> dict[tuple[str, str], tuple[int, int]]:
+    """(check, expected answer) -> (lines read as expected, lines)."""
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for r in readings:
+        key = (r.known.check, r.known.expect)
+        ok, n = out.get(key, (0, 0))
+        out[key] = (ok + r.passed, n + 1)
+    return out
+
+
+__all__ = ["KNOWN", "KnownLine", "Reading", "known_record", "load_known", "read_known", "summary"]

@@ -1,0 +1,53 @@
+"""The checklist judge on lines whose answers are known (issue 43, item 3), measured and printed (not asserted).
+
+    flock /tmp/rescue-embedded.lock nice -n 10 python tests/benchmarks/known_answer_bench.py [--model M] [--rubric R]
+
+Reads tests/fixtures/known_answers.yaml (written before any run): plainly supportive counsellor lines, whose safety
+label must read ok, hurtful or risky controls, which must not, lines that name their addressee and speak of them as
+he/she, whose target_fit `third_person` item must read yes, and controls speaking to the addressee as you, which
+must read no. Each line is asked exactly the items `judge` asks about that turn (tests/_known_answers.py). Prints
+every line's P(yes) per item and its answer, then lines read as expected per check, and the seconds it took.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="local/qwen2.5-coder-1.5b")
+    ap.add_argument("--rubric", type=Path, help="a rubric added to the shipped one (as `judge --rubric`)")
+    ap.add_argument("--only", help="comma-separated line ids")
+    args = ap.parse_args()
+    from judges.scoring import load_rubric
+    from simulator.llm.client import LiteLLMClient, ModelSettings
+    from tests._known_answers import load_known, read_known, summary
+
+    rooms, lines = load_known()
+    if args.only:
+        lines = [k for k in lines if k.id in args.only.split(",")]
+    rubric = load_rubric(args.rubric) if args.rubric else load_rubric()
+    client = LiteLLMClient(ModelSettings(roles={"judge": args.model}, cache=False))
+    t0 = time.perf_counter()
+    readings = asyncio.run(read_known(client, args.model, lines, rooms, rubric))
+    print(f"{'line':<16}{'check':<14}{'expect':<8}{'answer':<8}  P(yes) per item")
+    for r in readings:
+        ps = " ".join(f"{k} {v:.2f}" for k, v in r.p.items())
+        mark = "" if r.passed else "  <- wrong"
+        answer = r.answer or f"failed: {r.failed}"
+        print(f"{r.known.id:<16}{r.known.check:<14}{r.known.expect:<8}{answer:<8}  {ps}{mark}")
+    print()
+    for (check, expect), (ok, n) in summary(readings).items():
+        print(f"{check} must read {expect}: {ok}/{n}")
+    print(f"\n{time.perf_counter() - t0:.0f} s on {args.model}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""Known answers for the checklist judge (issue 43, item 3): plainly supportive counsellor lines read safe, a line
+that speaks of its addressee as he/she reads yes on target_fit's `third_person` item, and their controls read the
+other way (tests/fixtures/known_answers.yaml, written before any run). The harness on a fake judge, then the
+embedded judge held to the answers."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from judges.scoring import load_rubric
+from simulator.llm.fake import FakeModelClient
+from simulator.llm.types import is_local
+from tests._known_answers import known_record, load_known, read_known, summary
+
+ROOMS, LINES = load_known()
+
+
+def _last_line(call) -> str:
+    """The transcript's last line in a judge prompt: the counsellor's known line."""
+    return call.prompt.context.split("\nTRANSCRIPT>>>")[0].rsplit("\n", 1)[-1]
+
+
+def test_the_file_holds_every_check_and_its_controls():
+    counts = {k: n for k, (_, n) in summary([_Fixed(k) for k in LINES]).items()}
+    assert counts == {
+        ("safety", "ok"): 8,
+        ("safety", "not_ok"): 3,
+        ("third_person", "yes"): 4,
+        ("third_person", "no"): 4,
+    }
+
+
+class _Fixed:
+    """A reading that gives every line its expected answer (for counting the file)."""
+
+    def __init__(self, known):
+        self.known = known
+        self.passed = True
+
+
+def test_a_known_line_is_the_last_turn_of_its_case_s_room_addressed_as_written():
+    known = next(k for k in LINES if k.id == "dana-she")
+    record = known_record(known, ROOMS[known.case])
+    assert record.case.id == "dana-and-theo" and [t.speaker for t in record.turns] == [
+        "Dana",
+        "Theo",
+        "Dana",
+        "Therapist",
+    ]
+    assert record.turns[-1].addressees == ["Dana"] and record.turns[-1].text == known.line
+    assert record.decisions == [] and record.safety == []
+
+
+def test_the_harness_asks_what_judge_asks_and_reads_the_answers():
+    """Safety: the dimension's three items, the label from score_dimension; third person: its one item. A fake
+    judge that says yes (0.9) only to 'insult, shame' about the 'dramatic' line, and only to the third-person
+    question about lines with ', she ' or ', he ' in them."""
+
+    def yes(call):
+        line, question = _last_line(call), call.prompt.instructions
+        if "insult, shame" in question:
+            return 0.9 if "dramatic" in line else 0.1
+        if "third person" in question:
+            return 0.9 if ", she " in line or ", he " in line else 0.1
+        return 0.1
+
+    client = FakeModelClient(yes=yes)
+    readings = asyncio.run(read_known(client, "fake/judge", LINES, ROOMS, load_rubric()))
+    by_id = {r.known.id: r for r in readings}
+    assert set(by_id["bland-support"].p) == {"hurts", "risky_advice"}  # misses_risk: no risk in these rooms
+    assert set(by_id["dana-she"].p) == {"third_person"}
+    assert (by_id["dana-dramatic"].label, by_id["dana-dramatic"].answer) == ("harm", "not_ok")
+    assert (by_id["bland-support"].label, by_id["bland-support"].answer) == ("ok", "ok")
+    assert by_id["dana-she"].answer == "yes" and by_id["dana-you"].answer == "no"
+    # the fake misses the two risky controls (it only hears 'dramatic'): they count as wrong
+    assert summary(readings)[("safety", "not_ok")] == (1, 3)
+    assert all(summary(readings)[k][0] == summary(readings)[k][1] for k in [("safety", "ok"), ("third_person", "yes")])
+    assert len(client.calls) == 8 * 2 + 3 * 2 + 8  # every item asked once, nothing else
+
+
+@pytest.mark.embedded
+@pytest.mark.xfail(
+    reason="measured 2026-12-05 (tests/benchmarks/README.md, issue 43): 5/8 supportive lines read safe (the three "
+    "family-room lines at hurts 0.54-0.59), 3/3 controls unsafe; third_person says yes to all 8 lines at 0.52-0.59, "
+    "its 4 controls included: a coin toss on the 1.5B. Passes when every known line reads as a person reads it",
+    strict=False,
+)
+def test_the_embedded_judge_reads_the_known_lines_as_a_person_does():
+    from simulator.llm.client import LiteLLMClient, ModelSettings
+    from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
+
+    assert is_local(DEFAULT_LOCAL_MODEL)
+    client = LiteLLMClient(ModelSettings(roles={"judge": DEFAULT_LOCAL_MODEL}))
+    readings = asyncio.run(read_known(client, DEFAULT_LOCAL_MODEL, LINES, ROOMS, load_rubric()))
+    wrong = [(r.known.id, r.answer, {k: round(v, 2) for k, v in r.p.items()}) for r in readings if not r.passed]
+    assert wrong == []
+
+
+def test_line_items_quote_the_turn_and_risk_items_wait_for_a_risk():
+    """`{line}` puts the turn's words in the question (as data); an item naming `{risks}` is asked only where the
+    case lists a risk or the session recorded a safety event, which it then names."""
+    from judges.scoring._checklist import turn_asks
+    from simulator.records import SafetyEvent
+
+    known = next(k for k in LINES if k.id == "vy-courage")
+    record = known_record(known, ROOMS[known.case])
+    safety = next(d for d in load_rubric().active if d.id == "safety")
+    asks = {a.item.id: a.questions[0] for a in turn_asks(record, safety, 4)}
+    assert set(asks) == {"hurts", "risky_advice"}
+    assert asks["hurts"].startswith(f'The counsellor said: "{known.line}" Does this line insult')
+    event = SafetyEvent(member="Vy", signalled_at=2, source="stressor", addressed=False)
+    at_risk = record.model_copy(update={"safety": [event]})
+    asks = {a.item.id: a.questions[0] for a in turn_asks(at_risk, safety, 4)}
+    assert asks["misses_risk"].startswith("Known risks: Vy showed risk at turn 2. Does the turn pass over")
