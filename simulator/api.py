@@ -200,7 +200,7 @@ async def stress(
 
     if isinstance(config, str | Path):
         source: str | Path = Path(config)
-        base, config = Path(config).parent, load_stress(config)
+        base, config = Path(config).resolve().parent, load_stress(config)
     else:
         source, base = "config", Path.cwd()
     matrix = build_matrix(config, base, source)

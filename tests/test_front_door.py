@@ -112,3 +112,34 @@ def test_front_door_is_small_and_unknown_names_fail():
 def test_front_door_does_not_import_the_cli():
     source = (Path(simulator.__file__).parent / "api.py").read_text(encoding="utf-8")
     assert "simulator.cli" not in source
+
+
+def test_run_unjudged_then_judge_run_then_open_run(tmp_path):
+    client = FakeModelClient(default=any_schema_reply(lines=CARD_LINES), yes=steady_yes)
+    out = tmp_path / "run"
+    summary = asyncio.run(simulator.run(["dana-and-theo"], "silent", client, out, seeds=[0, 1], turns=4, judge=False))
+    assert len(summary.completed) == 2
+    assert [j for _, j in simulator.judged_sessions(out)] == [None, None]
+    judged = asyncio.run(simulator.judge_run(out, client))
+    assert sorted(j.session_id for j in judged) == sorted(r.session_id for r in summary.completed)
+    assert all(j.status.value == "ok" and j.judge_mode == "checklist" for j in judged)
+    assert asyncio.run(simulator.judge_run(out, client)) == []  # judged once: nothing left to judge
+    folder = simulator.open_run(out)
+    assert isinstance(folder, simulator.RunFolder) and len(folder.results()) == 2
+    with pytest.raises(Exception, match="not a run folder"):
+        simulator.open_run(tmp_path / "nothing-here")
+
+
+def test_stress_from_a_config_path(tmp_path):
+    client = FakeModelClient(default=any_schema_reply(lines=CARD_LINES), yes=steady_yes)
+    path = tmp_path / "stress.yaml"
+    path.write_text(
+        "supporters: [scripted, silent]\ncases: [dana-and-theo]\nseeds: 0\nbaseline: true\nturns: 4\n", encoding="utf-8"
+    )
+    config = simulator.load_stress(path)
+    assert isinstance(config, simulator.StressConfig) and config.supporters == ["scripted", "silent"]
+    summary = asyncio.run(simulator.stress(path, client, tmp_path / "out"))
+    assert len(summary.run.completed) == 2 and not summary.run.failed and not summary.errors
+    assert summary.judged == 2
+    rows = simulator.leaderboard(tmp_path / "out").rows
+    assert sorted(r.supporter for r in rows) == ["scripted", "silent"] and all(r.scored == 1 for r in rows)
