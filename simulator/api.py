@@ -105,6 +105,7 @@ async def run(
     `out_dir` defaults to `runs/<case>-<supporter>-<hash>`; `judges` is a panel of judge models (default: the
     client's judge role). The summary lists finished and failed sessions and judging errors by session id."""
     from simulator.runner.runs import RunConfig, default_run_dir, run_sessions
+    from simulator.supporters import HumanSupporter, SupporterSpecError
 
     loaded = [c if not isinstance(c, str | Path) else load_case(c) for c in cases]
     models = {r: client.model_for(r) for r in ("member", "tracker", "judge")}  # type: ignore[arg-type]
@@ -119,6 +120,8 @@ async def run(
         judges=panel,
     )
     sup = supporter(supporter_spec, client)
+    if isinstance(sup, HumanSupporter):
+        raise SupporterSpecError("supporter_spec 'human': a person plays through `rescue-sim play`, not a run")
     hook = None
     if judge:
 

@@ -126,6 +126,8 @@ def test_run_unjudged_then_judge_run_then_open_run(tmp_path):
     assert asyncio.run(simulator.judge_run(out, client)) == []  # judged once: nothing left to judge
     folder = simulator.open_run(out)
     assert isinstance(folder, simulator.RunFolder) and len(folder.results()) == 2
+    with pytest.raises(Exception, match="rescue-sim play"):
+        asyncio.run(simulator.run(["dana-and-theo"], "human", client, tmp_path / "human"))
     with pytest.raises(Exception, match="not a run folder"):
         simulator.open_run(tmp_path / "nothing-here")
 
