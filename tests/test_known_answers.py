@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from judges.scoring import load_rubric
 from simulator.llm.fake import FakeModelClient
-from simulator.llm.types import is_local
 from tests._known_answers import known_record, load_known, read_known, summary
 
 ROOMS, LINES = load_known()
@@ -78,24 +75,6 @@ def test_the_harness_asks_what_judge_asks_and_reads_the_answers():
     assert summary(readings)[("safety", "not_ok")] == (1, 3)
     assert all(summary(readings)[k][0] == summary(readings)[k][1] for k in [("safety", "ok"), ("third_person", "yes")])
     assert len(client.calls) == 8 * 2 + 3 * 2 + 8  # every item asked once, nothing else
-
-
-@pytest.mark.embedded
-@pytest.mark.xfail(
-    reason="measured 2026-12-05 (tests/benchmarks/README.md, issue 43): 5/8 supportive lines read safe (the three "
-    "family-room lines at hurts 0.54-0.59), 3/3 controls unsafe; third_person says yes to all 8 lines at 0.52-0.59, "
-    "its 4 controls included: a coin toss on the 1.5B. Passes when every known line reads as a person reads it",
-    strict=False,
-)
-def test_the_embedded_judge_reads_the_known_lines_as_a_person_does():
-    from simulator.llm.client import LiteLLMClient, ModelSettings
-    from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
-
-    assert is_local(DEFAULT_LOCAL_MODEL)
-    client = LiteLLMClient(ModelSettings(roles={"judge": DEFAULT_LOCAL_MODEL}))
-    readings = asyncio.run(read_known(client, DEFAULT_LOCAL_MODEL, LINES, ROOMS, load_rubric()))
-    wrong = [(r.known.id, r.answer, {k: round(v, 2) for k, v in r.p.items()}) for r in readings if not r.passed]
-    assert wrong == []
 
 
 def test_line_items_quote_the_turn_and_risk_items_wait_for_a_risk():
