@@ -34,6 +34,7 @@ from simulator.fidelity import (
     grounding,
     reask_note,
     repeated_texts,
+    room_lexicon,
     session_language,
     softening_cause,
 )
@@ -512,7 +513,7 @@ async def member_turn(
                 instructions=_with_reask(speak_instructions, flags),
                 prefill=f'{speaker} (to {to}): "{start}',
                 stop=('"', "\n"),
-                avoid=repeated_texts(flags, turns),
+                avoid=(*repeated_texts(flags, turns), *room_lexicon().counsellor_avoid),
             ),
             role="member",
             max_tokens=72,

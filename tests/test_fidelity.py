@@ -17,6 +17,7 @@ from simulator.fidelity import (
     check_state,
     emotion_range,
     overlap,
+    room_lexicon,
     session_language,
 )
 from simulator.llm.fake import FakeModelClient, FakeReply
@@ -397,12 +398,16 @@ def test_a_repeated_line_is_reasked_with_the_earlier_line_to_avoid(case):
     )
     turn = play(client, case)
     assert turn.reasks[0].flags[0].turn == 1
-    # the repeated line first, then every other earlier line: kept from one, the model copied another
-    assert client.calls[4].prompt.avoid == () and client.calls[5].prompt.avoid == (repeat, EARLIER[1].text)
-    # other failures name nothing to avoid
+    # every line avoids the counsellor's stock phrases (issue 42); a re-asked repeat puts the repeated line first,
+    # then every other earlier line: kept from one, the model copied another
+    voice = room_lexicon().counsellor_avoid
+    assert voice and "I'm here for you" in voice
+    assert client.calls[4].prompt.avoid == voice
+    assert client.calls[5].prompt.avoid == (repeat, EARLIER[1].text, *voice)
+    # other failures name no earlier line to avoid
     client = FakeModelClient(replies=[*NEITHER, _state_reply(), FakeReply("I work all day and", "length"), "Fine."])
     play(client, case)
-    assert client.calls[5].prompt.avoid == ()
+    assert client.calls[5].prompt.avoid == voice
 
 
 def test_a_line_that_still_fails_is_accepted_and_flagged(case):

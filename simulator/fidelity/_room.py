@@ -61,6 +61,7 @@ class RoomLexicon:
     ungrounded_min_member_turns: int
     ungrounded_share: float
     counsellor_patterns: tuple[re.Pattern[str], ...] = ()
+    counsellor_avoid: tuple[str, ...] = ()  # what a member line's decoding may not say (Prompt.avoid)
 
 
 @functools.lru_cache(maxsize=1)
@@ -76,6 +77,7 @@ def room_lexicon() -> RoomLexicon:
         ungrounded_min_member_turns=int(room["ungrounded_min_member_turns"]),
         ungrounded_share=float(room["ungrounded_share"]),
         counsellor_patterns=tuple(re.compile(x) for x in data.get("counsellor_patterns") or ()),
+        counsellor_avoid=tuple(str(x) for x in data.get("counsellor_avoid") or ()),
     )
 
 
