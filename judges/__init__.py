@@ -4,6 +4,9 @@ metrics over relation states (no model), leaderboards with bootstrap CIs, and ju
 Imports only `personas` and simulator's records, model client types, transcript helpers and run folders.
 """
 
+# PyPI's `judges` is another project with this import name; `rescue-sim` checks this mark before it starts.
+__rescue_sim__ = True
+
 from judges.boards._leaderboard import DimensionSummary, Leaderboard, SupporterRow, build_leaderboard
 from judges.fidelity._audit import (
     FIDELITY_SCHEMA_VERSION,

@@ -76,9 +76,33 @@ def _register() -> None:
     _registered = True
 
 
+def check_own_judges() -> None:
+    """Exit 2 with one line when `import judges` is not rescue-sim's: PyPI's `judges` (an unrelated LLM-judge
+    library) has the same import name, and pip puts both distributions' files into one `site-packages/judges/`."""
+    try:
+        import judges
+    except ImportError as exc:
+        if exc.name != "judges":
+            raise  # rescue-sim's own judges failed to import: that traceback is the one to read
+        found, reason = None, "it is not installed"
+    else:
+        if getattr(judges, "__rescue_sim__", False):
+            return
+        found = getattr(judges, "__file__", None)
+        reason = "it is not rescue-sim's"
+    where = f" at {found}" if found else ""
+    typer.echo(
+        f"error: the `judges` package{where} cannot be used ({reason}); PyPI's `judges` shares rescue-sim's import "
+        "name: install rescue-sim in its own virtual environment",
+        err=True,
+    )
+    raise SystemExit(2)
+
+
 def main() -> None:
     from simulator.llm.tokenizers import use_shipped_tokenizers
 
+    check_own_judges()
     use_shipped_tokenizers()  # tiktoken reads the shipped files: nothing is fetched at run time
     _register()
     app()
