@@ -361,3 +361,13 @@ def test_the_questions_ask_only_what_the_rule_left_unflagged_and_record_failures
     client = FakeModelClient(yes=lambda call: RuntimeError("server down"))
     failed = asyncio.run(ask_room(rec, client, "fake/judge"))
     assert all(a.p_yes is None and a.failure == "server down" for a in failed) and len(failed) == 2
+
+
+def test_a_frequent_english_word_alone_does_not_ground_a_line_unless_the_card_quotes_it(dana):
+    """Issue 42's second held-out set: "especially" (in no other shipped card) made a generic line "grounded".
+    English's most frequent words never count alone; a word the card quotes as the case's own still does."""
+    nadia = resolve_case("nadia-and-craig")
+    generic = "It's been a struggle at times, especially since the company went through that thing."
+    assert read_line(generic, "Craig", ["Nadia"], nadia, []).grounded is None
+    quoted = read_line("Theo always says later, and later never comes.", "Dana", ["Theo"], dana, [])
+    assert quoted.grounded is not None and "later" in quoted.grounded  # Dana's trigger: "the word 'later'"

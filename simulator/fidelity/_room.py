@@ -4,7 +4,8 @@ member's own role, and does it re-say another speaker's line. Rules over words, 
 
 - grounded: the line carries a word specific to this case (a word of the card's problem, history, setting,
   backgrounds, needs and fears, triggers, softeners, private knowledge, agenda or viewpoints that at most
-  `room.max_other_cards` other shipped cards use; names, feeling words and conversation glue never count), or
+  `room.max_other_cards` other shipped cards use; names, feeling words, conversation glue and English's most
+  frequent words (`room.common_rank`: whole tokens among cl100k_base's first ranks) never count), or
   ITEM_WORDS content words of one item of the card (a sentence, a trigger, a secret), a
   person the card names by what they are to someone ("my father" where the card has a father), or a word of an
   earlier line of another member that the card grounds (answering what was said about the case).
@@ -39,6 +40,7 @@ from simulator.fidelity._text import (
     trigrams,
     words,
 )
+from simulator.llm.tokenizers import common_words
 from simulator.records import Turn
 
 # An echo by overlap needs this many shared word trigrams: on RESCUE's real lines, a short reply sharing two ("how
@@ -56,6 +58,7 @@ class RoomLexicon:
     generic: frozenset[str]
     person_groups: dict[str, str]  # word -> its group ("dad" -> "father")
     max_other_cards: int
+    common_rank: int
     echo_run: int
     min_content_words: int
     ungrounded_min_member_turns: int
@@ -72,6 +75,7 @@ def room_lexicon() -> RoomLexicon:
         generic=frozenset(str(w) for w in data["generic_words"]),
         person_groups={str(w): g for g, ws in data["person_words"].items() for w in ws},
         max_other_cards=int(room["max_other_cards"]),
+        common_rank=int(room["common_rank"]),
         echo_run=int(room["echo_run"]),
         min_content_words=int(room["min_content_words"]),
         ungrounded_min_member_turns=int(room["ungrounded_min_member_turns"]),
@@ -146,6 +150,7 @@ class CaseWords:
     specific: frozenset[str]
     persons: frozenset[str]  # person_words groups the card names (father, mother, ...)
     items: tuple[tuple[str, frozenset[str]], ...] = ()  # (the card's words, their content stems)
+    quoted: frozenset[str] = frozenset()  # words the card quotes: specific even where English uses them often
 
 
 def _card_key(case: Case) -> str:
@@ -156,7 +161,11 @@ def _card_key(case: Case) -> str:
 def _case_words(key: str) -> CaseWords:
     case = Case.model_validate_json(key)
     lex = room_lexicon()
-    mine = _stems(case)
+    quoted = {w for t in card_texts(case) for q in _QUOTED.findall(t) for w in words(q[0] or q[1])}
+    common = common_words(lex.common_rank) - quoted  # a word the card quotes is the case's own ("the word 'later'")
+    mine = frozenset(
+        stem(w) for t in card_texts(case) for w in content_words(t, case.member_names) if not _common(w, common)
+    )
     others = [s for cid, s in _library_stems().items() if cid != case.id]
     specific = frozenset(w for w in mine if sum(w in s for s in others) <= lex.max_other_cards)
     card = [w.removesuffix("'s") for t in card_texts(case) for w in words(t)]
@@ -166,17 +175,27 @@ def _case_words(key: str) -> CaseWords:
         for item in card_items(case)
         if len(stems := frozenset(stem(w) for w in content_words(item, case.member_names))) >= ITEM_WORDS
     )
-    return CaseWords(specific=specific, persons=persons, items=items)
+    return CaseWords(specific=specific, persons=persons, items=items, quoted=frozenset(quoted))
 
 
 def case_words(case: Case) -> CaseWords:
     return _case_words(_card_key(case))
 
 
+_QUOTED = re.compile(r"(?<![A-Za-z])['\u2018]([^'\u2019]+)['\u2019](?![A-Za-z])|[\"\u201c]([^\"\u201d]+)[\"\u201d]")
+
+
+def _common(word: str, common: frozenset[str]) -> bool:
+    return word.removesuffix("'s") in common
+
+
 def _card_grounded(text: str, case: Case) -> bool:
     cw = case_words(case)
-    mine = {stem(w) for w in content_words(text, case.member_names)}
-    return bool(mine & cw.specific) or any(len(mine & stems) >= ITEM_WORDS for _, stems in cw.items)
+    content = content_words(text, case.member_names)
+    common = common_words(room_lexicon().common_rank)
+    rare = {stem(w) for w in content if not _common(w, common) or w in cw.quoted}
+    mine = {stem(w) for w in content}
+    return bool(rare & cw.specific) or any(len(mine & stems) >= ITEM_WORDS for _, stems in cw.items)
 
 
 def grounding(text: str, speaker: str, case: Case, earlier: Sequence[Turn]) -> str | None:

@@ -18,11 +18,12 @@ never at import time. A folder the user named in either variable is kept: they c
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from pathlib import Path
 
-__all__ = ["ENCODINGS", "SHIPPED", "cache_key", "use_shipped_tokenizers"]
+__all__ = ["ENCODINGS", "SHIPPED", "cache_key", "common_words", "use_shipped_tokenizers"]
 
 SHIPPED = Path(__file__).resolve().parent / "tiktoken"
 # encoding -> the URL tiktoken reads it from and the sha256 it pins (tiktoken_ext/openai_public.py)
@@ -52,3 +53,23 @@ def use_shipped_tokenizers() -> Path:
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", chosen)
     os.environ.setdefault("CUSTOM_TIKTOKEN_CACHE_DIR", chosen)
     return Path(os.environ["TIKTOKEN_CACHE_DIR"])
+
+
+@functools.lru_cache(maxsize=4)
+def common_words(first: int) -> frozenset[str]:
+    """English's most frequent words, offline: the lower-case words that are whole tokens (with their leading
+    space) among the first `first` tokens of the shipped `cl100k_base`. A BPE vocabulary is learned merge by merge
+    in order of frequency, so a low rank means a frequent word ("true" 837, "especially" 5423; "mortgage" 21515,
+    "naloxone" three tokens)."""
+    import base64
+
+    path = SHIPPED / cache_key(ENCODINGS["cl100k_base"][0])
+    out: set[str] = set()
+    for line in path.read_bytes().splitlines():
+        token, rank = line.split()
+        if int(rank) >= first:
+            continue
+        text = base64.b64decode(token)
+        if text[:1] == b" " and text[1:].isalpha() and text[1:].islower():
+            out.add(text[1:].decode("ascii", "ignore"))
+    return frozenset(out)
