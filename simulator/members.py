@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import yaml
@@ -358,6 +359,253 @@ def _allowed(allow: Collection[FidelityCheck], flags: list[FidelityFlag]) -> lis
     return [f for f in flags if f.check not in allow]
 
 
+@dataclass(frozen=True)
+class _TurnBrief:
+    """What one member turn knows: the room so far, who speaks to whom, and the directions it was given. Passed
+    to each step of `member_turn`, so the steps read as plain functions rather than closures over its locals."""
+
+    client: ModelClient
+    case: Case
+    turns: Sequence[Turn]
+    speaker: str
+    addressees: Sequence[str]
+    seed: int
+    directive: str | None
+    allow: Collection[FidelityCheck]
+    said_if: Sequence[str]
+    opening: str | None
+    beat: Beat | None
+    previous: InnerState  # the speaker's latest self-report, or the card's baseline
+    context: str  # the shared prefix every member prompt starts with
+    sheet: str  # this member's private persona sheet
+    language: str  # the session's language
+
+    @property
+    def said(self) -> Turn | None:
+        """The counsellor turn this member answers, when the counsellor spoke last."""
+        last = self.turns[-1] if self.turns else None
+        return last if last is not None and last.kind == "supporter" and last.text else None
+
+    @property
+    def others(self) -> str:
+        return ", ".join(n for n in self.case.member_names if n != self.speaker)
+
+    @property
+    def to(self) -> str:
+        return ", ".join(self.addressees)
+
+    def direction(self, directive: str) -> str:
+        """A stage direction for the end of a prompt, nearest the reply: placed in the sheet, small models let the
+        instructions after it (speak about your own side, in English, to whoever the floor chose) override it."""
+        return "\n\n" + render_prompt("member_directive", name=self.speaker, directive=directive)
+
+
+async def _read_counsellor(brief: _TurnBrief, said: Turn) -> tuple[list[Completion], str, dict[str, bool]]:
+    """What the counsellor's words did to the speaker (APPRAISALS asked in order: blamed, else understood, else
+    missed), and whether each other member felt blamed by them too: a line that blames one member may be
+    answered by the member it sided with, who was not blamed. Returns the appraisal calls, the reading and who
+    felt blamed."""
+    appraisals: list[Completion] = []
+    reading = None
+    for question, meaning in APPRAISALS.items():
+        appraisals.append(await appraise(brief.client, question, said, brief.speaker, brief.case.member_names))
+        if is_yes(appraisals[-1].text):
+            reading = meaning
+            break
+    reading = reading or "missed"
+    felt_blamed = {brief.speaker: reading == "set_off"}
+    for name in brief.case.member_names:
+        if name != brief.speaker:
+            appraisals.append(await appraise(brief.client, "blamed", said, name, brief.case.member_names))
+            felt_blamed[name] = is_yes(appraisals[-1].text)
+    return appraisals, reading, felt_blamed
+
+
+def _state_instructions(brief: _TurnBrief, schema: type[BaseModel], reading: str | None, can_soften: bool) -> str:
+    """The self-report's instructions: the sheet, the step (what the counsellor's words did, when it just spoke)
+    with the moves on offer, then the stage direction."""
+    cue_rule = (
+        'cue = the counsellor\'s words that did something from the "What can soften" list, or "" '
+        "(soften and repair_attempt need one);"
+        if "cue" in schema.model_fields  # the schema decides whether a cue is asked
+        else ""
+    )
+    moves = ", ".join(move_menu(can_soften, brief.seed + len(brief.turns)))
+    said = brief.said
+    if said is None:
+        step = render_prompt(
+            "member_state",
+            name=brief.speaker,
+            last_line=last_line(brief.turns),
+            others=brief.others,
+            cue_rule=cue_rule,
+            moves=moves,
+        )
+    else:  # the counsellor just spoke: what its words did to this person decides the step
+        step = render_prompt(
+            "member_state_counsellor",
+            name=brief.speaker,
+            addressees=", ".join(said.addressees) or "the room",
+            said=said.text,
+            verdict=_appraisal()["verdicts"][reading].format(name=brief.speaker),
+            reading=reading,
+            intensity=brief.previous.intensity,
+            heard=brief.previous.felt_heard,
+            others=brief.others,
+            cue_rule=cue_rule,
+            moves=moves,
+        )
+    return brief.sheet + "\n\n" + step + (brief.direction(brief.directive) if brief.directive else "")
+
+
+async def _ask_state(
+    brief: _TurnBrief, instructions: str, schema: type[BaseModel], attempt: int, flags: Sequence[FidelityFlag]
+) -> Completion:
+    """One try at the self-report, as structured output; a re-ask carries the reasons and a fresh seed."""
+    return await brief.client.complete(
+        Prompt(context=brief.context, instructions=_with_reask(instructions, flags)),
+        role="member",
+        schema=schema,
+        max_tokens=300,
+        temperature=0.7,
+        seed=brief.seed + RESEED * attempt,
+    )
+
+
+def _check_state_reply(brief: _TurnBrief, schema: type[BaseModel], c: Completion) -> list[FidelityFlag]:
+    r = c.parsed
+    flags = check_state(
+        {k: getattr(r, k, "") for k in ("landed", "cue", "emotion", "reason")},
+        intensity=r.intensity,
+        move=r.move,
+        speaker=brief.speaker,
+        turns=brief.turns,
+        language=brief.language,
+        word_caps=_word_caps(schema),
+        reading=getattr(r, "reading", None),
+    )
+    return _allowed(brief.allow, flags)
+
+
+async def _self_report(
+    brief: _TurnBrief, reading: str | None
+) -> tuple[Completion, list[FidelityFlag], list[Reask], InnerState]:
+    """Steps (1)+(2): the self-report with a move, checked and re-asked; its state moved at least as far as the
+    reading says and softened no further than earned. Returns the call kept, its flags, the re-asks and the state."""
+    can_soften = softening_cause(brief.turns, brief.speaker) is not None and reading != "set_off"
+    schema = state_schema(brief.case, brief.speaker, can_soften=can_soften, reading=reading)
+    instructions = _state_instructions(brief, schema, reading, can_soften)
+    ask = functools.partial(_ask_state, brief, instructions, schema)
+    check = functools.partial(_check_state_reply, brief, schema)
+    state_call, state_flags, reasks = await _attempts("state", ask, check)
+    reply, previous = state_call.parsed, brief.previous
+    proposed = InnerState(
+        landed=reply.landed,
+        emotion=reply.emotion,
+        intensity=reply.intensity,
+        felt_heard=getattr(reply, "felt_heard", previous.felt_heard),
+        toward=[Feeling(member=f.member, warmth=f.warmth, tension=f.tension) for f in reply.toward],
+        reason=reply.reason,
+    )
+    if reading:
+        proposed = follow_reading(previous, proposed, reading)
+    unearned = any(f.check == FidelityCheck.UNEARNED_SOFTENING for f in state_flags)
+    inner = guard_softening(previous, proposed, 0.0 if unearned else MAX_SOFTEN_STEP)
+    return state_call, state_flags, reasks, inner
+
+
+def _speak_instructions(brief: _TurnBrief, inner: InnerState, move: str) -> str:
+    """The line's instructions: the sheet, how the member feels and the move it picked, then the stage direction,
+    or the director's beat when no stressor directs the turn."""
+    if brief.beat is not None and not brief.directive:
+        direction = brief.direction(beat_direction(brief.beat, brief.speaker, brief.addressees))
+    else:
+        direction = brief.direction(brief.directive) if brief.directive else ""
+    speak = render_prompt(
+        "member_speak",
+        name=brief.speaker,
+        emotion=inner.emotion,
+        intensity=inner.intensity,
+        landed=inner.landed or "-",
+        move=move,
+        addressee=brief.to,
+        language=LANGUAGE_NAMES.get(brief.language, brief.language),
+    )
+    return brief.sheet + "\n\n" + speak + direction
+
+
+async def _ask_line(
+    brief: _TurnBrief, instructions: str, line_tries: int, attempt: int, flags: Sequence[FidelityFlag]
+) -> Completion:
+    """One try at the line, continuing a prefill; the last re-ask of a directed line that left the direction out
+    begins with the stressor's own words (`opening`). An empty line is a model error."""
+    start = ""
+    if brief.opening and attempt == line_tries and any(f.check == FidelityCheck.DIRECTION_IGNORED for f in flags):
+        start = brief.opening.strip() + " "
+    call = await brief.client.complete(
+        Prompt(
+            context=brief.context,
+            instructions=_with_reask(instructions, flags),
+            prefill=f'{brief.speaker} (to {brief.to}): "{start}',
+            stop=('"', "\n"),
+            avoid=(*repeated_texts(flags, brief.turns), *room_lexicon().counsellor_avoid),
+        ),
+        role="member",
+        max_tokens=72,
+        temperature=0.8,
+        seed=brief.seed + 1 + RESEED * attempt,
+    )
+    if not clean_utterance(call.text):
+        raise ModelError(call.call.model, f"{brief.speaker}'s line came back empty")
+    return call.model_copy(update={"text": start + call.text}) if start else call
+
+
+def _check_spoken_line(brief: _TurnBrief, c: Completion) -> list[FidelityFlag]:
+    """The fidelity checks on a line, plus: a beat's line must bring up something of the case (`ungrounded`), a
+    directed line must say one of `said_if` (`direction_ignored`)."""
+    text, speaker = clean_utterance(c.text), brief.speaker
+    flags = check_line(
+        text,
+        speaker=speaker,
+        case=brief.case,
+        turns=brief.turns,
+        addressees=brief.addressees,
+        language=brief.language,
+        finish_reason=c.call.finish_reason,
+    )
+    if brief.beat is not None and not brief.directive and grounding(text, speaker, brief.case, brief.turns) is None:
+        about = ", ".join(brief.beat.words[:4]) or brief.beat.text[:80]
+        flags.append(
+            FidelityFlag(
+                check=FidelityCheck.UNGROUNDED,
+                detail=f"the line brings up nothing of {speaker}'s own situation; bring up {about} in "
+                f"{speaker}'s own words",
+                evidence=text[:120],
+            )
+        )
+    if brief.directive and brief.said_if and said_phrase(brief.said_if, text) is None:
+        examples = "; ".join(f'"{w}"' for w in brief.said_if[:4])
+        flags.append(
+            FidelityFlag(
+                check=FidelityCheck.DIRECTION_IGNORED,
+                detail=f"the line leaves out the stage direction; say it plainly in this line, in words such as "
+                f"{examples}",
+                evidence=text[:120],
+            )
+        )
+    return _allowed(brief.allow, flags)
+
+
+async def _draw_line(
+    brief: _TurnBrief, inner: InnerState, move: str
+) -> tuple[Completion, list[FidelityFlag], list[Reask]]:
+    """Step (3): the line, checked and re-asked (more often for a directed line that must carry its wordings)."""
+    line_tries = DIRECTED_REASKS if brief.directive and brief.said_if else REASKS
+    ask = functools.partial(_ask_line, brief, _speak_instructions(brief, inner, move), line_tries)
+    check = functools.partial(_check_spoken_line, brief)
+    return await _attempts("line", ask, check, line_tries)
+
+
 async def member_turn(
     client: ModelClient,
     case: Case,
@@ -389,174 +637,29 @@ async def member_turn(
     """
     member = case.member(speaker)
     previous = current_state(case, speaker, turns)
-    context = shared_context(case, turns, window)
-    sheet = member_sheet(member, previous)
-    # a stage direction goes last, nearest the reply: placed in the sheet, small models let the instructions
-    # after it (speak about your own side, in English, to whoever the floor chose) override it
-    direction = "\n\n" + render_prompt("member_directive", name=speaker, directive=directive) if directive else ""
-    others = ", ".join(n for n in case.member_names if n != speaker)
-    language = session_language(case)
-    said = turns[-1] if turns and turns[-1].kind == "supporter" and turns[-1].text else None
-    appraisals: list[Completion] = []
-    reading = None  # what the counsellor's words did, from the appraisals: blamed, else understood, else neither
-    felt_blamed: dict[str, bool] = {}
-    if said is not None:
-        for question, meaning in APPRAISALS.items():
-            appraisals.append(await appraise(client, question, said, speaker, case.member_names))
-            if is_yes(appraisals[-1].text):
-                reading = meaning
-                break
-        reading = reading or "missed"
-        felt_blamed[speaker] = reading == "set_off"
-        for name in case.member_names:  # the others heard it too: a line that blames one member may be answered
-            if name != speaker:  # by the member it sided with, who was not blamed
-                appraisals.append(await appraise(client, "blamed", said, name, case.member_names))
-                felt_blamed[name] = is_yes(appraisals[-1].text)
-    can_soften = softening_cause(turns, speaker) is not None and reading != "set_off"
-    schema = state_schema(case, speaker, can_soften=can_soften, reading=reading)
-    cue_rule = (
-        'cue = the counsellor\'s words that did something from the "What can soften" list, or "" '
-        "(soften and repair_attempt need one);"
-        if "cue" in schema.model_fields  # the schema decides whether a cue is asked
-        else ""
+    brief = _TurnBrief(
+        client=client,
+        case=case,
+        turns=turns,
+        speaker=speaker,
+        addressees=addressees,
+        seed=seed,
+        directive=directive,
+        allow=allow,
+        said_if=said_if,
+        opening=opening,
+        beat=beat,
+        previous=previous,
+        context=shared_context(case, turns, window),
+        sheet=member_sheet(member, previous),
+        language=session_language(case),
     )
-    moves = ", ".join(move_menu(can_soften, seed + len(turns)))
-    if said is None:
-        step = render_prompt(
-            "member_state", name=speaker, last_line=last_line(turns), others=others, cue_rule=cue_rule, moves=moves
-        )
-    else:  # the counsellor just spoke: what its words did to this person decides the step
-        step = render_prompt(
-            "member_state_counsellor",
-            name=speaker,
-            addressees=", ".join(said.addressees) or "the room",
-            said=said.text,
-            verdict=_appraisal()["verdicts"][reading].format(name=speaker),
-            reading=reading,
-            intensity=previous.intensity,
-            heard=previous.felt_heard,
-            others=others,
-            cue_rule=cue_rule,
-            moves=moves,
-        )
-    state_instructions = sheet + "\n\n" + step + direction
-
-    async def ask_state(attempt: int, flags: Sequence[FidelityFlag]) -> Completion:
-        return await client.complete(
-            Prompt(context=context, instructions=_with_reask(state_instructions, flags)),
-            role="member",
-            schema=schema,
-            max_tokens=300,
-            temperature=0.7,
-            seed=seed + RESEED * attempt,
-        )
-
-    def check_reply(c: Completion) -> list[FidelityFlag]:
-        r = c.parsed
-        flags = check_state(
-            {k: getattr(r, k, "") for k in ("landed", "cue", "emotion", "reason")},
-            intensity=r.intensity,
-            move=r.move,
-            speaker=speaker,
-            turns=turns,
-            language=language,
-            word_caps=_word_caps(schema),
-            reading=getattr(r, "reading", None),
-        )
-        return _allowed(allow, flags)
-
-    state_call, state_flags, reasks = await _attempts("state", ask_state, check_reply)
+    appraisals, reading, felt_blamed = [], None, {}
+    if brief.said is not None:
+        appraisals, reading, felt_blamed = await _read_counsellor(brief, brief.said)
+    state_call, state_flags, reasks, inner = await _self_report(brief, reading)
     reply = state_call.parsed
-    move, cue = reply.move, getattr(reply, "cue", "")
-    proposed = InnerState(
-        landed=reply.landed,
-        emotion=reply.emotion,
-        intensity=reply.intensity,
-        felt_heard=getattr(reply, "felt_heard", previous.felt_heard),
-        toward=[Feeling(member=f.member, warmth=f.warmth, tension=f.tension) for f in reply.toward],
-        reason=reply.reason,
-    )
-    if reading:
-        proposed = follow_reading(previous, proposed, reading)
-    unearned = any(f.check == FidelityCheck.UNEARNED_SOFTENING for f in state_flags)
-    inner = guard_softening(previous, proposed, 0.0 if unearned else MAX_SOFTEN_STEP)
-    to = ", ".join(addressees)
-    if beat is not None and not directive:
-        direction = "\n\n" + render_prompt(
-            "member_directive", name=speaker, directive=beat_direction(beat, speaker, addressees)
-        )
-    speak_instructions = (
-        sheet
-        + "\n\n"
-        + render_prompt(
-            "member_speak",
-            name=speaker,
-            emotion=inner.emotion,
-            intensity=inner.intensity,
-            landed=inner.landed or "-",
-            move=move,
-            addressee=to,
-            language=LANGUAGE_NAMES.get(language, language),
-        )
-        + direction
-    )
-
-    line_tries = DIRECTED_REASKS if directive and said_if else REASKS
-
-    async def ask_line(attempt: int, flags: Sequence[FidelityFlag]) -> Completion:
-        start = ""
-        if opening and attempt == line_tries and any(f.check == FidelityCheck.DIRECTION_IGNORED for f in flags):
-            start = opening.strip() + " "  # the last try: the line begins with the stressor's own words
-        call = await client.complete(
-            Prompt(
-                context=context,
-                instructions=_with_reask(speak_instructions, flags),
-                prefill=f'{speaker} (to {to}): "{start}',
-                stop=('"', "\n"),
-                avoid=(*repeated_texts(flags, turns), *room_lexicon().counsellor_avoid),
-            ),
-            role="member",
-            max_tokens=72,
-            temperature=0.8,
-            seed=seed + 1 + RESEED * attempt,
-        )
-        if not clean_utterance(call.text):
-            raise ModelError(call.call.model, f"{speaker}'s line came back empty")
-        return call.model_copy(update={"text": start + call.text}) if start else call
-
-    def check_text(c: Completion) -> list[FidelityFlag]:
-        flags = check_line(
-            clean_utterance(c.text),
-            speaker=speaker,
-            case=case,
-            turns=turns,
-            addressees=addressees,
-            language=language,
-            finish_reason=c.call.finish_reason,
-        )
-        if beat is not None and not directive and grounding(clean_utterance(c.text), speaker, case, turns) is None:
-            about = ", ".join(beat.words[:4]) or beat.text[:80]
-            flags.append(
-                FidelityFlag(
-                    check=FidelityCheck.UNGROUNDED,
-                    detail=f"the line brings up nothing of {speaker}'s own situation; bring up {about} in "
-                    f"{speaker}'s own words",
-                    evidence=clean_utterance(c.text)[:120],
-                )
-            )
-        if directive and said_if and said_phrase(said_if, clean_utterance(c.text)) is None:
-            examples = "; ".join(f'"{w}"' for w in said_if[:4])
-            flags.append(
-                FidelityFlag(
-                    check=FidelityCheck.DIRECTION_IGNORED,
-                    detail=f"the line leaves out the stage direction; say it plainly in this line, in words such as "
-                    f"{examples}",
-                    evidence=clean_utterance(c.text)[:120],
-                )
-            )
-        return _allowed(allow, flags)
-
-    speak_call, line_flags, line_reasks = await _attempts("line", ask_line, check_text, line_tries)
+    speak_call, line_flags, line_reasks = await _draw_line(brief, inner, reply.move)
     return Turn(
         index=len(turns) + 1,
         speaker=speaker,
@@ -567,8 +670,8 @@ async def member_turn(
         directive=directive,
         beat=beat if not directive else None,
         calls=[*(a.call for a in appraisals), state_call.call, speak_call.call],
-        move=move,
-        cue=cue,
+        move=reply.move,
+        cue=getattr(reply, "cue", ""),
         reading=getattr(reply, "reading", None),
         felt_blamed=felt_blamed,
         flags=state_flags + line_flags,

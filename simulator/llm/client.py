@@ -9,6 +9,7 @@ seconds, and commands that never call a model should not pay for it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import json
@@ -18,6 +19,7 @@ import os
 import random
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +95,21 @@ class _Attempt:
     top_logprobs: dict[str, float] | None = None  # the first reply token's alternatives, when asked and given
 
 
+@dataclass
+class _Stopwatch:
+    """Seconds spent inside `running()` blocks, summed: a call's model time over its retries, failed ones too."""
+
+    seconds: float = 0.0
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds += time.perf_counter() - began
+
+
 class ModelSettings(BaseModel):
     """Which model plays which role, and how calls are made. Built by the CLI from flags and RESCUE_SIM_* vars."""
 
@@ -165,7 +182,7 @@ class LiteLLMClient:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the cost map online
             # `openai/` and the OpenAI-compatible providers through litellm's own HTTP handler, not the openai SDK:
             # the same request body (provider_config.transform_request on both), a third less CPU per call; and no
-            # hidden SDK retries (2 by default) under `_call`'s own. "false" in the environment keeps the SDK.
+            # hidden SDK retries (2 by default) under `_send`'s own. "false" in the environment keeps the SDK.
             os.environ.setdefault("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", "true")
             use_shipped_tokenizers()  # litellm loads cl100k_base on import: from the shipped file, never fetched
             import litellm
@@ -456,19 +473,79 @@ class LiteLLMClient:
     async def _call(
         self, model: str, messages: list[dict[str, str]], params: dict[str, Any], schema: dict | None, role: str
     ) -> _Attempt:
-        """One logical call with retries for provider errors and timeouts."""
+        """One logical call: replayed from the cache when it holds the answer, else sent with retries for provider
+        errors and timeouts, accounted (tokens, cost) and cached."""
         key = self._key(model, messages, params, schema) if self._cache is not None else ""
-        if self._cache is not None and (hit := self._cache.get(key)) is not None:
-            if (watch := progress.start(role, model)) is not None:  # a watcher counts replayed calls too
-                watch.finish()
-            finish = hit.get("finish_reason")
-            return _Attempt(
-                hit["text"], Usage(**hit["usage"]), hit.get("cost"), 0, 0.0, True, finish, hit.get("top_logprobs")
+        if (replayed := self._replayed(key, model, role)) is not None:
+            return replayed
+        sender, endpoint = self._sender(model)
+        kwargs = self._request(model, messages, params, schema, endpoint)
+        watch = progress.start(role, model)  # None unless a live view is watching
+        try:
+            response, attempt, seconds = await self._send(sender, model, kwargs, watch)
+        except BaseException:
+            if watch is not None:
+                watch.finish(failed=True)
+            raise
+        text = response.choices[0].message.content or ""
+        finish = getattr(response.choices[0], "finish_reason", None)
+        usage = _usage(response)
+        cost = self._cost(model, response, usage, lean=endpoint is not None)
+        if watch is not None:
+            watch.finish(
+                prompt_tokens=usage.prompt_tokens,
+                prompt_done=usage.prompt_tokens,
+                cached_tokens=usage.cached_prompt_tokens,
+                completion_tokens=usage.completion_tokens,
             )
+        tops = _first_token_logprobs(response.choices[0]) if params.get("logprobs") else None
+        out = _Attempt(text, usage, cost, attempt, seconds, False, finish, tops)
+        self._remember(key, out)
+        return out
+
+    def _replayed(self, key: str, model: str, role: str) -> _Attempt | None:
+        """The cached answer under `key`, as an attempt that took no time, or None (no cache, or not cached)."""
+        if self._cache is None or (hit := self._cache.get(key)) is None:
+            return None
+        if (watch := progress.start(role, model)) is not None:  # a watcher counts replayed calls too
+            watch.finish()
+        finish = hit.get("finish_reason")
+        return _Attempt(
+            hit["text"], Usage(**hit["usage"]), hit.get("cost"), 0, 0.0, True, finish, hit.get("top_logprobs")
+        )
+
+    def _remember(self, key: str, out: _Attempt) -> None:
+        """Cache an answer for `_replayed`: what it said and cost, not how long it took or how often it was tried."""
+        if self._cache is None:
+            return
+        entry = {
+            "text": out.text,
+            "usage": out.usage.model_dump(),
+            "cost": out.cost,
+            "finish_reason": out.finish_reason,
+        }
+        if out.top_logprobs is not None:
+            entry["top_logprobs"] = out.top_logprobs
+        self._cache.put(key, entry)
+
+    def _sender(self, model: str) -> tuple[Any, tuple[str, str] | None]:
+        """Who sends the request (the lean HTTP path, litellm's translation over our pool, or litellm itself), and
+        the lean path's (api_base, api_key) when it is the lean path."""
         endpoint = self._direct(model)
-        direct = self._http if endpoint is not None else None
-        lib = self._lib() if direct is None else None
-        sender = direct or self._translated(model) or lib
+        if endpoint is not None:
+            return self._http, endpoint
+        lib = self._lib()
+        return self._translated(model) or lib, None
+
+    def _request(
+        self,
+        model: str,
+        messages: list[dict[str, str]],
+        params: dict[str, Any],
+        schema: dict | None,
+        endpoint: tuple[str, str] | None,
+    ) -> dict[str, Any]:
+        """The keyword arguments of the request: the call's params in the provider's terms, and where it goes."""
         kwargs: dict[str, Any] = {
             "model": model,
             "messages": messages,
@@ -485,83 +562,54 @@ class LiteLLMClient:
             kwargs["logprobs"], kwargs["top_logprobs"] = True, params["logprobs"]
         if params.get("avoid") and is_local(model):  # a hosted API would reject the argument
             kwargs["avoid_texts"] = params["avoid"]
-        if schema is not None and self._wants_schema(model, lean=direct is not None):
+        if schema is not None and self._wants_schema(model, lean=endpoint is not None):
             kwargs["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
         if model in self.settings.api_bases:
             kwargs["api_base"] = self.settings.api_bases[model]
             kwargs.setdefault("api_key", os.environ.get("RESCUE_SIM_ENDPOINT_KEY", "none"))
         elif endpoint is not None:  # `openai/` at OPENAI_BASE_URL / OPENAI_API_BASE, with litellm's key lookup
             kwargs["api_base"], kwargs["api_key"] = endpoint
-        attempt, seconds = 0, 0.0
-        watch = progress.start(role, model)  # None unless a live view is watching
-        try:
-            while True:
-                attempt += 1
-                try:
-                    async with self._semaphore(model):
-                        began = time.perf_counter()  # model time only: waiting for a concurrency slot is not latency
-                        try:
-                            with progress.in_flight(watch):
-                                response = await asyncio.wait_for(
-                                    sender.acompletion(**kwargs), timeout=self.settings.timeout_s * 1.05 + 0.5
-                                )
-                        finally:
-                            seconds += time.perf_counter() - began
-                    break
-                except asyncio.TimeoutError:  # noqa: UP041
-                    reason = f"timed out after {self.settings.timeout_s:.0f}s"
-                except Exception as err:  # noqa: BLE001 - classified by litellm's exception names below
-                    name = type(err).__name__
-                    if name in _CONFIG:
-                        raise ModelConfigError(f"model {model!r}: {name}: {_one_line(err)}") from None
-                    if name == "BadRequestError" and "LLM Provider NOT provided" in str(err):
-                        raise ModelConfigError(
-                            f"unknown model {model!r}; use provider/model, e.g. openai/gpt-4o-mini"
-                        ) from None
-                    if name not in _RETRYABLE:
-                        raise ModelError(model, f"{name}: {_one_line(err)}", attempts=attempt) from None
-                    reason = f"{name}: {_one_line(err)}"
-                if attempt > self.settings.max_retries:
-                    raise ModelError(model, f"failed after {attempt} attempts: {reason}", attempts=attempt)
-                await asyncio.sleep(min(30.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random()))
-        except BaseException:
-            if watch is not None:
-                watch.finish(failed=True)
-            raise
-        text = response.choices[0].message.content or ""
-        finish = getattr(response.choices[0], "finish_reason", None)
-        u = getattr(response, "usage", None)
-        details = getattr(u, "prompt_tokens_details", None)
-        usage = Usage(
-            prompt_tokens=getattr(u, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(u, "completion_tokens", 0) or 0,
-            cached_prompt_tokens=getattr(details, "cached_tokens", 0) or 0,
-        )
+        return kwargs
+
+    async def _send(self, sender: Any, model: str, kwargs: dict[str, Any], watch: Any) -> tuple[Any, int, float]:
+        """The request, retried with backoff on rate limits, timeouts and server errors (`max_retries` times).
+        Returns the response, the attempts it took and the seconds the model spent on them."""
+        clock = _Stopwatch()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await self._send_once(sender, model, kwargs, watch, clock), attempt, clock.seconds
+            except asyncio.TimeoutError:  # noqa: UP041
+                reason = f"timed out after {self.settings.timeout_s:.0f}s"
+            except Exception as err:  # noqa: BLE001 - classified by litellm's exception names
+                reason = _retry_reason(model, err, attempt)
+            if attempt > self.settings.max_retries:
+                raise ModelError(model, f"failed after {attempt} attempts: {reason}", attempts=attempt)
+            await asyncio.sleep(min(30.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random()))
+
+    async def _send_once(self, sender: Any, model: str, kwargs: dict[str, Any], watch: Any, clock: _Stopwatch) -> Any:
+        """One request under the provider's concurrency limit, timed out a little after the provider's own
+        timeout. `clock` counts model time only: waiting for a concurrency slot is not latency."""
+        async with self._semaphore(model):
+            with clock.running(), progress.in_flight(watch):
+                return await asyncio.wait_for(
+                    sender.acompletion(**kwargs), timeout=self.settings.timeout_s * 1.05 + 0.5
+                )
+
+    def _cost(self, model: str, response: Any, usage: Usage, *, lean: bool) -> float | None:
+        """The call's cost in USD: nothing for the embedded model, litellm's price map for `openai/` on the lean
+        path (what litellm's response_cost is for these models), else litellm's own response_cost."""
         if is_local(model):
-            cost = 0.0
-        elif direct is not None and provider_of(model) == "openai":
-            cost = self._price_memo().cost(  # what litellm's response_cost is for these models
+            return 0.0
+        if lean and provider_of(model) == "openai":
+            return self._price_memo().cost(
                 model,
                 prompt_tokens=usage.prompt_tokens,
                 completion_tokens=usage.completion_tokens,
                 cache_read_input_tokens=usage.cached_prompt_tokens,
             )
-        else:
-            cost = (response._hidden_params or {}).get("response_cost")
-        if watch is not None:
-            watch.finish(
-                prompt_tokens=usage.prompt_tokens,
-                prompt_done=usage.prompt_tokens,
-                cached_tokens=usage.cached_prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-            )
-        tops = _first_token_logprobs(response.choices[0]) if params.get("logprobs") else None
-        if self._cache is not None:
-            entry = {"text": text, "usage": usage.model_dump(), "cost": cost, "finish_reason": finish}
-            if tops is not None:
-                entry["top_logprobs"] = tops
-            self._cache.put(key, entry)
-        return _Attempt(text, usage, cost, attempt, seconds, False, finish, tops)
+        return (response._hidden_params or {}).get("response_cost")
 
     def _direct(self, model: str) -> tuple[str, str] | None:
         """The lean HTTP path's (api_base, api_key) for an OpenAI-compatible endpoint at a known URL: the
@@ -572,7 +620,7 @@ class LiteLLMClient:
             return None
         provider = provider_of(model)
         if model in self.settings.api_bases:
-            return ("", "") if provider in DIRECT_PROVIDERS else None  # `_call` fills base and key from settings
+            return ("", "") if provider in DIRECT_PROVIDERS else None  # `_request` fills base and key from settings
         if provider != "openai":
             return None
         base = env_endpoint(provider)
@@ -630,6 +678,30 @@ def _wants_response_format(lib: Any, model: str) -> bool:
 
 def _get(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def _usage(response: Any) -> Usage:
+    """A response's token counts; a provider that reports none counts as zero."""
+    u = getattr(response, "usage", None)
+    details = getattr(u, "prompt_tokens_details", None)
+    return Usage(
+        prompt_tokens=getattr(u, "prompt_tokens", 0) or 0,
+        completion_tokens=getattr(u, "completion_tokens", 0) or 0,
+        cached_prompt_tokens=getattr(details, "cached_tokens", 0) or 0,
+    )
+
+
+def _retry_reason(model: str, err: Exception, attempt: int) -> str:
+    """Why a failed request may be retried, in one line; raises for an error no retry can mend (a wrong key or
+    model: ModelConfigError; anything not in _RETRYABLE: ModelError)."""
+    name = type(err).__name__
+    if name in _CONFIG:
+        raise ModelConfigError(f"model {model!r}: {name}: {_one_line(err)}") from None
+    if name == "BadRequestError" and "LLM Provider NOT provided" in str(err):
+        raise ModelConfigError(f"unknown model {model!r}; use provider/model, e.g. openai/gpt-4o-mini") from None
+    if name not in _RETRYABLE:
+        raise ModelError(model, f"{name}: {_one_line(err)}", attempts=attempt) from None
+    return f"{name}: {_one_line(err)}"
 
 
 def _first_token_logprobs(choice: Any) -> dict[str, float] | None:

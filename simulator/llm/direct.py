@@ -149,7 +149,7 @@ class DirectOpenAI:
         self, url: str, body: str, headers: dict[str, str], timeout: float
     ) -> tuple[int, bytes, dict[str, str]]:
         """POST one JSON body over the pool: (status, body bytes, reply headers). A broken connection is
-        APIConnectionError; a timeout propagates (`_call` reports it as a timeout)."""
+        APIConnectionError; a timeout propagates (`LiteLLMClient._send` reports it as a timeout)."""
         import aiohttp
 
         session = await self._session()
