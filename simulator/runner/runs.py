@@ -201,6 +201,192 @@ def specs_manifest(specs: list[SessionSpec]) -> dict[str, Any]:
     return {"kind": "specs", "sessions": len(specs), "specs_hash": digest.hexdigest()[:16]}
 
 
+def _check_specs(specs: list[SessionSpec], concurrency: int, human_input: HumanInput | None) -> None:
+    """Refuse what cannot run before a folder is touched: no concurrency, two specs with one id, a human in parallel."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    ids = [s.session_id for s in specs]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise ValueError(f"two specs share the session id {dup!r}")
+    if human_input is not None and concurrency != 1:
+        raise ValueError("a human supporter runs one session at a time (concurrency 1)")
+
+
+@dataclass
+class _RunLedger:
+    """One run's moving parts, kept while it runs: the folder, the metered client, the live totals, the summary and
+    the stop signal. Its methods are the hooks the executors call back (`hooks()`); each keeps these in step."""
+
+    folder: RunFolder
+    metered: MeteredClient
+    events: RunEvents
+    budget: Budget | None
+    judge_hook: JudgeHook | None
+    statuses: dict[str, SessionStatus]  # each saved session's status when the run began
+    summary: RunSummary
+    progress: Progress
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    baseline: tuple[int, int, float, int, int] = (0, 0, 0.0, 0, 0)  # the client's totals before this run
+
+    @classmethod
+    def begin(cls, folder: RunFolder, metered: MeteredClient, events: RunEvents, budget, judge_hook, total: int):
+        """Reconcile the opened folder and start counting from the client's totals now."""
+        statuses = folder.reconcile()
+        summary = RunSummary(folder=folder)
+        summary.progress = Progress(total=total)
+        baseline = (metered.calls, metered.tokens, metered.cost_usd, metered.cache_hits, metered.failed_calls)
+        return cls(folder, metered, events, budget, judge_hook, statuses, summary, summary.progress, baseline=baseline)
+
+    def changed(self) -> None:
+        """The client's totals moved: update the progress, stop at a budget cap, tell the live view."""
+        progress, metered, baseline = self.progress, self.metered, self.baseline
+        progress.calls = metered.calls - baseline[0]
+        progress.tokens = metered.tokens - baseline[1]
+        progress.cost_usd = metered.cost_usd - baseline[2]
+        progress.cache_hits = metered.cache_hits - baseline[3]
+        progress.failed_calls = metered.failed_calls - baseline[4]
+        if self.budget is not None and not self.stop.is_set():
+            cap = self.budget.exceeded(progress.calls, progress.tokens, progress.cost_usd)
+            if cap is not None:
+                self.summary.stopped_by = progress.stopped_by = cap
+                self.stop.set()
+        if self.events.progress:
+            self.events.progress(progress)
+
+    def sort(self, specs: list[SessionSpec]) -> tuple[list[SessionSpec], list[SessionSpec]]:
+        """(to run, completed earlier but not judged yet); completed sessions are skipped."""
+        pending: list[SessionSpec] = []
+        to_judge: list[SessionSpec] = []
+        for spec in specs:
+            if self.statuses.get(spec.session_id) == SessionStatus.COMPLETED:
+                self.summary.skipped.append(spec.session_id)
+                self.progress.skipped += 1
+                if self.events.session_skipped:
+                    self.events.session_skipped(spec.session_id)
+                if self.judge_hook is not None and not self.folder.has_judgment(spec.session_id):
+                    to_judge.append(spec)
+            else:
+                pending.append(spec)
+        return pending, to_judge
+
+    def stop_if_no_budget(self) -> None:
+        """A cap of zero stops the run before anything starts."""
+        if self.budget is not None and self.budget.exceeded(0, 0, 0.0):
+            self.summary.stopped_by = self.progress.stopped_by = self.budget.exceeded(0, 0, 0.0)
+            self.stop.set()
+
+    async def judge(self, record: SessionRecord) -> None:
+        try:
+            await self.judge_hook(record, self.folder)  # type: ignore[misc]
+        except ModelError as err:
+            self.summary.judge_errors[record.session_id] = err.reason
+        except Exception as err:  # noqa: BLE001 - a judge crash must not lose the other sessions
+            self.summary.judge_errors[record.session_id] = redact(f"{type(err).__name__}: {err}")
+
+    async def judge_earlier(self, to_judge: list[SessionSpec]) -> None:
+        """Judge the sessions an earlier attempt completed but did not judge (until a budget stop)."""
+        for spec in to_judge:
+            if self.stop.is_set():
+                break
+            await self.judge(self.folder.load_session(spec.session_id))
+
+    def started(self, spec: SessionSpec) -> None:
+        self.progress.running += 1
+        if self.events.session_started:
+            self.events.session_started(spec.session_id, spec.case, self.statuses.get(spec.session_id) is not None)
+        if self.events.progress:
+            self.events.progress(self.progress)
+
+    def checkpoint(self, record: SessionRecord, state: dict[str, Any]) -> None:
+        """Save an unfinished session now and then (always when it ends or is interrupted)."""
+        now = time.perf_counter()
+        key = (len(record.turns), record.finished_at is not None)
+        due = key != state.get("key") and now - state.setdefault("at", now) >= CHECKPOINT_EVERY_S
+        if record.end_reason == EndReason.INTERRUPTED or due:  # a finished record is written by `finished`
+            self.folder.write_session(record, durable=False)
+            state["key"], state["at"] = key, now
+        if self.events.session_update:
+            self.events.session_update(record)
+
+    async def finished(self, spec: SessionSpec, record: SessionRecord) -> None:
+        progress, summary, events = self.progress, self.summary, self.events
+        progress.running -= 1
+        if record.status == SessionStatus.INCOMPLETE:  # cancelled by a budget stop or Ctrl-C
+            self.folder.write_session(record, durable=False)
+            progress.interrupted += 1
+            summary.incomplete.append(record.session_id)
+            summary.interrupted = record
+            if events.progress:
+                events.progress(progress)
+            return
+        path = self.folder.write_session(record, durable=True)
+        self.folder.append_result(record)
+        summary.finished.append(record)
+        if record.status == SessionStatus.FAILED:
+            progress.failed += 1
+        else:
+            progress.done += 1
+        if events.session_finished:
+            events.session_finished(record, path)
+        if events.progress:
+            events.progress(progress)
+        if self.judge_hook is not None and record.status == SessionStatus.COMPLETED and not self.stop.is_set():
+            await self.judge(record)
+
+    def abandoned(self, spec: SessionSpec) -> None:
+        """Cancelled by a budget stop before anything was recorded: it simply runs next time."""
+        self.progress.running -= 1
+        self.progress.interrupted += 1
+        self.summary.incomplete.append(spec.session_id)
+
+    def placed(self, spec: SessionSpec, node: str | None) -> None:
+        if node:
+            record_node(self.folder.path, spec.session_id, node)
+
+    def hooks(self) -> Hooks:
+        # a live view of each session wants every step; otherwise a record per checkpoint is all that is needed
+        every = 0.0 if self.events.session_update else CHECKPOINT_EVERY_S
+        return Hooks(
+            started=self.started,
+            checkpoint=self.checkpoint,
+            finished=self.finished,
+            abandoned=self.abandoned,
+            stop=self.stop,
+            update_every_s=every,
+            placed=self.placed,
+            note=self.events.note or (lambda text: None),
+        )
+
+
+async def _execute(
+    executor: Literal["local", "ray"],
+    pending: list[SessionSpec],
+    metered: MeteredClient,
+    factory: SupporterFactory,
+    models: dict[str, str],
+    hooks: Hooks,
+    *,
+    concurrency: int,
+    human_input: HumanInput | None,
+    ray_options: RayOptions | None,
+    ray_address: str | None,
+) -> list[str]:
+    """Hand the pending sessions to the chosen executor; the ids it never started."""
+    from simulator.runner.executors import execute_local, execute_ray
+
+    if executor == "local":
+        return await execute_local(
+            pending, metered, factory, models, hooks, concurrency=concurrency, human_input=human_input
+        )
+    if executor == "ray":
+        if human_input is not None:
+            raise ValueError("a human supporter cannot run on Ray")
+        options = ray_options or RayOptions(address=ray_address)
+        return await execute_ray(pending, metered, factory, models, hooks, concurrency=concurrency, options=options)
+    raise ValueError(f"unknown executor {executor!r}; use local or ray")
+
+
 async def run_specs(
     specs: list[SessionSpec],
     client: ModelClient,
@@ -230,16 +416,7 @@ async def run_specs(
     With `page_index` the run's served page data is written when it ends (`simulator.runner.pageindex`, best-effort); a
     caller that writes more into the folder afterwards (`run_stress`) passes False and refreshes it itself.
     """
-    from simulator.runner.executors import execute_local, execute_ray
-
-    if concurrency < 1:
-        raise ValueError("concurrency must be at least 1")
-    ids = [s.session_id for s in specs]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise ValueError(f"two specs share the session id {dup!r}")
-    if human_input is not None and concurrency != 1:
-        raise ValueError("a human supporter runs one session at a time (concurrency 1)")
+    _check_specs(specs, concurrency, human_input)
     events = events or RunEvents()
     metered = client if isinstance(client, MeteredClient) else MeteredClient(client)
     models = models or {r: metered.model_for(r) for r in ROLES}  # type: ignore[arg-type]
@@ -248,144 +425,32 @@ async def run_specs(
     lock = folder.lock()
     try:
         folder.open(json.loads(redact(json.dumps(manifest or specs_manifest(specs), default=str))))
-        statuses = folder.reconcile()
-        summary = RunSummary(folder=folder)
-        progress = Progress(total=len(specs))
-        summary.progress = progress
-        baseline = (metered.calls, metered.tokens, metered.cost_usd, metered.cache_hits, metered.failed_calls)
-        stop = asyncio.Event()
-
-        def changed() -> None:
-            progress.calls = metered.calls - baseline[0]
-            progress.tokens = metered.tokens - baseline[1]
-            progress.cost_usd = metered.cost_usd - baseline[2]
-            progress.cache_hits = metered.cache_hits - baseline[3]
-            progress.failed_calls = metered.failed_calls - baseline[4]
-            if budget is not None and not stop.is_set():
-                cap = budget.exceeded(progress.calls, progress.tokens, progress.cost_usd)
-                if cap is not None:
-                    summary.stopped_by = progress.stopped_by = cap
-                    stop.set()
-            if events.progress:
-                events.progress(progress)
-
-        metered.on_change = changed
-        pending: list[SessionSpec] = []
-        to_judge: list[SessionSpec] = []
-        for spec in specs:
-            if statuses.get(spec.session_id) == SessionStatus.COMPLETED:
-                summary.skipped.append(spec.session_id)
-                progress.skipped += 1
-                if events.session_skipped:
-                    events.session_skipped(spec.session_id)
-                if judge_hook is not None and not folder.has_judgment(spec.session_id):
-                    to_judge.append(spec)
-            else:
-                pending.append(spec)
-        changed()
-        if budget is not None and budget.exceeded(0, 0, 0.0):
-            summary.stopped_by = progress.stopped_by = budget.exceeded(0, 0, 0.0)
-            stop.set()
-
-        async def judge(record: SessionRecord) -> None:
-            try:
-                await judge_hook(record, folder)  # type: ignore[misc]
-            except ModelError as err:
-                summary.judge_errors[record.session_id] = err.reason
-            except Exception as err:  # noqa: BLE001 - a judge crash must not lose the other sessions
-                summary.judge_errors[record.session_id] = redact(f"{type(err).__name__}: {err}")
-
-        for spec in to_judge:
-            if stop.is_set():
-                break
-            await judge(folder.load_session(spec.session_id))
-
-        def started(spec: SessionSpec) -> None:
-            progress.running += 1
-            if events.session_started:
-                events.session_started(spec.session_id, spec.case, statuses.get(spec.session_id) is not None)
-            if events.progress:
-                events.progress(progress)
-
-        def checkpoint(record: SessionRecord, state: dict[str, Any]) -> None:
-            """Save an unfinished session now and then (always when it ends or is interrupted)."""
-            now = time.perf_counter()
-            key = (len(record.turns), record.finished_at is not None)
-            due = key != state.get("key") and now - state.setdefault("at", now) >= CHECKPOINT_EVERY_S
-            if record.end_reason == EndReason.INTERRUPTED or due:  # a finished record is written by `finished`
-                folder.write_session(record, durable=False)
-                state["key"], state["at"] = key, now
-            if events.session_update:
-                events.session_update(record)
-
-        async def finished(spec: SessionSpec, record: SessionRecord) -> None:
-            progress.running -= 1
-            if record.status == SessionStatus.INCOMPLETE:  # cancelled by a budget stop or Ctrl-C
-                folder.write_session(record, durable=False)
-                progress.interrupted += 1
-                summary.incomplete.append(record.session_id)
-                summary.interrupted = record
-                if events.progress:
-                    events.progress(progress)
-                return
-            path = folder.write_session(record, durable=True)
-            folder.append_result(record)
-            summary.finished.append(record)
-            if record.status == SessionStatus.FAILED:
-                progress.failed += 1
-            else:
-                progress.done += 1
-            if events.session_finished:
-                events.session_finished(record, path)
-            if events.progress:
-                events.progress(progress)
-            if judge_hook is not None and record.status == SessionStatus.COMPLETED and not stop.is_set():
-                await judge(record)
-
-        def abandoned(spec: SessionSpec) -> None:
-            """Cancelled by a budget stop before anything was recorded: it simply runs next time."""
-            progress.running -= 1
-            progress.interrupted += 1
-            summary.incomplete.append(spec.session_id)
-
-        def placed(spec: SessionSpec, node: str | None) -> None:
-            if node:
-                record_node(folder.path, spec.session_id, node)
-
-        # a live view of each session wants every step; otherwise a record per checkpoint is all that is needed
-        every = 0.0 if events.session_update else CHECKPOINT_EVERY_S
-        hooks = Hooks(
-            started=started,
-            checkpoint=checkpoint,
-            finished=finished,
-            abandoned=abandoned,
-            stop=stop,
-            update_every_s=every,
-            placed=placed,
-            note=events.note or (lambda text: None),
+        ledger = _RunLedger.begin(folder, metered, events, budget, judge_hook, total=len(specs))
+        metered.on_change = ledger.changed
+        pending, to_judge = ledger.sort(specs)
+        ledger.changed()
+        ledger.stop_if_no_budget()
+        await ledger.judge_earlier(to_judge)
+        ledger.summary.not_started = await _execute(
+            executor,
+            pending,
+            metered,
+            factory,
+            models,
+            ledger.hooks(),
+            concurrency=concurrency,
+            human_input=human_input,
+            ray_options=ray_options,
+            ray_address=ray_address,
         )
-        if executor == "local":
-            not_started = await execute_local(
-                pending, metered, factory, models, hooks, concurrency=concurrency, human_input=human_input
-            )
-        elif executor == "ray":
-            if human_input is not None:
-                raise ValueError("a human supporter cannot run on Ray")
-            options = ray_options or RayOptions(address=ray_address)
-            not_started = await execute_ray(
-                pending, metered, factory, models, hooks, concurrency=concurrency, options=options
-            )
-        else:
-            raise ValueError(f"unknown executor {executor!r}; use local or ray")
-        summary.not_started = not_started
         folder.reconcile()  # a retried session's earlier line goes: one line per session in the file itself
         if page_index:
             from simulator.runner.pageindex import refresh_index
 
             refresh_index(folder.path)
         if events.progress:
-            events.progress(progress)
-        return summary
+            events.progress(ledger.progress)
+        return ledger.summary
     finally:
         metered.on_change = None
         lock.release()

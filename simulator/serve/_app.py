@@ -177,6 +177,229 @@ def _shell(title: str, main: str, script: str | None = None) -> str:
     )
 
 
+def _state(request: Request):
+    """What build_app put on the app: the runs root, the rating sheets, the play rooms, the live runs."""
+    return request.app.state
+
+
+def _run_refused(name: str) -> PlainTextResponse:
+    return _line(404, f"run {name!r}: not a run folder inside RUNS_DIR")
+
+
+async def _json_body(request: Request, model):
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        raise MoveRefused("send the form as application/json")
+    try:
+        return model.model_validate_json(await request.body())
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "body"
+        raise MoveRefused(f"{where}: {first['msg']}") from None
+
+
+def _room_id(request: Request) -> str:
+    return request.query_params.get("id", "")
+
+
+# -- pages and assets --------------------------------------------------------------------------------------------
+
+
+async def index(request: Request) -> Response:
+    return HTMLResponse(_index_page(_state(request).runs))
+
+
+async def run_page(request: Request) -> Response:
+    name, runs = request.query_params.get("name", ""), _state(request).runs
+    try:
+        data = await run_in_threadpool(runs.report_data, name)  # a cold build must not stall live rooms
+    except PathRefused:
+        return _run_refused(name)
+    except RunFolderError as err:
+        return _line(422, str(err))
+    query = urlencode({"name": name})
+    data = data.model_copy(update={"detail_url": f"/api/session?{query}&id=", "live_url": f"/api/live?{query}&id="})
+    html = render_html(data, served=True, home="/")
+    csp = PAGE_CSP.replace("script-src 'self'", f"script-src {report_script_hash()}").replace(
+        "style-src 'self'", "style-src 'unsafe-inline'"
+    )
+    return HTMLResponse(html, headers={"content-security-policy": csp})
+
+
+async def asset(request: Request) -> Response:
+    name = request.path_params["name"]
+    if name == "report.css":
+        return FileResponse(REPORT_ASSETS / "report.css", media_type="text/css")
+    if name not in STATIC:
+        return _line(404, f"no asset {name!r}")
+    return FileResponse(ASSETS / name, media_type=STATIC[name])
+
+
+async def start_page(request: Request) -> Response:
+    return HTMLResponse(_shell("Start a session", '<div id="start-run"></div>', "start.js"))
+
+
+async def rate_page(request: Request) -> Response:
+    return HTMLResponse(_shell("Rate", '<div id="rate"></div>', "rate.js"))
+
+
+async def play_page(request: Request) -> Response:
+    return HTMLResponse(_shell("Play the counsellor", '<div id="play"></div>', "play.js"))
+
+
+# -- a run's sessions, finished and live -------------------------------------------------------------------------
+
+
+async def session_api(request: Request) -> Response:
+    name, sid = request.query_params.get("name", ""), request.query_params.get("id", "")
+    try:
+        detail = await run_in_threadpool(_state(request).runs.detail, name, sid)
+    except PathRefused:
+        return _run_refused(name)
+    except RunFolderError as err:
+        return _line(404, str(err))
+    return Response(detail.model_dump_json(), media_type="application/json")
+
+
+async def live_api(request: Request) -> Response:
+    state = _state(request)
+    name, sid = request.query_params.get("name", ""), request.query_params.get("id", "")
+    try:
+        state.runs.resolve(name)
+    except PathRefused:
+        return _run_refused(name)
+    return StreamingResponse(
+        state.lives.events(name, sid, request.is_disconnected, state.stopping),
+        media_type="text/event-stream",
+        headers={"x-accel-buffering": "no"},
+    )
+
+
+async def run_start(request: Request) -> Response:
+    try:
+        live = await _state(request).lives.start(await _json_body(request, LiveStart))
+    except (MoveRefused, UserError) as err:
+        return _line(400, str(err))
+    return JSONResponse({"run": live.run, "session": live.session_id})
+
+
+async def run_options(request: Request) -> Response:
+    return JSONResponse(await run_in_threadpool(_state(request).lives.options))
+
+
+# -- rating ------------------------------------------------------------------------------------------------------
+
+
+async def rate_batches(request: Request) -> Response:
+    return JSONResponse(
+        [
+            {"batch": str(k), "name": b.name, "items": len(b.items), "dimensions": list(b.dimensions)}
+            for k, b in enumerate(_state(request).sheets.batches)
+        ]
+    )
+
+
+async def rate_batch(request: Request) -> Response:
+    sheets = _state(request).sheets
+    try:
+        batch = sheets.batch(request.query_params.get("batch", ""))
+        given = sheets.given(batch, request.query_params.get("rater", ""))
+    except KeyError:
+        return _line(404, "no such batch: the server rates the files given with --rate")
+    except RatingRefused as err:
+        return _line(400, str(err))
+    return JSONResponse({**batch.public(), "given": given})
+
+
+async def rate_save(request: Request) -> Response:
+    sheets = _state(request).sheets
+    try:
+        batch = sheets.batch(request.query_params.get("batch", ""))
+        saved = sheets.save(batch, await _json_body(request, RatingGiven))
+    except KeyError:
+        return _line(404, "no such batch: the server rates the files given with --rate")
+    except (RatingRefused, MoveRefused) as err:
+        return _line(400, str(err))
+    return JSONResponse({"saved": saved})
+
+
+# -- playing the counsellor --------------------------------------------------------------------------------------
+
+
+async def cases_api(request: Request) -> Response:
+    return JSONResponse([{"id": c.id, "title": c.title, "group": c.group} for c in load_library()])
+
+
+async def play_start(request: Request) -> Response:
+    try:
+        room = await _state(request).rooms.start(await _json_body(request, PlayStart))
+    except (MoveRefused, UserError) as err:
+        return _line(400, str(err))
+    return JSONResponse(room.public())
+
+
+async def play_state(request: Request) -> Response:
+    state = _state(request)
+    try:
+        since = int(request.query_params.get("since", "-1"))
+        room = await state.rooms.wait_change(_room_id(request), since, timeout=20.0, stopping=state.stopping)
+    except ValueError:
+        return _line(400, "since: a number")
+    except KeyError:
+        return _line(404, f"no room {_room_id(request)!r} (rooms end when the server stops)")
+    return JSONResponse(room.public())
+
+
+async def play_move(request: Request) -> Response:
+    try:
+        _state(request).rooms.submit(_room_id(request), await _json_body(request, PlayMove))
+    except KeyError:
+        return _line(404, f"no room {_room_id(request)!r}")
+    except MoveRefused as err:
+        return _line(400, str(err))
+    return JSONResponse({"ok": True})
+
+
+async def play_leave(request: Request) -> Response:
+    rooms = _state(request).rooms
+    try:
+        await rooms.abandon(_room_id(request))
+        return JSONResponse(rooms.get(_room_id(request)).public())
+    except KeyError:
+        return _line(404, f"no room {_room_id(request)!r}")
+
+
+ROUTES = [
+    Route("/", index),
+    Route("/run", run_page),
+    Route("/api/session", session_api),
+    Route("/assets/{name}", asset),
+    Route("/api/live", live_api),
+    Route("/start", start_page),
+    Route("/api/run", run_start, methods=["POST"]),
+    Route("/api/run/options", run_options),
+    Route("/rate", rate_page),
+    Route("/api/rate/batches", rate_batches),
+    Route("/api/rate/batch", rate_batch),
+    Route("/api/rate/save", rate_save, methods=["POST"]),
+    Route("/play", play_page),
+    Route("/api/cases", cases_api),
+    Route("/api/play", play_start, methods=["POST"]),
+    Route("/api/play/state", play_state),
+    Route("/api/play/move", play_move, methods=["POST"]),
+    Route("/api/play/leave", play_leave, methods=["POST"]),
+]
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: Starlette):
+    """Warm the runs' report data in a thread at start; end the play rooms and live runs at stop."""
+    if app.state.warm:
+        threading.Thread(target=app.state.runs.warm, name="warm-runs", daemon=True).start()
+    yield
+    await app.state.rooms.close()
+    await app.state.lives.close()
+
+
 def build_app(
     runs_dir: str | Path,
     *,
@@ -191,190 +414,15 @@ def build_app(
     """The whole app over RUNS_DIR. `client_factory` makes the model client of played sessions (on first use).
     `warm` builds each run's report data in a thread at start, so first page loads do not wait for it. `rate`:
     exported JSONL batches to rate on `/rate`. `stopping()` says the server is shutting down: event streams and long
-    polls end so that it can."""
+    polls end so that it can. The handlers above read what they need from `app.state`."""
     runs = RunsRoot(runs_dir)
-    sheets = RatingSheets(list(rate))
-    rooms = PlayRooms(runs, client_factory, **({"idle_s": idle_s} if idle_s is not None else {}))
-    lives = LiveRuns(runs, client_factory)
-
-    async def index(request: Request) -> Response:
-        return HTMLResponse(_index_page(runs))
-
-    async def run_page(request: Request) -> Response:
-        name = request.query_params.get("name", "")
-        try:
-            data = await run_in_threadpool(runs.report_data, name)  # a cold build must not stall live rooms
-        except PathRefused:
-            return _line(404, f"run {name!r}: not a run folder inside RUNS_DIR")
-        except RunFolderError as err:
-            return _line(422, str(err))
-        query = urlencode({"name": name})
-        data = data.model_copy(update={"detail_url": f"/api/session?{query}&id=", "live_url": f"/api/live?{query}&id="})
-        html = render_html(data, served=True, home="/")
-        csp = PAGE_CSP.replace("script-src 'self'", f"script-src {report_script_hash()}").replace(
-            "style-src 'self'", "style-src 'unsafe-inline'"
-        )
-        return HTMLResponse(html, headers={"content-security-policy": csp})
-
-    async def session_api(request: Request) -> Response:
-        name, sid = request.query_params.get("name", ""), request.query_params.get("id", "")
-        try:
-            detail = await run_in_threadpool(runs.detail, name, sid)
-        except PathRefused:
-            return _line(404, f"run {name!r}: not a run folder inside RUNS_DIR")
-        except RunFolderError as err:
-            return _line(404, str(err))
-        return Response(detail.model_dump_json(), media_type="application/json")
-
-    async def asset(request: Request) -> Response:
-        name = request.path_params["name"]
-        if name == "report.css":
-            return FileResponse(REPORT_ASSETS / "report.css", media_type="text/css")
-        if name not in STATIC:
-            return _line(404, f"no asset {name!r}")
-        return FileResponse(ASSETS / name, media_type=STATIC[name])
-
-    async def live_api(request: Request) -> Response:
-        name, sid = request.query_params.get("name", ""), request.query_params.get("id", "")
-        try:
-            runs.resolve(name)
-        except PathRefused:
-            return _line(404, f"run {name!r}: not a run folder inside RUNS_DIR")
-        return StreamingResponse(
-            lives.events(name, sid, request.is_disconnected, stopping),
-            media_type="text/event-stream",
-            headers={"x-accel-buffering": "no"},
-        )
-
-    async def start_page(request: Request) -> Response:
-        return HTMLResponse(_shell("Start a session", '<div id="start-run"></div>', "start.js"))
-
-    async def run_start(request: Request) -> Response:
-        try:
-            live = await lives.start(await json_body(request, LiveStart))
-        except (MoveRefused, UserError) as err:
-            return _line(400, str(err))
-        return JSONResponse({"run": live.run, "session": live.session_id})
-
-    async def run_options(request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(lives.options))
-
-    async def rate_page(request: Request) -> Response:
-        return HTMLResponse(_shell("Rate", '<div id="rate"></div>', "rate.js"))
-
-    async def rate_batches(request: Request) -> Response:
-        return JSONResponse(
-            [
-                {"batch": str(k), "name": b.name, "items": len(b.items), "dimensions": list(b.dimensions)}
-                for k, b in enumerate(sheets.batches)
-            ]
-        )
-
-    async def rate_batch(request: Request) -> Response:
-        try:
-            batch = sheets.batch(request.query_params.get("batch", ""))
-            given = sheets.given(batch, request.query_params.get("rater", ""))
-        except KeyError:
-            return _line(404, "no such batch: the server rates the files given with --rate")
-        except RatingRefused as err:
-            return _line(400, str(err))
-        return JSONResponse({**batch.public(), "given": given})
-
-    async def rate_save(request: Request) -> Response:
-        try:
-            batch = sheets.batch(request.query_params.get("batch", ""))
-            saved = sheets.save(batch, await json_body(request, RatingGiven))
-        except KeyError:
-            return _line(404, "no such batch: the server rates the files given with --rate")
-        except (RatingRefused, MoveRefused) as err:
-            return _line(400, str(err))
-        return JSONResponse({"saved": saved})
-
-    async def play_page(request: Request) -> Response:
-        return HTMLResponse(_shell("Play the counsellor", '<div id="play"></div>', "play.js"))
-
-    async def cases_api(request: Request) -> Response:
-        return JSONResponse([{"id": c.id, "title": c.title, "group": c.group} for c in load_library()])
-
-    async def json_body(request: Request, model):
-        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
-            raise MoveRefused("send the form as application/json")
-        try:
-            return model.model_validate_json(await request.body())
-        except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(str(x) for x in first["loc"]) or "body"
-            raise MoveRefused(f"{where}: {first['msg']}") from None
-
-    async def play_start(request: Request) -> Response:
-        try:
-            room = await rooms.start(await json_body(request, PlayStart))
-        except (MoveRefused, UserError) as err:
-            return _line(400, str(err))
-        return JSONResponse(room.public())
-
-    def room_id(request: Request) -> str:
-        return request.query_params.get("id", "")
-
-    async def play_state(request: Request) -> Response:
-        try:
-            since = int(request.query_params.get("since", "-1"))
-            room = await rooms.wait_change(room_id(request), since, timeout=20.0, stopping=stopping)
-        except ValueError:
-            return _line(400, "since: a number")
-        except KeyError:
-            return _line(404, f"no room {room_id(request)!r} (rooms end when the server stops)")
-        return JSONResponse(room.public())
-
-    async def play_move(request: Request) -> Response:
-        try:
-            rooms.submit(room_id(request), await json_body(request, PlayMove))
-        except KeyError:
-            return _line(404, f"no room {room_id(request)!r}")
-        except MoveRefused as err:
-            return _line(400, str(err))
-        return JSONResponse({"ok": True})
-
-    async def play_leave(request: Request) -> Response:
-        try:
-            await rooms.abandon(room_id(request))
-            return JSONResponse(rooms.get(room_id(request)).public())
-        except KeyError:
-            return _line(404, f"no room {room_id(request)!r}")
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app):
-        if warm:
-            threading.Thread(target=runs.warm, name="warm-runs", daemon=True).start()
-        yield
-        await rooms.close()
-        await lives.close()
-
-    app = Starlette(
-        routes=[
-            Route("/", index),
-            Route("/run", run_page),
-            Route("/api/session", session_api),
-            Route("/assets/{name}", asset),
-            Route("/api/live", live_api),
-            Route("/start", start_page),
-            Route("/api/run", run_start, methods=["POST"]),
-            Route("/api/run/options", run_options),
-            Route("/rate", rate_page),
-            Route("/api/rate/batches", rate_batches),
-            Route("/api/rate/batch", rate_batch),
-            Route("/api/rate/save", rate_save, methods=["POST"]),
-            Route("/play", play_page),
-            Route("/api/cases", cases_api),
-            Route("/api/play", play_start, methods=["POST"]),
-            Route("/api/play/state", play_state),
-            Route("/api/play/move", play_move, methods=["POST"]),
-            Route("/api/play/leave", play_leave, methods=["POST"]),
-        ],
-        lifespan=lifespan,
-    )
+    app = Starlette(routes=ROUTES, lifespan=_lifespan)
     app.state.runs = runs
-    app.state.rooms = rooms
+    app.state.sheets = RatingSheets(list(rate))
+    app.state.rooms = PlayRooms(runs, client_factory, **({"idle_s": idle_s} if idle_s is not None else {}))
+    app.state.lives = LiveRuns(runs, client_factory)
+    app.state.stopping = stopping
+    app.state.warm = warm
     return Gate(app, token, loopback_only)
 
 

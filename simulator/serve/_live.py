@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,7 +37,7 @@ from simulator.runner.stress import run_stress
 from simulator.runner.stress_config import BASELINE, StressConfig, StressConfigError, build_matrix
 from simulator.serve._play import MoveRefused, library_case
 from simulator.serve._runs import RunsRoot
-from simulator.supporters import HUMAN, SupporterSpecError, parse_supporter_spec, supporter_model
+from simulator.supporters import HUMAN, Supporter, SupporterSpecError, parse_supporter_spec, supporter_model
 
 MODEL_ROLES = ("member", "tracker", "judge")
 TICK_S = 0.5
@@ -143,6 +144,59 @@ def _browser_spec(spec: str) -> str:
     return spec
 
 
+@dataclass
+class _Plan:
+    """A start form checked and resolved: what the session runs with and the folder it runs into."""
+
+    form: LiveStart
+    case: Case
+    spec: str
+    client: ModelClient
+    supporter: Supporter
+    out: Path
+
+    @property
+    def models(self) -> dict[str, str]:
+        return {r: self.client.model_for(r) for r in MODEL_ROLES}
+
+
+def _live_events(live: LiveRun, folder: RunFolder) -> RunEvents:
+    """The runner's events kept on `live`: every record as it grows, and the final one once it is saved."""
+
+    def update(record: SessionRecord) -> None:
+        if live.record is None:  # the runner's first checkpoint comes seconds later: list the session now
+            folder.write_session(record, durable=False)
+        live.record = record
+        live.version += 1
+
+    def saved(record: SessionRecord, path) -> None:  # the runner has written the final record
+        live.record, live.saved = record, True
+        live.version += 1
+
+    return RunEvents(session_update=update, session_finished=saved)
+
+
+async def _drive(live: LiveRun, run: Callable[[RunEvents], Awaitable[list[SessionRecord]]], events: RunEvents) -> None:
+    """Run the session with its model calls in flight kept on `live`; an error becomes one line for the watcher."""
+
+    def hook(p: CallProgress) -> None:  # may run in a worker thread: only record
+        if p.finished:
+            live.calls.pop(id(p), None)
+        else:
+            live.calls[id(p)] = p
+
+    try:
+        with watching(hook):
+            finished = await run(events)
+        if finished:
+            live.record = finished[0]
+    except Exception as err:  # noqa: BLE001 - shown to the watcher as one line; the runner saved the record
+        live.error = redact(f"{type(err).__name__}: {err}".splitlines()[0])
+    finally:
+        live.calls.clear()
+        live.version += 1
+
+
 class LiveRuns:
     def __init__(self, runs: RunsRoot, client_factory: Callable[[], ModelClient]):
         self.runs = runs
@@ -177,96 +231,14 @@ class LiveRuns:
             supporter = parse_supporter_spec(spec, client, seed=form.seed)
         except SupporterSpecError as err:
             raise MoveRefused(str(err)) from None
-        models = {r: client.model_for(r) for r in MODEL_ROLES}
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         slug = f"{case.id}-{stressor.name}" if stressor is not None else case.id
         out = self.runs.root / f"web-{slug}-{stamp}-{secrets.token_hex(3)}"
+        plan = _Plan(form, case, spec, client, supporter, out)
+        live, run = self._one_session(plan) if stressor is None else self._one_stress_cell(plan, stressor)
         folder = RunFolder(out)
-        events = None  # set below, once `live` exists
-
-        if stressor is None:
-            live = LiveRun(run=self.runs.name_of(out), session_id=session_id_for(case, form.seed))
-            config = RunConfig(
-                cases=[case.id],
-                supporter=spec,
-                models=models,
-                seeds=[form.seed],
-                max_turns=form.turns,
-                judge=form.judge,
-                judges=[models["judge"]],
-            )
-            judging = _judge_hook(client, [models["judge"]], form.judge_mode) if form.judge else None
-
-            async def run() -> list[SessionRecord]:
-                summary = await run_sessions(config, [case], client, supporter, out, events=events, judge_hook=judging)
-                if summary.judge_errors:
-                    live.error = "judging failed: " + next(iter(summary.judge_errors.values()))
-                return summary.finished
-        else:
-            # a one-cell stress run: the matrix, the perturbed card, the check after the session, all as `stress`
-            stress = StressConfig(
-                name=f"web-{case.id}",
-                supporters=[spec],
-                cases=[case.id],
-                seeds=[form.seed],
-                perturbations=[stressor.name],
-                models=models,
-                judge=form.judge,
-                judge_mode=form.judge_mode,
-                turns=form.turns,
-            )
-            try:
-                matrix = build_matrix(stress, self.runs.root, source="stressor")
-            except StressConfigError as err:
-                raise MoveRefused(str(err).replace("stressor: perturbations[0]: ", "stressor: ", 1)) from None
-            live = LiveRun(run=self.runs.name_of(out), session_id=matrix.specs[0].session_id)
-
-            async def run() -> list[SessionRecord]:
-                summary = await run_stress(
-                    stress,
-                    matrix,
-                    client,
-                    out,
-                    base=self.runs.root,
-                    events=events,
-                    supporter_factory=lambda spec, c: supporter,
-                )
-                if summary.errors:
-                    live.error = "judging or the stressor's check failed: " + next(iter(summary.errors.values()))
-                return summary.run.finished
-
-        def update(record: SessionRecord) -> None:
-            if live.record is None:  # the runner's first checkpoint comes seconds later: list the session now
-                folder.write_session(record, durable=False)
-            live.record = record
-            live.version += 1
-
-        def saved(record: SessionRecord, path) -> None:  # the runner has written the final record
-            live.record, live.saved = record, True
-            live.version += 1
-
-        events = RunEvents(session_update=update, session_finished=saved)
-
-        def hook(p: CallProgress) -> None:  # may run in a worker thread: only record
-            if p.finished:
-                live.calls.pop(id(p), None)
-            else:
-                live.calls[id(p)] = p
-
-        async def drive() -> None:
-            try:
-                with watching(hook):
-                    finished = await run()
-                if finished:
-                    live.record = finished[0]
-            except Exception as err:  # noqa: BLE001 - shown to the watcher as one line; the runner saved the record
-                live.error = redact(f"{type(err).__name__}: {err}".splitlines()[0])
-            finally:
-                live.calls.clear()
-                live.version += 1
-
         self.started[(live.run, live.session_id)] = live
-        live.task = asyncio.create_task(drive())
+        live.task = asyncio.create_task(_drive(live, run, _live_events(live, folder)))
         for _ in range(int(START_WAIT_S / 0.02)):  # the run page lists sessions from their files
             if folder.session_path(live.session_id).is_file() or live.task.done():
                 break
@@ -274,6 +246,69 @@ class LiveRuns:
         if live.error and live.record is None:
             raise MoveRefused(live.error)
         return live
+
+    def _one_session(self, plan: _Plan) -> tuple[LiveRun, Callable[[RunEvents], Awaitable[list[SessionRecord]]]]:
+        """A plain session, run as `rescue-sim run` runs one (judged with the page's judge model when asked)."""
+        form, models = plan.form, plan.models
+        live = LiveRun(run=self.runs.name_of(plan.out), session_id=session_id_for(plan.case, form.seed))
+        config = RunConfig(
+            cases=[plan.case.id],
+            supporter=plan.spec,
+            models=models,
+            seeds=[form.seed],
+            max_turns=form.turns,
+            judge=form.judge,
+            judges=[models["judge"]],
+        )
+        judging = _judge_hook(plan.client, [models["judge"]], form.judge_mode) if form.judge else None
+
+        async def run(events: RunEvents) -> list[SessionRecord]:
+            summary = await run_sessions(
+                config, [plan.case], plan.client, plan.supporter, plan.out, events=events, judge_hook=judging
+            )
+            if summary.judge_errors:
+                live.error = "judging failed: " + next(iter(summary.judge_errors.values()))
+            return summary.finished
+
+        return live, run
+
+    def _one_stress_cell(
+        self, plan: _Plan, stressor: Perturbation
+    ) -> tuple[LiveRun, Callable[[RunEvents], Awaitable[list[SessionRecord]]]]:
+        """A one-cell stress run: the matrix, the perturbed card, the check after the session, all as `stress`."""
+        form, case = plan.form, plan.case
+        stress = StressConfig(
+            name=f"web-{case.id}",
+            supporters=[plan.spec],
+            cases=[case.id],
+            seeds=[form.seed],
+            perturbations=[stressor.name],
+            models=plan.models,
+            judge=form.judge,
+            judge_mode=form.judge_mode,
+            turns=form.turns,
+        )
+        try:
+            matrix = build_matrix(stress, self.runs.root, source="stressor")
+        except StressConfigError as err:
+            raise MoveRefused(str(err).replace("stressor: perturbations[0]: ", "stressor: ", 1)) from None
+        live = LiveRun(run=self.runs.name_of(plan.out), session_id=matrix.specs[0].session_id)
+
+        async def run(events: RunEvents) -> list[SessionRecord]:
+            summary = await run_stress(
+                stress,
+                matrix,
+                plan.client,
+                plan.out,
+                base=self.runs.root,
+                events=events,
+                supporter_factory=lambda spec, c: plan.supporter,
+            )
+            if summary.errors:
+                live.error = "judging or the stressor's check failed: " + next(iter(summary.errors.values()))
+            return summary.run.finished
+
+        return live, run
 
     async def close(self) -> None:
         for live in self.started.values():
