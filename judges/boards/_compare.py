@@ -138,11 +138,10 @@ def match_sessions(
     for run_dir in run_dirs:
         folder = RunFolder(run_dir)
         folder.read_manifest()
-        for sid in folder.session_ids():
-            try:
-                record = folder.load_session(sid)
-            except RunFolderError as err:
-                notes.append(f"skipped {sid}: {err}")
+        for stored in folder.read_sessions():
+            sid, record = stored.session_id, stored.record
+            if record is None:
+                notes.append(f"skipped {sid}: {stored.error}")
                 continue
             if record.status != SessionStatus.COMPLETED:
                 continue

@@ -34,7 +34,7 @@ from judges.stress._results import CheckResult, read_check
 from judges.validity.card import ValidityCard, ValidityNote, dimension_validity
 from personas.common.records import Record
 from simulator.records import SessionRecord, SessionStatus
-from simulator.runfolder import RunFolder, RunFolderError
+from simulator.runfolder import RunFolder
 
 LEADERBOARD_SCHEMA_VERSION = 1
 RANK_BY = "overall_quality"
@@ -385,10 +385,9 @@ def build_leaderboard(
     for run_dir in run_dirs:
         folder = RunFolder(run_dir)
         folder.read_manifest()
-        for sid in folder.session_ids():
-            try:
-                record = folder.load_session(sid)
-            except RunFolderError:
+        for stored in folder.read_sessions():
+            sid, record = stored.session_id, stored.record
+            if record is None:
                 facts.append((str(run_dir), SessionFacts(session_id=sid, readable=False)))
                 continue
             judgment = read_judgment(folder, sid) if record.status == SessionStatus.COMPLETED else None

@@ -423,11 +423,10 @@ def fidelity_report(
         if not folder.exists() and not folder.sessions_dir.is_dir():
             raise RunFolderError(f"{run}: not a run folder (no manifest.json or sessions/); pass a folder `run` wrote")
         mine = []
-        for sid in folder.session_ids():
-            try:
-                rec = folder.load_session(sid)
-            except RunFolderError as err:
-                unreadable.append(str(err))
+        for stored in folder.read_sessions():
+            sid, rec = stored.session_id, stored.record
+            if rec is None:
+                unreadable.append(str(stored.error))
                 continue
             records.append(rec)
             fault = faulted(rec, read_judgment(folder, sid))
@@ -470,10 +469,9 @@ def fidelity_by_supporter(run_dirs: Sequence[str | Path]) -> dict[str, FidelityS
     groups: dict[str, list[SessionFidelity]] = {}
     for run in run_dirs:
         folder = RunFolder(run)
-        for sid in folder.session_ids():
-            try:
-                rec = folder.load_session(sid)
-            except RunFolderError:
+        for stored in folder.read_sessions():
+            rec = stored.record
+            if rec is None:
                 continue
             label = rec.supporter if rec.supporter_knows == "intake" else f"{rec.supporter} [oracle]"
             groups.setdefault(label, []).append(audit_record(rec))

@@ -203,11 +203,11 @@ def read_runs(run_dirs: Sequence[str | Path]) -> tuple[dict[str, list[SessionRec
         if not folder.exists() and not folder.sessions_dir.is_dir():
             raise RunFolderError(f"{run}: not a run folder (no manifest.json or sessions/); pass a folder `run` wrote")
         mine = runs.setdefault(str(run), [])
-        for sid in folder.session_ids():
-            try:
-                mine.append(folder.load_session(sid))
-            except RunFolderError as err:
-                unreadable.append(str(err))
+        for stored in folder.read_sessions():
+            if stored.record is None:
+                unreadable.append(str(stored.error))
+            else:
+                mine.append(stored.record)
     return runs, unreadable
 
 

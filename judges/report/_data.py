@@ -292,9 +292,8 @@ class SessionEntry(Record):
 
 def read_entry(folder: RunFolder, sid: str) -> tuple[SessionEntry, SessionRecord | None, SessionJudgment | None]:
     """Session `sid`'s entry, with the record and judgment it was read from (None when unreadable/absent)."""
-    try:
-        record = folder.load_session(sid)
-    except RunFolderError:
+    record = folder.read_session(sid).record
+    if record is None:
         return SessionEntry(summary=None, facts=SessionFacts(session_id=sid, readable=False)), None, None
     judgment = read_judgment(folder, sid)
     completed = record.status == SessionStatus.COMPLETED
