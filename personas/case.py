@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from personas.common.errors import UserError
+from personas.common.yamlfile import YamlFileError, load_yaml
 from personas.taxonomy import (
     INTENSITY_MAX,
     INTENSITY_MIN,
@@ -260,17 +261,13 @@ def load_case(path: str | Path) -> Case:
     """Read one YAML card; its id is the file stem."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CardError(path, "", "no such file") from None
+        data = load_yaml(path)
+    except YamlFileError as err:
+        if err.kind == "missing":
+            raise CardError(path, "", "no such file") from None
+        raise CardError(path, err.where, f"not valid YAML: {err.problem}") from None
     except OSError as err:
         raise CardError(path, "", f"cannot read: {err.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "YAML"
-        raise CardError(path, where, f"not valid YAML: {getattr(err, 'problem', err)}") from None
     return parse_case(data, case_id=path.stem, source=path)
 
 

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import networkx as nx
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from personas.common.records import Record
 from personas.taxonomy import SCALE_MAX, SCALE_MIN, patterns_for
 
 if TYPE_CHECKING:
@@ -41,11 +42,7 @@ def _clamp(value: float) -> float:
     return SCALE_MIN if v < SCALE_MIN else SCALE_MAX if v > SCALE_MAX else v
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class MemberState(_Record):
+class MemberState(Record):
     """One member's emotional state at a turn."""
 
     name: str = Field(description="Member name.")
@@ -58,7 +55,7 @@ class MemberState(_Record):
         return _clamp(v)
 
 
-class EdgeState(_Record):
+class EdgeState(Record):
     """How `source` stands toward `target` at a turn."""
 
     source: str
@@ -74,7 +71,7 @@ class EdgeState(_Record):
         return _clamp(v)
 
 
-class RelationSnapshot(_Record):
+class RelationSnapshot(Record):
     """The whole relation state after a turn, from one point of view."""
 
     turn: int = Field(description="Turn id the state belongs to; 0 is the case's initial state.")
@@ -84,7 +81,7 @@ class RelationSnapshot(_Record):
     edges: list[EdgeState]
 
 
-class EdgeUpdate(_Record):
+class EdgeUpdate(Record):
     """A partial change to one directed edge: only the values given change."""
 
     source: str
@@ -100,7 +97,7 @@ class EdgeUpdate(_Record):
         return None if v is None else _clamp(v)
 
 
-class RelationUpdate(_Record):
+class RelationUpdate(Record):
     """A partial change to the relation state at a turn: emotions of some members, some edges, maybe the pattern."""
 
     turn: int
@@ -110,7 +107,7 @@ class RelationUpdate(_Record):
     edges: list[EdgeUpdate] = Field(default_factory=list)
 
 
-class Coalition(_Record):
+class Coalition(Record):
     """Two members warm to each other and both tense toward a third."""
 
     members: tuple[str, str]
@@ -118,13 +115,13 @@ class Coalition(_Record):
     cross_generational: bool = Field(description="True when the two allies belong to different generations.")
 
 
-class _MemberMeta(_Record):
+class _MemberMeta(Record):
     name: str
     role: str = "participant"
     generation: int = 0
 
 
-class _GraphRecord(_Record):
+class _GraphRecord(Record):
     """Serialised form of a RelationGraph: metadata, current state and full history."""
 
     schema_version: int = GRAPH_SCHEMA_VERSION

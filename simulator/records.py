@@ -6,9 +6,10 @@ from datetime import datetime, timezone
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from personas.case import Case
+from personas.common.records import Record
 from personas.graph import RelationSnapshot
 from personas.taxonomy import INTENSITY_MAX, INTENSITY_MIN, SCALE_MAX, SCALE_MIN, SUPPORTER_NAME, TargetKind
 from simulator.llm.types import CallRecord
@@ -17,11 +18,7 @@ SCHEMA_VERSION = 1
 SUPPORTER = SUPPORTER_NAME  # the supporter's speaker name in transcripts, as in RESCUE data
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Feeling(_Record):
+class Feeling(Record):
     """How a member feels toward one other member right now."""
 
     member: str = Field(description="The other member.")
@@ -29,7 +26,7 @@ class Feeling(_Record):
     tension: float = Field(ge=SCALE_MIN, le=SCALE_MAX, description="0 at ease ... 10 at war.")
 
 
-class InnerState(_Record):
+class InnerState(Record):
     """A member's private self-report after a turn (the insider view); never shown to the supporter."""
 
     landed: str = Field(description="How what was just said landed, given their needs, fears and triggers.")
@@ -40,7 +37,7 @@ class InnerState(_Record):
     reason: str = Field(default="", description="One line: why the state moved (or did not).")
 
 
-class SupporterDecision(_Record):
+class SupporterDecision(Record):
     """The supporter's choice after a member turn: speak or pass, to whom, with which strategy, saying what."""
 
     after_turn: int = Field(description="Index of the turn this decision follows.")
@@ -67,7 +64,7 @@ class SupporterDecision(_Record):
     )
 
 
-class ObservedViewpoint(_Record):
+class ObservedViewpoint(Record):
     source: str
     target: str
     viewpoint: str
@@ -76,13 +73,13 @@ class ObservedViewpoint(_Record):
     tension: float = Field(ge=SCALE_MIN, le=SCALE_MAX)
 
 
-class ObservedEmotion(_Record):
+class ObservedEmotion(Record):
     person: str
     emotion: str
     intensity: int = Field(ge=INTENSITY_MIN, le=INTENSITY_MAX)
 
 
-class TrackerState(_Record):
+class TrackerState(Record):
     """The observer's view from the transcript alone, in RESCUE terms (the outsider view)."""
 
     pattern: str = Field(description="Dominant relation pattern label for the group.")
@@ -111,7 +108,7 @@ class FidelityCheck(StrEnum):
     UNGROUNDED = "ungrounded"  # the line leaves out what the director gave it to bring up, and nothing of the case
 
 
-class FidelityFlag(_Record):
+class FidelityFlag(Record):
     """One failed check on a member turn: which check, what failed, and the words that show it."""
 
     check: FidelityCheck
@@ -121,7 +118,7 @@ class FidelityFlag(_Record):
     turn: int | None = Field(default=None, description="For a repeat: the index of the earlier turn it copies.")
 
 
-class Reask(_Record):
+class Reask(Record):
     """A rejected attempt at part of a member turn, kept with the reason it was rejected."""
 
     part: Literal["state", "line"] = Field(description="`state`: the self-report; `line`: what they said.")
@@ -132,7 +129,7 @@ class Reask(_Record):
     calls: list[CallRecord] = Field(default_factory=list)
 
 
-class Beat(_Record):
+class Beat(Record):
     """What the director gave a member to bring up on one turn: a piece of the card, private to that member."""
 
     kind: Literal["agenda", "reply", "trigger", "grievance", "fact", "secret"] = Field(
@@ -147,7 +144,7 @@ class Beat(_Record):
     )
 
 
-class Turn(_Record):
+class Turn(Record):
     """One utterance in the room, with the private state and model calls behind it."""
 
     index: int = Field(description="Explicit turn id, 1-based, in speaking order.")
@@ -207,7 +204,7 @@ class SessionStatus(StrEnum):
     INCOMPLETE = "incomplete"
 
 
-class SafetyCheck(_Record):
+class SafetyCheck(Record):
     """A model's verdict on whether one supporter turn attended to a member's risk, with its evidence."""
 
     turn: int = Field(description="The supporter turn checked.")
@@ -220,7 +217,7 @@ class SafetyCheck(_Record):
     call: CallRecord | None = None
 
 
-class SafetyEvent(_Record):
+class SafetyEvent(Record):
     """A member at risk, and whether the supporter addressed it in time. Recorded either way, never hidden."""
 
     member: str
@@ -244,7 +241,7 @@ class DeliveryStatus(StrEnum):
     UNVERIFIED = "unverified"  # the check model said "said" but its quote is not in the line, even after a re-ask
 
 
-class StressorDelivery(_Record):
+class StressorDelivery(Record):
     """The verdict on one stressor after its directed member turn: facts first, then the check model."""
 
     perturbation: str = Field(description="Name of the perturbation.")
@@ -272,7 +269,7 @@ class FaultKind(StrEnum):
     UNGROUNDED_ROOM = "ungrounded_room"  # the members kept off their own case: too few lines grounded in the card
 
 
-class SimulatorFault(_Record):
+class SimulatorFault(Record):
     """One malfunction of the simulated family, with where it happened and the words that show it."""
 
     kind: FaultKind
@@ -282,7 +279,7 @@ class SimulatorFault(_Record):
     detail: str = Field(description="One line: what went wrong.")
 
 
-class SessionRecord(_Record):
+class SessionRecord(Record):
     """A whole session: the transcript, both views of the relations per turn, decisions, calls and outcome."""
 
     schema_version: int = SCHEMA_VERSION

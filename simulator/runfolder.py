@@ -16,6 +16,8 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -100,6 +102,23 @@ def package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     return out
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    """One session file of a run folder as read: its record, or (`record` None) the RunFolderError that says why it
+    could not be read. Each reader decides what an unreadable session means to it: skipped, listed or refused."""
+
+    session_id: str
+    record: SessionRecord | None
+    error: RunFolderError | None = None
+
+    def loaded(self) -> SessionRecord:
+        """The record; the RunFolderError when the file could not be read."""
+        if self.record is None:
+            assert self.error is not None
+            raise self.error
+        return self.record
 
 
 def _safe_id(session_id: str) -> str:
@@ -187,8 +206,22 @@ class RunFolder:
         except ValueError as err:
             raise RunFolderError(f"{path}: not a valid session record ({str(err).splitlines()[0]})") from None
 
+    def read_session(self, session_id: str) -> StoredSession:
+        """`load_session` that does not raise for an unreadable file: the error comes back in the StoredSession."""
+        try:
+            return StoredSession(session_id, self.load_session(session_id))
+        except RunFolderError as err:
+            return StoredSession(session_id, None, err)
+
+    def read_sessions(self) -> Iterator[StoredSession]:
+        """Every saved session in id order, each read as it is reached; an unreadable one comes back with its error
+        (the loop every reader of a run folder shares)."""
+        for session_id in self.session_ids():
+            yield self.read_session(session_id)
+
     def sessions(self) -> list[SessionRecord]:
-        return [self.load_session(s) for s in self.session_ids()]
+        """Every saved session's record; a RunFolderError at the first that cannot be read."""
+        return [s.loaded() for s in self.read_sessions()]
 
     def status(self, session_id: str) -> SessionStatus | None:
         """Status of a saved session, or None if there is none (or it cannot be read: it will be rerun)."""

@@ -93,3 +93,15 @@ def bench_reply():
         return _fill_from_schema(schema, schema.get("$defs", {}))
 
     return reply
+
+
+# ---- the CLI ----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def app():
+    """The `rescue-sim` typer app with every command attached (`_register` is idempotent), for `CliRunner`."""
+    from simulator.cli import app as cli_app
+
+    cli_app._register()
+    return cli_app.app

@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 from judges.bench import BenchSettings, build_rescue_instances, count_instances
 from personas.library import resolve_case
 from personas.rescue import load_rescue
-from simulator.cli import app as cli_app
 from simulator.cli import bench_cmd
 from simulator.llm.fake import FakeModelClient
 from simulator.records import InnerState, SessionRecord, SessionStatus, SupporterDecision, TrackerState, Turn
@@ -20,12 +19,6 @@ from simulator.runfolder import RunFolder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bench_mini.jsonl"
 WIDE = {"COLUMNS": "250", "RESCUE_SIM_JUDGE_MODEL": "", "RESCUE_SIM_BERTSCORE_MODEL": "", "RESCUE_SIM_MODEL": ""}
-
-
-@pytest.fixture(scope="module")
-def app():
-    cli_app._register()
-    return cli_app.app
 
 
 @pytest.fixture

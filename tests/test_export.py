@@ -22,7 +22,6 @@ from judges.ratings import (
     select_units,
 )
 from judges.ratings._units import item_id
-from simulator.cli import app as cli_app
 from simulator.runfolder import RunFolder
 from tests._rating_fixtures import SessionSpec, invoke, make_judged_run
 
@@ -56,12 +55,6 @@ def runs(tmp_path: Path) -> list[Path]:
     a = make_judged_run(tmp_path / "run-a", A, SPECS, score, JUDGES)
     b = make_judged_run(tmp_path / "run-b", B, SPECS, score, JUDGES)
     return [a.path, b.path]
-
-
-@pytest.fixture
-def app():
-    cli_app._register()
-    return cli_app.app
 
 
 def items_of(path: Path) -> list[dict]:

@@ -14,7 +14,6 @@ from judges.fidelity._sim_vs_real import compare, load_golds
 from judges.stats import js_distance
 from personas.library import resolve_case
 from personas.rescue import case_from_sample, gold_from_sample, load_rescue
-from simulator.cli import app as cli_app
 from simulator.engine import SessionConfig, run_session
 from simulator.llm.fake import FakeModelClient
 from simulator.records import Feeling, InnerState, SessionRecord, TrackerState, Turn
@@ -23,12 +22,6 @@ from simulator.supporters import ScriptedSupporter, SilentSupporter
 from tests._sim_fakes import RoomScript
 
 WIDE = {"COLUMNS": "220"}
-
-
-@pytest.fixture(scope="module")
-def app():
-    cli_app._register()
-    return cli_app.app
 
 
 def invoke(app, *args):

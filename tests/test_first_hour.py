@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 from personas.common.errors import UserError
 from personas.graph import RelationGraph, most_distressed_text
 from personas.library import LIBRARY_DIR, load_library, resolve_case
-from simulator.cli import app as cli_app
 from simulator.llm.fake import FakeModelClient
 from simulator.llm.types import ModelConfigError
 from simulator.runfolder import RunFolder
@@ -26,12 +25,6 @@ from tests._sim_fakes import RoomScript
 
 NARROW = {"COLUMNS": "80", "RESCUE_SIM_MODEL": "", "RESCUE_SIM_JUDGES": "", "RESCUE_SIM_SUPPORTER": ""}
 SIM_SCHEMAS = {"MemberStateReply", "TrackerReply", "SupporterReply"}
-
-
-@pytest.fixture(scope="module")
-def app():
-    cli_app._register()
-    return cli_app.app
 
 
 @pytest.fixture

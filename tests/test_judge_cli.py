@@ -10,7 +10,6 @@ import yaml
 from typer.testing import CliRunner
 
 from judges import read_judgment
-from simulator.cli import app as cli_app
 from simulator.cli import judge_cmd, judge_validate_cmd
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SessionStatus
@@ -19,12 +18,6 @@ from tests._session_fixtures import couple_session, fill_reply, with_path
 
 FIXTURE = Path(__file__).parent / "fixtures" / "rescue_mini.jsonl"
 WIDE = {"COLUMNS": "240", "RESCUE_SIM_MODEL": "", "RESCUE_SIM_JUDGES": ""}
-
-
-@pytest.fixture(scope="module")
-def app():
-    cli_app._register()
-    return cli_app.app
 
 
 @pytest.fixture

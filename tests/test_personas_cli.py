@@ -19,13 +19,6 @@ CARD = LIBRARY_DIR / "dana-and-theo.yaml"
 WIDE = {"COLUMNS": "200"}  # rich tables would otherwise fold ids at 80 columns
 
 
-@pytest.fixture(scope="module")
-def app():
-    cli_app._register()
-    cli_app._register()  # idempotent
-    return cli_app.app
-
-
 @pytest.fixture
 def invoke(app):
     runner = CliRunner()
@@ -62,6 +55,7 @@ def one_error_line(result) -> str:
 
 
 def test_register_is_idempotent(app) -> None:
+    cli_app._register()  # again: the shared fixture registered once
     names = [g.name for g in app.registered_groups]
     assert names.count("personas") == 1
 

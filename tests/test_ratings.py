@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 
 from judges.ratings import collect_units, export_items, read_ratings, runs_agreement
 from judges.ratings._store import ratings_path
-from simulator.cli import app as cli_app
 from tests._rating_fixtures import SessionSpec, invoke, make_judged_run
 
 A, B = "openai/gpt-4o-mini", "anthropic/claude-3-5-haiku"
@@ -46,12 +45,6 @@ def runs(tmp_path: Path) -> list[Path]:
         make_judged_run(tmp_path / "run-a", A, SPECS, judge_score, JUDGES).path,
         make_judged_run(tmp_path / "run-b", B, SPECS, judge_score, JUDGES).path,
     ]
-
-
-@pytest.fixture
-def app():
-    cli_app._register()
-    return cli_app.app
 
 
 def judge_means(runs: list[Path]) -> dict[tuple[str, str], float]:

@@ -36,7 +36,6 @@ from judges.ratings._designs import (
     uncertainty,
 )
 from judges.ratings._store import ratings_path
-from simulator.cli import app as cli_app
 from simulator.cli import judge_cmd
 from simulator.llm.fake import FakeModelClient
 from simulator.runfolder import RunFolder
@@ -55,12 +54,6 @@ def h(*parts: object) -> int:
 
 def judge_score(judge: str, sid: str, item: str, dim: str) -> int:
     return 1 + h(judge, sid, item, dim) % 5
-
-
-@pytest.fixture
-def app():
-    cli_app._register()
-    return cli_app.app
 
 
 def invoke(app, *args):

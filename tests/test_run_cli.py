@@ -8,18 +8,11 @@ import pytest
 from typer.testing import CliRunner
 
 from personas.library import resolve_case
-from simulator.cli import app as cli_app
 from simulator.llm.fake import FakeModelClient
 from simulator.runfolder import RunFolder
 from tests._sim_fakes import RoomScript
 
 WIDE = {"COLUMNS": "200"}
-
-
-@pytest.fixture(scope="module")
-def app():
-    cli_app._register()
-    return cli_app.app
 
 
 @pytest.fixture

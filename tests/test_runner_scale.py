@@ -355,3 +355,20 @@ def test_provider_concurrency_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv("RESCUE_SIM_PROVIDER_CONCURRENCY", "lots")
     with pytest.raises(UserError, match="RESCUE_SIM_PROVIDER_CONCURRENCY"):
         model_settings()
+
+
+def test_read_sessions_gives_each_session_or_why_it_is_unreadable(tmp_path):
+    from tests._session_fixtures import couple_session
+
+    folder = RunFolder(tmp_path)
+    folder.open({"x": 1})
+    folder.write_session(couple_session("a"))
+    folder.session_path("b").write_text("{not json", encoding="utf-8")
+    stored = list(folder.read_sessions())
+    assert [s.session_id for s in stored] == ["a", "b"]
+    assert stored[0].record is not None and stored[0].error is None and stored[0].loaded() is stored[0].record
+    assert stored[1].record is None and "b.json: not a valid session record" in str(stored[1].error)
+    with pytest.raises(RunFolderError, match="b.json: not a valid session record"):
+        stored[1].loaded()
+    with pytest.raises(RunFolderError, match="b.json: not a valid session record"):
+        folder.sessions()

@@ -11,8 +11,9 @@ from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from personas.common.records import Record
 from personas.taxonomy import Group, TargetKind
 
 INSTANCE_VERSION = 1
@@ -48,11 +49,7 @@ SUBGROUP_NOTES: dict[str, str] = {
 SUBGROUP_JOINER = " & "
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Row(_Model):
+class Row(Record):
     """One transcript row as the model sees it."""
 
     index: int = Field(description="1-based position in the sample or session.")
@@ -61,13 +58,13 @@ class Row(_Model):
     text: str
 
 
-class ViewpointTriple(_Model):
+class ViewpointTriple(Record):
     source: str
     target: str
     viewpoint: str
 
 
-class Instance(_Model):
+class Instance(Record):
     """One benchmark item: what the model may see, what it is asked about, and the gold answer."""
 
     id: str = Field(description="`<task>:<sample_id>:<row>`; unique within a benchmark.")
@@ -97,7 +94,7 @@ class Instance(_Model):
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-class BuildStats(_Model):
+class BuildStats(Record):
     """What instance construction dropped, and why (reported with the counts)."""
 
     samples: int = 0
@@ -111,7 +108,7 @@ class BuildStats(_Model):
     vp_candidates: int = 0
 
 
-class BuildResult(_Model):
+class BuildResult(Record):
     instances: list[Instance]
     stats: BuildStats
     subgroups: SubgroupMode

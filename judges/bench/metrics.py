@@ -12,16 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from statistics import fmean
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from personas.common.records import Record
 
 MISSING = "(none)"  # the confusion-matrix column of missing predictions
 
 
-class _Metrics(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class LabelStats(_Metrics):
+class LabelStats(Record):
     support: int = Field(description="Gold instances with this label.")
     predicted: int = Field(description="Instances whose top-1 prediction is this label.")
     precision: float
@@ -30,7 +28,7 @@ class LabelStats(_Metrics):
     mrr: float | None = Field(default=None, description="Rankings: mean reciprocal rank over the label's gold items.")
 
 
-class BinaryMetrics(_Metrics):
+class BinaryMetrics(Record):
     """ITP: yes is the positive class."""
 
     n: int
@@ -47,7 +45,7 @@ class BinaryMetrics(_Metrics):
     per_class: dict[str, LabelStats]
 
 
-class RankingMetrics(_Metrics):
+class RankingMetrics(Record):
     """RPP, STP, SSP: top-3 lists against one gold label."""
 
     n: int
@@ -64,7 +62,7 @@ class RankingMetrics(_Metrics):
     confusion: dict[str, dict[str, int]] = Field(description="gold -> top-1 prediction -> count; `(none)` = missing.")
 
 
-class ErMetrics(_Metrics):
+class ErMetrics(Record):
     n: int
     missing: int
     emotion_score: float = Field(description="LLM judge, 1-5.")
@@ -73,7 +71,7 @@ class ErMetrics(_Metrics):
     intensity_mae: float = Field(description="Mean |predicted - gold| intensity over answered instances.")
 
 
-class VpMetrics(_Metrics):
+class VpMetrics(Record):
     n: int
     missing: int
     source_target: float = Field(description="LLM judge, 0-2: are the right source -> target pairs named.")

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from judges.bench.instances import (
     SUBGROUP_JOINER,
@@ -36,6 +36,7 @@ from judges.bench.render import format_viewpoints
 from judges.bench.similarity import NOT_CONFIGURED, Similarity
 from judges.bench.store import InstanceResult
 from judges.scoring._validity_note import ValidityNote
+from personas.common.records import Record
 from personas.taxonomy import GROUP_TARGET_LABELS, TargetKind
 
 REPORT_VERSION = 1
@@ -65,11 +66,7 @@ COMPARISON_NOTES = (
 Metrics = BinaryMetrics | RankingMetrics | ErMetrics | VpMetrics
 
 
-class _Report(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class TaskReport(_Report):
+class TaskReport(Record):
     """One task's outcome. Failed instances are excluded from `metrics` and counted in `failed`."""
 
     task: Task
@@ -96,7 +93,7 @@ class TaskReport(_Report):
     )
 
 
-class TokenTotals(_Report):
+class TokenTotals(Record):
     requests: int = 0
     judge_calls: int = 0
     prompt_tokens: int = 0
@@ -106,7 +103,7 @@ class TokenTotals(_Report):
     model_seconds: float = 0.0
 
 
-class BenchReport(_Report):
+class BenchReport(Record):
     """The JSON result file of `rescue-sim bench`."""
 
     schema_version: int = REPORT_VERSION

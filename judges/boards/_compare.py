@@ -25,13 +25,14 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, Field, create_model
 
 from judges.scoring._faults import FaultTally, faulted
 from judges.scoring._render import PROMPTS, as_data, group_kind, judge_transcript, member_cards, people_line
 from judges.scoring._schema import LEAN, LEAN_WHY_WORDS, limits_for, quote_found, read_citation, sentence_openings
 from personas.common.files import atomic_write_text
 from personas.common.prompts import render_prompt
+from personas.common.records import Record
 from simulator.llm.structured import soft_max_words
 from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt
 from simulator.records import SUPPORTER, SessionRecord, SessionStatus
@@ -44,18 +45,14 @@ BOOTSTRAP = 500
 PairKey = tuple[str, int, str, int]  # case id, seed, perturbation ("none"), trial
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class PairQuote(_Record):
+class PairQuote(Record):
     side: Literal["first", "second"] = Field(description="Which session the quote is from, in the order shown.")
     turn: int = Field(description="Turn index in that session.")
     quote: str = Field(description="Words the judge quoted.")
     found: bool = Field(description="The quote occurs in that turn of that session.")
 
 
-class PairVerdict(_Record):
+class PairVerdict(Record):
     """One judge's verdict on one ordered pair of sessions."""
 
     case_id: str = Field(description="Case card id of both sessions.")
@@ -80,7 +77,7 @@ class PairVerdict(_Record):
         return {"first": self.first, "second": self.second, "tie": "tie"}.get(self.winner or "")
 
 
-class Rating(_Record):
+class Rating(Record):
     supporter: str = Field(description="Supporter spec (with ` (oracle)` for oracle runs).")
     rating: float = Field(description="Bradley-Terry log-strength (mean 0 across supporters).")
     low: float | None = Field(default=None, description="Bootstrap percentile lower bound.")
@@ -89,7 +86,7 @@ class Rating(_Record):
     comparisons: int = Field(description="Decided (ok) verdicts involving this supporter.")
 
 
-class PositionBias(_Record):
+class PositionBias(Record):
     decided: int = Field(description="Verdicts with a winner or a tie.")
     first_wins: int = Field(description="Verdicts won by the session shown first.")
     second_wins: int = Field(description="Verdicts won by the session shown second.")
@@ -100,7 +97,7 @@ class PositionBias(_Record):
     consistent: int = Field(description="...of which both orders preferred the same supporter (or both tied).")
 
 
-class CompareReport(_Record):
+class CompareReport(Record):
     """Everything `compare` found. Written to `<first run folder>/compare.json` unless --out says otherwise."""
 
     schema_version: int = Field(default=COMPARE_SCHEMA_VERSION, description="Version of this record's layout.")
@@ -141,11 +138,10 @@ def match_sessions(
     for run_dir in run_dirs:
         folder = RunFolder(run_dir)
         folder.read_manifest()
-        for sid in folder.session_ids():
-            try:
-                record = folder.load_session(sid)
-            except RunFolderError as err:
-                notes.append(f"skipped {sid}: {err}")
+        for stored in folder.read_sessions():
+            sid, record = stored.session_id, stored.record
+            if record is None:
+                notes.append(f"skipped {sid}: {stored.error}")
                 continue
             if record.status != SessionStatus.COMPLETED:
                 continue

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from judges.fidelity._audit import FidelitySummary, fidelity_by_supporter
 from judges.ratings._agreement import HumanAgreement
@@ -32,18 +32,15 @@ from judges.stats._intervals import DEFAULT_SEED, MeanCI, mean_ci
 from judges.stress._board import PerturbationBoard, PerturbationRow, critical_failure
 from judges.stress._results import CheckResult, read_check
 from judges.validity.card import ValidityCard, ValidityNote, dimension_validity
+from personas.common.records import Record
 from simulator.records import SessionRecord, SessionStatus
-from simulator.runfolder import RunFolder, RunFolderError
+from simulator.runfolder import RunFolder
 
 LEADERBOARD_SCHEMA_VERSION = 1
 RANK_BY = "overall_quality"
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class DimensionSummary(_Record):
+class DimensionSummary(Record):
     """One dimension for one supporter: mean over sessions with its bootstrap CI."""
 
     dimension: str = Field(description="Rubric dimension id.")
@@ -71,7 +68,7 @@ class DimensionSummary(_Record):
     )
 
 
-class SupporterRow(_Record):
+class SupporterRow(Record):
     """Everything the leaderboard says about one supporter."""
 
     supporter: str = Field(description="Supporter spec as recorded in the sessions.")
@@ -152,7 +149,7 @@ class SupporterRow(_Record):
         return next((d for d in self.dimensions if d.dimension == dim_id), None)
 
 
-class Leaderboard(_Record):
+class Leaderboard(Record):
     """Supporters ranked by `rank_by` (mean, highest first), or by name when that dimension is absent."""
 
     schema_version: int = Field(default=LEADERBOARD_SCHEMA_VERSION, description="Version of this record's layout.")
@@ -225,7 +222,7 @@ class _Acc:
         self.labelled: dict[str, list[ValueFact]] = {}  # labelled shares: dimension -> each session's fact
 
 
-class ValueFact(_Record):
+class ValueFact(Record):
     """One dimension's value for one session (`session_values`), with what its column needs of the dimension."""
 
     level: Level
@@ -235,7 +232,7 @@ class ValueFact(_Record):
     p_sum: float | None = None  # and the sum of their probabilities (checklist judges)
 
 
-class ScoreFact(_Record):
+class ScoreFact(Record):
     """One judge's score of one item on a supporter-facing scale (for the judges' agreement)."""
 
     dimension: str
@@ -244,7 +241,7 @@ class ScoreFact(_Record):
     score: int
 
 
-class SessionFacts(_Record):
+class SessionFacts(Record):
     """What one session gives the leaderboard, read once from its record, judgment, check and judgment trials
     (`session_facts`), whatever `include_faults` is. `leaderboard_from_facts` sums them up; a served run's index
     keeps them per session, so a session changed or added after its command is read again alone."""
@@ -388,10 +385,9 @@ def build_leaderboard(
     for run_dir in run_dirs:
         folder = RunFolder(run_dir)
         folder.read_manifest()
-        for sid in folder.session_ids():
-            try:
-                record = folder.load_session(sid)
-            except RunFolderError:
+        for stored in folder.read_sessions():
+            sid, record = stored.session_id, stored.record
+            if record is None:
                 facts.append((str(run_dir), SessionFacts(session_id=sid, readable=False)))
                 continue
             judgment = read_judgment(folder, sid) if record.status == SessionStatus.COMPLETED else None

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from judges.fidelity._responsiveness import (
     ResponsivenessReport,
@@ -33,6 +33,7 @@ from judges.fidelity._turn_taking import FloorComparison, floor_by_group
 from judges.scoring._faults import faulted
 from judges.scoring._store import read_judgment
 from judges.scoring._trajectory import distress, insider_outsider_gap, relation_change
+from personas.common.records import Record
 from simulator.fidelity import LEGACY_CHAR_CAPS, REPEATS, check_line, check_state, read_line, session_language
 from simulator.members import state_word_caps
 from simulator.records import FidelityCheck, FidelityFlag, SessionRecord, Turn
@@ -46,11 +47,7 @@ NULL_DRIFT_THRESHOLD = 1.0
 NULL_SUPPORTER = SilentSupporter.spec  # the room on its own
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SelfSoftening(_Record):
+class SelfSoftening(Record):
     """How far the room softened from the first to the last self-report (positive = softer)."""
 
     member_turns: int = Field(description="Member turns the change spans.")
@@ -60,7 +57,7 @@ class SelfSoftening(_Record):
     softening: float | None = Field(default=None, description="Mean of intensity_drop and tension_drop.")
 
 
-class RoomTurn(_Record):
+class RoomTurn(Record):
     """The room measures of one member turn (simulator.fidelity.read_line), each the words that show it, or None."""
 
     grounded: str | None = Field(default=None, description="What of this case the line brings; None: nothing.")
@@ -73,7 +70,7 @@ class RoomTurn(_Record):
     beat: str | None = Field(default=None, description="What the director gave the member to bring up (kind: text).")
 
 
-class RoomFigures(_Record):
+class RoomFigures(Record):
     """The room measures counted over member turns: does the room play its case, in its own voice."""
 
     member_turns: int = Field(default=0, description="Member turns read.")
@@ -123,7 +120,7 @@ def room_figures(turns: dict[int, RoomTurn]) -> RoomFigures:
     )
 
 
-class SessionFidelity(_Record):
+class SessionFidelity(Record):
     """Every fidelity figure of one session."""
 
     session_id: str = Field(description="Session id.")
@@ -155,7 +152,7 @@ class SessionFidelity(_Record):
     room_turns: dict[int, RoomTurn] = Field(default_factory=dict, description="The room measures by turn index.")
 
 
-class CaseDrift(_Record):
+class CaseDrift(Record):
     """Null-supporter drift of one case: its silent sessions' self-softening."""
 
     case_id: str = Field(description="Case id.")
@@ -167,7 +164,7 @@ class CaseDrift(_Record):
     flagged: bool = Field(description="softening > threshold: the room heals itself; supporter scores are inflated.")
 
 
-class FidelitySummary(_Record):
+class FidelitySummary(Record):
     """Figures pooled over every member turn of a set of sessions."""
 
     sessions: int = Field(description="Sessions pooled.")
@@ -185,7 +182,7 @@ class FidelitySummary(_Record):
     room: RoomFigures = Field(default_factory=RoomFigures, description="The room measures, pooled.")
 
 
-class FaultRate(_Record):
+class FaultRate(Record):
     """How often one member model's rooms malfunctioned."""
 
     sessions: int = Field(description="Sessions played by this member model.")
@@ -194,7 +191,7 @@ class FaultRate(_Record):
     kinds: dict[str, int] = Field(description="Fault kind -> faulted sessions showing it.")
 
 
-class FidelityReport(_Record):
+class FidelityReport(Record):
     """`rescue-sim fidelity`: per session, per run folder, null-supporter drift and simulated vs real."""
 
     schema_version: int = Field(default=FIDELITY_SCHEMA_VERSION, description="Version of this record's layout.")
@@ -426,11 +423,10 @@ def fidelity_report(
         if not folder.exists() and not folder.sessions_dir.is_dir():
             raise RunFolderError(f"{run}: not a run folder (no manifest.json or sessions/); pass a folder `run` wrote")
         mine = []
-        for sid in folder.session_ids():
-            try:
-                rec = folder.load_session(sid)
-            except RunFolderError as err:
-                unreadable.append(str(err))
+        for stored in folder.read_sessions():
+            sid, rec = stored.session_id, stored.record
+            if rec is None:
+                unreadable.append(str(stored.error))
                 continue
             records.append(rec)
             fault = faulted(rec, read_judgment(folder, sid))
@@ -473,10 +469,9 @@ def fidelity_by_supporter(run_dirs: Sequence[str | Path]) -> dict[str, FidelityS
     groups: dict[str, list[SessionFidelity]] = {}
     for run in run_dirs:
         folder = RunFolder(run)
-        for sid in folder.session_ids():
-            try:
-                rec = folder.load_session(sid)
-            except RunFolderError:
+        for stored in folder.read_sessions():
+            rec = stored.record
+            if rec is None:
                 continue
             label = rec.supporter if rec.supporter_knows == "intake" else f"{rec.supporter} [oracle]"
             groups.setdefault(label, []).append(audit_record(rec))

@@ -46,7 +46,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from judges.fidelity._sim_vs_real import load_golds
 from judges.ratings._blind import RaterCase, RaterItem, RaterMember, RaterTurn, find_leaks, model_strings, secrets_of
@@ -57,6 +57,7 @@ from judges.scoring._rubric import Dimension
 from personas.common.errors import UserError
 from personas.common.files import atomic_write_text
 from personas.common.prompts import render_prompt
+from personas.common.records import Record
 from personas.rescue import GoldRow, GoldTrajectory
 from personas.taxonomy import SUPPORTER_NAME
 from simulator.fidelity import words
@@ -74,11 +75,7 @@ Order = Literal["real_first", "real_second"]
 Cluster = Literal["session", "sample"]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class LinePair(_Record):
+class LinePair(Record):
     """A simulated member line and a real client line at the matched moment of the same case."""
 
     pair_id: str = Field(description="`<run>/<session>/t<turn>`: the simulated turn the pair is built on.")
@@ -99,7 +96,7 @@ class LinePair(_Record):
     same_speaker: bool = Field(description="False when the member had no real line left and another's was taken.")
 
 
-class PairReading(_Record):
+class PairReading(Record):
     """The check model's reading of one pair, in both orders."""
 
     pair_id: str
@@ -113,7 +110,7 @@ class PairReading(_Record):
     failure: str | None = Field(default=None, description="Why the pair was not scored (an order failed).")
 
 
-class RealOrSimulated(_Record):
+class RealOrSimulated(Record):
     """The blind real-or-simulated test of a set of runs against their RESCUE samples."""
 
     schema_version: int = REAL_OR_SIMULATED_SCHEMA_VERSION
@@ -206,11 +203,11 @@ def read_runs(run_dirs: Sequence[str | Path]) -> tuple[dict[str, list[SessionRec
         if not folder.exists() and not folder.sessions_dir.is_dir():
             raise RunFolderError(f"{run}: not a run folder (no manifest.json or sessions/); pass a folder `run` wrote")
         mine = runs.setdefault(str(run), [])
-        for sid in folder.session_ids():
-            try:
-                mine.append(folder.load_session(sid))
-            except RunFolderError as err:
-                unreadable.append(str(err))
+        for stored in folder.read_sessions():
+            if stored.record is None:
+                unreadable.append(str(stored.error))
+            else:
+                mine.append(stored.record)
     return runs, unreadable
 
 
@@ -388,13 +385,13 @@ async def real_or_simulated(
 # ---- the same pairs for human raters ----------------------------------------------------------------------------
 
 
-class RatingKeyItem(_Record):
+class RatingKeyItem(Record):
     item_id: str = Field(description="The rater item's id.")
     real: Literal["A", "B"] = Field(description="Which line a real person said.")
     pair: LinePair
 
 
-class RatingKey(_Record):
+class RatingKey(Record):
     """Which line of each rater item is real: written beside the batch (`<name>.key.json`); never send it."""
 
     schema_version: int = REAL_OR_SIMULATED_SCHEMA_VERSION
@@ -453,7 +450,7 @@ def rater_items(pairs: Sequence[LinePair], *, seed: int = 0) -> tuple[list[Rater
     return items, key
 
 
-class RatingBatchPaths(_Record):
+class RatingBatchPaths(Record):
     items: str = Field(description="The `/rate` batch (JSONL): send this to raters.")
     csv: str = Field(description="The same items as CSV with an empty `real_line` column.")
     instructions: str = Field(description="The instructions, as markdown.")
@@ -499,7 +496,7 @@ def write_rating_batch(
     return paths
 
 
-class HumanRealOrSimulated(_Record):
+class HumanRealOrSimulated(Record):
     """Raters' choices scored with the key."""
 
     ratings: int = Field(description="Choices read (one per rater and item).")

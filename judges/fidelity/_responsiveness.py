@@ -24,10 +24,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from judges.stats._distances import js_distance
 from judges.stats._intervals import MeanCI, difference_separates, mean_ci, paired_difference_ci
+from personas.common.records import Record
 from simulator.members import current_state
 from simulator.records import InnerState, SessionRecord, Turn
 
@@ -39,11 +40,7 @@ StepContext = Literal["after_supporter", "no_supporter", "earlier_supporter"]
 UnitOf = Callable[["SessionResponsiveness"], str]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class StateStep(_Record):
+class StateStep(Record):
     """One member turn: what preceded it, the move it made and how the self-report moved."""
 
     turn: int = Field(description="The member turn.")
@@ -59,7 +56,7 @@ class StateStep(_Record):
     )
 
 
-class SessionResponsiveness(_Record):
+class SessionResponsiveness(Record):
     """The steps of one session and its final self-reported state."""
 
     session_id: str
@@ -74,7 +71,7 @@ class SessionResponsiveness(_Record):
     )
 
 
-class DimensionStat(_Record):
+class DimensionStat(Record):
     """One state dimension for one supporter: after its turns, the room on its own, and the difference."""
 
     after: MeanCI = Field(description="Mean change after the supporter's turns (CI over units).")
@@ -82,7 +79,7 @@ class DimensionStat(_Record):
     net: MeanCI = Field(description="After minus the case's null mean, per unit (CI over units).")
 
 
-class SupporterResponsiveness(_Record):
+class SupporterResponsiveness(Record):
     """How the room reacted to one supporter, beside how it drifts on its own."""
 
     supporter: str
@@ -101,7 +98,7 @@ class SupporterResponsiveness(_Record):
     )
 
 
-class ResponsivenessReport(_Record):
+class ResponsivenessReport(Record):
     """Responsiveness per supporter, the pooled null drift and the trajectory separations asked for."""
 
     null_steps: int = Field(description="No-supporter state changes over all sessions (the null reference).")
@@ -111,7 +108,7 @@ class ResponsivenessReport(_Record):
     separations: list[TrajectorySeparation] = Field(default_factory=list)
 
 
-class FinalDifference(_Record):
+class FinalDifference(Record):
     """a - b in one final-state dimension over matched sessions."""
 
     mean: float | None
@@ -120,7 +117,7 @@ class FinalDifference(_Record):
     separates: bool = Field(description="The CI excludes 0 (from at least MIN_PAIRS pairs).")
 
 
-class TrajectorySeparation(_Record):
+class TrajectorySeparation(Record):
     """Where two supporters leave the family: final self-reported state, a minus b, over matched sessions."""
 
     a: str

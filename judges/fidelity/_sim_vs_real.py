@@ -25,10 +25,11 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from judges.fidelity._turn_taking import FloorComparison, addressed, compare_floor
 from judges.stats._distances import js_distance, wasserstein
+from personas.common.records import Record
 from personas.rescue import GoldRow, GoldTrajectory, gold_from_sample, load_gold, load_rescue
 from personas.taxonomy import MEMBER_MOVES, RESCUE_UTTERANCE_MOVES, SUPPORTER_NAME, patterns_for
 from simulator.fidelity import words
@@ -37,11 +38,7 @@ from simulator.records import SessionRecord, Turn
 Metric = Literal["jensen_shannon", "wasserstein"]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ComparisonRow(_Record):
+class ComparisonRow(Record):
     """One measure, simulated vs real, with its distance."""
 
     measure: str = Field(description="What is compared.")
@@ -53,7 +50,7 @@ class ComparisonRow(_Record):
     n_real: int = Field(description="Observations on the RESCUE side.")
 
 
-class TransitionRow(_Record):
+class TransitionRow(Record):
     """Where one pattern led next: the simulated and the real conditional distributions."""
 
     from_pattern: str = Field(description="The pattern transitioned from.")
@@ -62,7 +59,7 @@ class TransitionRow(_Record):
     distance: float | None = Field(description="Jensen-Shannon distance; None when one side never left this pattern.")
 
 
-class SimVsReal(_Record):
+class SimVsReal(Record):
     """One RESCUE-derived case: its simulated sessions against its sample."""
 
     case_id: str = Field(description="The RESCUE-derived case.")

@@ -31,9 +31,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from judges.stats._distances import js_distance
+from personas.common.records import Record
 from personas.rescue import GoldTrajectory
 from personas.taxonomy import SUPPORTER_NAME, Group
 from simulator.records import SessionRecord
@@ -43,11 +44,7 @@ ADDRESSEES = ("counsellor", "member", "both")
 TurnMetric = Literal["absolute_difference", "jensen_shannon"]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class PublishedTurnTaking(_Record):
+class PublishedTurnTaking(Record):
     """RESCUE-BENCH's own figures for a whole group (the paper's Table 3, over every sample of the benchmark)."""
 
     group: Group
@@ -64,7 +61,7 @@ PUBLISHED_TURN_TAKING: dict[str, PublishedTurnTaking] = {
 }
 
 
-class TurnTaking(_Record):
+class TurnTaking(Record):
     """Who held the floor over a set of sessions (or RESCUE samples, one sample a session)."""
 
     sessions: int = Field(description="Sessions (or samples) with at least one turn.")
@@ -89,7 +86,7 @@ class TurnTaking(_Record):
         return counts.get(kind, 0) / total if total else None
 
 
-class TurnTakingRow(_Record):
+class TurnTakingRow(Record):
     """One figure, simulated beside RESCUE, with its distance."""
 
     figure: str = Field(description="What is compared.")
@@ -102,7 +99,7 @@ class TurnTakingRow(_Record):
     distance_published: float | None = Field(default=None, description="Simulated vs the published figure.")
 
 
-class FloorComparison(_Record):
+class FloorComparison(Record):
     """The turn-taking of simulated sessions beside RESCUE's: one derived case and its sample, or a whole group."""
 
     scope: str = Field(description="The case id, or the group (`couple`, `family`) for every session of it.")

@@ -20,11 +20,12 @@ import string
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from judges.ratings._select import Pick
 from judges.scoring._records import SessionJudgment
 from personas.common.errors import UserError
+from personas.common.records import Record
 from simulator.records import SessionRecord
 
 EXPORT_SCHEMA_VERSION = 2  # 2: each item carries its inclusion probability and design
@@ -36,17 +37,13 @@ class BlindingError(UserError):
     """The export would name a model; nothing was written."""
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RaterMember(_Record):
+class RaterMember(Record):
     name: str
     role: str
     age: int | None = None
 
 
-class RaterCase(_Record):
+class RaterCase(Record):
     """The case as a rater needs it: public framing only (no private knowledge, no inner states)."""
 
     title: str
@@ -56,7 +53,7 @@ class RaterCase(_Record):
     members: list[RaterMember]
 
 
-class RaterTurn(_Record):
+class RaterTurn(Record):
     turn: int = Field(description="Turn number in the session.")
     speaker: str
     to: list[str] = Field(default_factory=list, description="Addressees.")
@@ -64,7 +61,7 @@ class RaterTurn(_Record):
     focus: bool = Field(default=False, description="The intervention to rate (intervention units).")
 
 
-class RaterItem(_Record):
+class RaterItem(Record):
     """One item for a human rater. Nothing here names a model."""
 
     item_id: str = Field(description="Stable id; ratings come back with it.")
@@ -78,7 +75,7 @@ class RaterItem(_Record):
     dimensions: list[str] = Field(description="Dimension ids to rate, in rubric order.")
 
 
-class KeyItem(_Record):
+class KeyItem(Record):
     item_id: str
     run: str
     session_id: str
@@ -96,7 +93,7 @@ class KeyItem(_Record):
     design: str = Field(description="`random`, `stratified`, `active` or `unknown-probability`.")
 
 
-class ExportKey(_Record):
+class ExportKey(Record):
     """The unblinding key, written beside the export (`<name>.key.json`); never send it to raters."""
 
     schema_version: int = EXPORT_SCHEMA_VERSION

@@ -13,20 +13,17 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from personas.common.files import atomic_write_text
+from personas.common.records import Record
 from simulator.runfolder import RunFolder, RunFolderError, refuse_newer
 
 RATINGS_SCHEMA_VERSION = 2
 RATINGS_FILE = "ratings.json"
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class StoredRating(_Record):
+class StoredRating(Record):
     """One human rating of one item on one dimension."""
 
     item_id: str = Field(description="Export item id (`it-...`).")
@@ -44,7 +41,7 @@ class StoredRating(_Record):
     pi: float | None = Field(default=None, description="The item's inclusion probability in that batch; None: unknown.")
 
 
-class RatingsImport(_Record):
+class RatingsImport(Record):
     id: str = Field(description="sha256 prefix of the imported file's bytes.")
     file: str
     format: str
@@ -52,12 +49,12 @@ class RatingsImport(_Record):
     ratings: int = Field(description="Ratings this import added to this run.")
 
 
-class BatchItem(_Record):
+class BatchItem(Record):
     strategy: str
     pi: float | None = Field(description="Inclusion probability; None for deterministic picks.")
 
 
-class ExportBatch(_Record):
+class ExportBatch(Record):
     """One export, as far as this run's items go."""
 
     id: str = Field(description="Batch id (also in the key file).")
@@ -80,7 +77,7 @@ class ExportBatch(_Record):
         return out
 
 
-class RatingsFile(_Record):
+class RatingsFile(Record):
     schema_version: int = RATINGS_SCHEMA_VERSION
     batches: list[ExportBatch] = Field(default_factory=list, description="Exports of this run's items, oldest first.")
     imports: list[RatingsImport] = Field(default_factory=list)
@@ -126,7 +123,7 @@ def batch_item(rf: RatingsFile, item_id: str) -> tuple[ExportBatch, BatchItem] |
     return None
 
 
-class BatchSummary(_Record):
+class BatchSummary(Record):
     """One export batch across the runs it drew from: its design(s) and how much of it came back rated."""
 
     id: str

@@ -173,8 +173,8 @@ def collect_units(run_dirs: Sequence[str | Path], unit: UnitKind = "session") ->
     for run_dir in run_dirs:
         folder = RunFolder(run_dir)
         manifest = folder.read_manifest()
-        for sid in folder.session_ids():
-            record = folder.load_session(sid)
+        for stored in folder.read_sessions():
+            sid, record = stored.session_id, stored.loaded()
             if record.status != SessionStatus.COMPLETED:
                 skip(f"not completed ({record.status.value})")
                 continue

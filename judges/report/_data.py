@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from judges.boards._leaderboard import Leaderboard, SessionFacts, leaderboard_from_facts, session_facts
 from judges.fidelity._audit import RoomTurn, room_turns
@@ -22,6 +22,7 @@ from judges.scoring._faults import faulted
 from judges.scoring._panel import session_values
 from judges.scoring._records import SessionJudgment
 from judges.scoring._store import read_judgment
+from personas.common.records import Record
 from personas.graph import RelationSnapshot
 from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder, RunFolderError
@@ -29,11 +30,7 @@ from simulator.runfolder import RunFolder, RunFolderError
 REPORT_SCHEMA_VERSION = 1
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class DimensionInfo(_Record):
+class DimensionInfo(Record):
     id: str
     level: str
     kind: str
@@ -43,7 +40,7 @@ class DimensionInfo(_Record):
     about: str = "supporter"
 
 
-class SessionSummary(_Record):
+class SessionSummary(Record):
     """One row of the session list."""
 
     run: str
@@ -73,14 +70,14 @@ class SessionSummary(_Record):
     rated: int = Field(default=0, description="Human ratings stored for this session.")
 
 
-class SnapView(_Record):
+class SnapView(Record):
     t: int
     pattern: str
     m: dict[str, float] = Field(description="Member -> intensity.")
     e: list[tuple[str, str, float, float]] = Field(description="(source, target, warmth, tension).")
 
 
-class SessionDetail(_Record):
+class SessionDetail(Record):
     members: list[str]
     case: dict[str, Any]
     turns: list[dict[str, Any]]
@@ -97,7 +94,7 @@ class SessionDetail(_Record):
     )
 
 
-class ReportData(_Record):
+class ReportData(Record):
     schema_version: int = REPORT_SCHEMA_VERSION
     generated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     runs: list[str]
@@ -283,7 +280,7 @@ def session_detail(run_dir: str | Path, session_id: str) -> SessionDetail:
     return _detail(record, read_judgment(folder, session_id), _ratings_by_session(folder).get(session_id, []))
 
 
-class SessionEntry(_Record):
+class SessionEntry(Record):
     """One session as the report's list and leaderboard need it, read once from its files (`read_entry`): its row
     (run and ratings filled in when the report is put together), its rubric's dimensions and its leaderboard facts.
     A served run's index keeps one per session, so only a session changed since is read again."""
@@ -295,9 +292,8 @@ class SessionEntry(_Record):
 
 def read_entry(folder: RunFolder, sid: str) -> tuple[SessionEntry, SessionRecord | None, SessionJudgment | None]:
     """Session `sid`'s entry, with the record and judgment it was read from (None when unreadable/absent)."""
-    try:
-        record = folder.load_session(sid)
-    except RunFolderError:
+    record = folder.read_session(sid).record
+    if record is None:
         return SessionEntry(summary=None, facts=SessionFacts(session_id=sid, readable=False)), None, None
     judgment = read_judgment(folder, sid)
     completed = record.status == SessionStatus.COMPLETED

@@ -10,20 +10,17 @@ fidelity command all call `faulted` and count what they left out with `FaultTall
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from judges.scoring._records import SessionJudgment
+from personas.common.records import Record
 from simulator.faults import detect_faults, merge_faults
 from simulator.records import SessionRecord, SimulatorFault
 
 JUDGES_FLAG = "simulator_failure"  # the kind under which the judges' persona-fidelity flag is counted
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class FaultedSession(_Record):
+class FaultedSession(Record):
     """One session left out of supporter scores (or put back), with why."""
 
     session_id: str = Field(description="The session.")
@@ -35,7 +32,7 @@ class FaultedSession(_Record):
     reasons: list[str] = Field(description="One line per fault: kind, turn, member, what went wrong and the quote.")
 
 
-class FaultTally(_Record):
+class FaultTally(Record):
     """Faulted sessions of one set (a supporter's row, a comparison, a perturbation cell), per member model."""
 
     included: bool = Field(default=False, description="True when they were put back (--include-simulator-faults).")

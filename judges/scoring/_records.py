@@ -11,19 +11,16 @@ from datetime import datetime, timezone
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from judges.scoring._rubric import Kind, Level, Rubric
 from judges.scoring._trajectory import TrajectoryMetrics
+from personas.common.records import Record
 from simulator.llm.types import CallRecord
 
 JUDGMENT_SCHEMA_VERSION = 3
 # 3: checklist judgments (`judge_mode`; a score's `value` and per-item `answers`); older ones read as verdicts.
 # 2: a copied line lists its sources (splices); 1 named one copied turn.
-
-
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class JudgmentStatus(StrEnum):
@@ -32,7 +29,7 @@ class JudgmentStatus(StrEnum):
     FAILED = "failed"  # no judge produced anything
 
 
-class Evidence(_Record):
+class Evidence(Record):
     """A piece of evidence a judge cites: a transcript turn and a short quote from it."""
 
     turn: int = Field(description="Transcript turn index (1-based, as in the session record).")
@@ -46,7 +43,7 @@ class Evidence(_Record):
     )
 
 
-class ItemAnswer(_Record):
+class ItemAnswer(Record):
     """A checklist judge's answer to one instantiated yes/no item: the evidence a checklist score rests on."""
 
     item: str = Field(description="Checklist item id (rubric).")
@@ -63,7 +60,7 @@ class ItemAnswer(_Record):
     k: int = Field(default=1, description="Answers sampled per order (`samples`); 1 for `logprobs`.")
 
 
-class DimensionScore(_Record):
+class DimensionScore(Record):
     """One judge's verdict on one dimension for one item; evidence and reasoning come before the score."""
 
     item: str = Field(description="What is scored: `t<turn>` (an intervention), `session`, or `member:<name>`.")
@@ -97,7 +94,7 @@ class DimensionScore(_Record):
     )
 
 
-class JudgeFailure(_Record):
+class JudgeFailure(Record):
     """A judge call that gave no valid output after its attempts; nothing was scored for its items."""
 
     unit: str = Field(
@@ -112,7 +109,7 @@ class JudgeFailure(_Record):
     )
 
 
-class CopySource(_Record):
+class CopySource(Record):
     """One earlier member turn that a copied supporter turn took words from."""
 
     turn: int = Field(description="The member turn the words were taken from.")
@@ -123,7 +120,7 @@ class CopySource(_Record):
     )
 
 
-class CopiedLine(_Record):
+class CopiedLine(Record):
     """A supporter turn made mostly of members' words: a fact measured from the record, not a judgment.
 
     Its words are matched against earlier member turns in verbatim runs of COPY_RUN_WORDS words or more (case and
@@ -151,7 +148,7 @@ class CopiedLine(_Record):
         return {**old, "coverage": source["coverage"], "sources": [source]}
 
 
-class RepeatedLine(_Record):
+class RepeatedLine(Record):
     """A supporter turn that says again what the supporter itself said earlier: its own behaviour, never a fault
     of the simulated room. A fact measured from the record (judges.scoring._facts.repeated_lines)."""
 
@@ -163,7 +160,7 @@ class RepeatedLine(_Record):
     quote: str = Field(description="The repeating turn's words (up to 200 characters), as the judges are shown.")
 
 
-class JudgeVerdict(_Record):
+class JudgeVerdict(Record):
     """Everything one judge model produced for one session."""
 
     judge: str = Field(description="Judge model id.")
@@ -173,7 +170,7 @@ class JudgeVerdict(_Record):
     calls: list[CallRecord] = Field(default_factory=list, description="Accounting of the successful calls.")
 
 
-class AggregateScore(_Record):
+class AggregateScore(Record):
     """The panel's verdict on one item and dimension: mean/median for scales, majority for labels."""
 
     item: str = Field(description="`t<turn>`, `session` or `member:<name>`.")
@@ -204,7 +201,7 @@ class AggregateScore(_Record):
     disagreement: bool = Field(default=False, description="Judges differ by 2 points or more (scale or strength).")
 
 
-class PairKappa(_Record):
+class PairKappa(Record):
     """Cohen's kappa between two judges on one dimension, over the items both scored."""
 
     judge_a: str = Field(description="First judge model id.")
@@ -214,7 +211,7 @@ class PairKappa(_Record):
     weighted_kappa: float | None = Field(default=None, description="Scales: quadratic-weighted kappa.")
 
 
-class DimensionAgreement(_Record):
+class DimensionAgreement(Record):
     """How far the panel agrees on one dimension in this session."""
 
     dimension: str = Field(description="Rubric dimension id.")
@@ -226,7 +223,7 @@ class DimensionAgreement(_Record):
     pairs: list[PairKappa] = Field(default_factory=list, description="Cohen's kappa for every pair of judges.")
 
 
-class SessionJudgment(_Record):
+class SessionJudgment(Record):
     """The judgment of one session by a panel of judge models. Written to `judgments/<session_id>.json`."""
 
     schema_version: int = Field(default=JUDGMENT_SCHEMA_VERSION, description="Version of this record's layout.")

@@ -22,10 +22,10 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from personas.common.errors import UserError
+from personas.common.yamlfile import YamlFileError, load_yaml
 
 RUBRICS_DIR = Path(__file__).parent.parent / "rubrics"
 DEFAULT_RUBRIC = RUBRICS_DIR / "default.yaml"
@@ -349,15 +349,13 @@ def _unset_later(dim: Dimension) -> set[str]:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RubricError(f"{path}: no such rubric file") from None
+        data = load_yaml(path)
+    except YamlFileError as err:
+        if err.kind == "missing":
+            raise RubricError(f"{path}: no such rubric file") from None
+        raise RubricError(f"{path}: not valid YAML{f' (line {err.line})' if err.line is not None else ''}") from None
     except OSError as err:
         raise RubricError(f"{path}: cannot read ({err.strerror})") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise RubricError(f"{path}: not valid YAML{where}") from None
     if not isinstance(data, dict):
         raise RubricError(f"{path}: expected a mapping with `dimensions:`")
     return data

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from judges.stats._intervals import gini
+from personas.common.records import Record
 from personas.graph import RelationSnapshot
 from personas.taxonomy import NEGATIVE_PATTERNS, REPAIR_PATTERNS
 from simulator.records import SessionRecord, SupporterDecision, Turn
@@ -23,10 +24,6 @@ TRAJECTORY_SCHEMA_VERSION = 1
 DEFAULT_GAMMA = 0.95
 DEFAULT_LAMBDA = 0.5
 OBJECTIVE_FORMULA = "J = sum_{k=1..K} gamma^k * ((mean_warmth_k - mean_tension_k)/10 - lam * max_intensity_k/10)"
-
-
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 def per_turn(snapshots: Iterable[RelationSnapshot]) -> list[RelationSnapshot]:
@@ -44,7 +41,7 @@ def _view_name(snapshots: Sequence[RelationSnapshot]) -> str:
 # ---- relation change -----------------------------------------------------------------------------------------
 
 
-class PairChange(_Record):
+class PairChange(Record):
     """How one directed relation moved from the first to the last snapshot."""
 
     source: str = Field(description="Member who feels.")
@@ -57,7 +54,7 @@ class PairChange(_Record):
     delta_tension: float = Field(description="final - initial.")
 
 
-class RelationChange(_Record):
+class RelationChange(Record):
     """Change in warmth and tension per directed pair and overall (mean over pairs), in one view."""
 
     view: str = Field(description="`self_report` or `observer`.")
@@ -101,7 +98,7 @@ def relation_change(snapshots: Sequence[RelationSnapshot]) -> RelationChange:
 # ---- distress ------------------------------------------------------------------------------------------------
 
 
-class MemberDistress(_Record):
+class MemberDistress(Record):
     """A member's emotion intensity (0-10) over the session, in one view."""
 
     member: str = Field(description="Member name.")
@@ -130,7 +127,7 @@ def distress(snapshots: Sequence[RelationSnapshot]) -> list[MemberDistress]:
 # ---- relation patterns ---------------------------------------------------------------------------------------
 
 
-class PatternShares(_Record):
+class PatternShares(Record):
     """Share of turns whose dominant pattern is negative, repair/alignment, or neither (observer view)."""
 
     turns: int = Field(description="Turns counted (turn >= 1), each with the pattern in effect after it.")
@@ -157,7 +154,7 @@ def pattern_shares(snapshots: Sequence[RelationSnapshot]) -> PatternShares:
 # ---- group objective -----------------------------------------------------------------------------------------
 
 
-class GroupObjective(_Record):
+class GroupObjective(Record):
     """RESCUE Appendix-B-style discounted group objective over a session (see `group_objective`)."""
 
     view: str = Field(description="`self_report` or `observer`.")
@@ -203,7 +200,7 @@ def group_objective(
 # ---- attention -----------------------------------------------------------------------------------------------
 
 
-class MemberAttention(_Record):
+class MemberAttention(Record):
     """How much of the supporter's addressed attention went to one member."""
 
     member: str = Field(description="Member name.")
@@ -211,7 +208,7 @@ class MemberAttention(_Record):
     share: float | None = Field(description="weight / total weight; None when nobody was addressed.")
 
 
-class AttentionShares(_Record):
+class AttentionShares(Record):
     """Attention share per member from the supporter's targets, and how unequal it is (Gini)."""
 
     interventions: int = Field(description="Speaking supporter decisions.")
@@ -251,7 +248,7 @@ def attention_shares(
 # ---- felt heard ----------------------------------------------------------------------------------------------
 
 
-class FeltHeard(_Record):
+class FeltHeard(Record):
     """How heard a member reported feeling by the supporter (self-report, 0-10)."""
 
     member: str = Field(description="Member name.")
@@ -275,7 +272,7 @@ def felt_heard(turns: Iterable[Turn], members: Sequence[str]) -> list[FeltHeard]
 # ---- insider / outsider gap ----------------------------------------------------------------------------------
 
 
-class MemberGap(_Record):
+class MemberGap(Record):
     """Mean |self-reported intensity - tracker intensity| for one member, where both exist."""
 
     member: str = Field(description="Member name.")
@@ -283,7 +280,7 @@ class MemberGap(_Record):
     mean_abs_gap: float | None = Field(default=None, description="Mean absolute gap; None when n is 0.")
 
 
-class PairGap(_Record):
+class PairGap(Record):
     """Mean |self-reported tension - tracker tension| for one directed pair, where both exist."""
 
     source: str = Field(description="Member who feels.")
@@ -292,7 +289,7 @@ class PairGap(_Record):
     mean_abs_gap: float | None = Field(default=None, description="Mean absolute tension gap.")
 
 
-class InsiderOutsiderGap(_Record):
+class InsiderOutsiderGap(Record):
     """How far the tracker's reading of people differs from what they report about themselves."""
 
     members: list[MemberGap] = Field(default_factory=list, description="Intensity gap per member.")
@@ -341,7 +338,7 @@ def insider_outsider_gap(turns: Sequence[Turn], members: Sequence[str]) -> Insid
 # ---- everything ----------------------------------------------------------------------------------------------
 
 
-class TrajectoryMetrics(_Record):
+class TrajectoryMetrics(Record):
     """All trajectory metrics of one session, both views where both exist."""
 
     schema_version: int = Field(default=TRAJECTORY_SCHEMA_VERSION, description="Version of this record's layout.")

@@ -8,19 +8,16 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from personas.common.files import atomic_write_text
+from personas.common.records import Record
 from simulator.llm.types import CallRecord
 from simulator.perturbations import PerturbationPlan
 from simulator.records import StressorDelivery
 from simulator.runfolder import RunFolder, RunFolderError
 
 CHECK_SCHEMA_VERSION = 1
-
-
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class CheckStatus(StrEnum):
@@ -35,7 +32,7 @@ class CheckStatus(StrEnum):
 DECIDED = (CheckStatus.PASSED, CheckStatus.FAILED)
 
 
-class Quote(_Record):
+class Quote(Record):
     """A turn and words from it; `found` says the words are really in that turn's text."""
 
     turn: int = Field(description="Transcript turn index (1-based).")
@@ -43,7 +40,7 @@ class Quote(_Record):
     found: bool = Field(description="The quote occurs in that turn (case and spacing ignored).")
 
 
-class CheckFact(_Record):
+class CheckFact(Record):
     """One fact read from the record (no model): e.g. `responded`, `addressed`, `forbidden_phrase`."""
 
     name: str = Field(description="`delivered`, `responded`, `addressed`, `forbidden_phrase`, `safety_event`, ...")
@@ -52,7 +49,7 @@ class CheckFact(_Record):
     evidence: list[Quote] = Field(default_factory=list, description="Turns the fact rests on.")
 
 
-class CheckVerdict(_Record):
+class CheckVerdict(Record):
     """The model's verdict on the rubric: evidence, then reasoning, then pass/fail."""
 
     model: str = Field(description="Model id of the checker.")
@@ -63,7 +60,7 @@ class CheckVerdict(_Record):
     calls: list[CallRecord] = Field(default_factory=list, description="Accounting of every ask.")
 
 
-class JudgeProbe(_Record):
+class JudgeProbe(Record):
     """Prompt injection: were the judges moved by the injected words? (see the module docstring)"""
 
     status: CheckStatus = Field(description="`passed`, `failed` (invalid or moved judgment) or `error`.")
@@ -73,7 +70,7 @@ class JudgeProbe(_Record):
     max_shift: float | None = Field(default=None, description="Largest shift; None when nothing was compared.")
 
 
-class CheckResult(_Record):
+class CheckResult(Record):
     """The outcome of one perturbation's check on one session. Written to `checks/<session_id>.json`."""
 
     schema_version: int = Field(default=CHECK_SCHEMA_VERSION, description="Version of this record's layout.")

@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, Field, create_model
 
 from judges.bench.instances import Task, build_rescue_instances
 from judges.bench.metrics import LabelStats as KindStats
@@ -28,6 +28,7 @@ from judges.scoring._judge import judge
 from judges.scoring._render import PROMPTS, as_data, group_kind, group_plural, strategies_text, strategy_rules
 from judges.scoring._schema import WHY_MAX
 from personas.common.prompts import render_prompt
+from personas.common.records import Record
 from personas.rescue import RescueSample
 from personas.taxonomy import GROUP_TARGET_LABELS, SUPPORTER_NAME, TargetKind, strategies_for
 from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt
@@ -36,11 +37,7 @@ VALIDATION_SCHEMA_VERSION = 1
 TASK = "label the support strategy of a given therapist utterance (not RESCUE SSP, which predicts the next strategy)"
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class StrategyItem(_Record):
+class StrategyItem(Record):
     """One annotated therapist row to label, with the transcript up to and including it."""
 
     sample_id: str = Field(description="RESCUE sample id.")
@@ -55,7 +52,7 @@ class StrategyItem(_Record):
         return {"sample_id": self.sample_id, "row_index": self.row_index, "group": self.group, "gold": self.gold}
 
 
-class StrategyVerdict(_Record):
+class StrategyVerdict(Record):
     """The judge's label for one item, with its reason and the call's accounting."""
 
     label: str = Field(description="The judge's strategy label.")
@@ -63,7 +60,7 @@ class StrategyVerdict(_Record):
     call: CallRecord = Field(description="Accounting of the call.")
 
 
-class ValidationItem(_Record):
+class ValidationItem(Record):
     """One item's outcome: gold vs predicted, or the failure reason (failed items are excluded from metrics)."""
 
     sample_id: str = Field(description="RESCUE sample id.")
@@ -75,7 +72,7 @@ class ValidationItem(_Record):
     failure: str | None = Field(default=None, description="Why the item failed (it is excluded from the metrics).")
 
 
-class LabelStats(_Record):
+class LabelStats(Record):
     """Per-label precision and recall over the scored items."""
 
     label: str = Field(description="Strategy label.")
@@ -86,7 +83,7 @@ class LabelStats(_Record):
     f1: float = Field(description="0 when precision or recall is 0 or undefined.")
 
 
-class JudgeValidation(_Record):
+class JudgeValidation(Record):
     """How well a judge model labels annotated therapist utterances with their RESCUE support strategy."""
 
     schema_version: int = Field(default=VALIDATION_SCHEMA_VERSION, description="Version of this record's layout.")
@@ -263,7 +260,7 @@ def strategy_report(
 TARGET_TASK = "name the preferred target of the next therapist turn from the rows before it (RESCUE STP gold, top-1)"
 
 
-class TargetItem(_Record):
+class TargetItem(Record):
     """One therapist row with an annotated support target, and the transcript before it."""
 
     sample_id: str = Field(description="RESCUE sample id.")
@@ -286,7 +283,7 @@ class TargetItem(_Record):
         }
 
 
-class TargetResult(_Record):
+class TargetResult(Record):
     """One target item's outcome; failed items are excluded from the metrics."""
 
     sample_id: str = Field(description="RESCUE sample id.")
@@ -299,7 +296,7 @@ class TargetResult(_Record):
     failure: str | None = Field(default=None, description="Why the item failed (excluded from the metrics).")
 
 
-class TargetValidation(_Record):
+class TargetValidation(Record):
     """How often the judge's preferred target equals the therapist's annotated one."""
 
     schema_version: int = Field(default=VALIDATION_SCHEMA_VERSION, description="Version of this record's layout.")

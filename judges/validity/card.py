@@ -18,7 +18,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from judges.scoring._validity_note import NOT_VALIDATED, Instrument, ValidityNote
 from judges.validity._labels import JudgeValidation, TargetValidation
@@ -33,6 +33,7 @@ from judges.validity.scores import (
 )
 from personas.common.errors import UserError
 from personas.common.files import atomic_write_text
+from personas.common.records import Record
 from simulator.llm.embedded import cache_dir
 
 if TYPE_CHECKING:
@@ -56,17 +57,13 @@ class CardError(UserError):
     """A card file that cannot be read (one line: file and problem)."""
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class DataSource(_Record):
+class DataSource(Record):
     path: str = Field(description="The RESCUE-format file or folder, as given.")
     samples: list[str] = Field(description="Sample ids measured.")
     skipped: dict[str, str] = Field(default_factory=dict, description="Sample id -> why it was not replayed.")
 
 
-class TrackerValidity(_Record):
+class TrackerValidity(Record):
     """The tracker replayed over RESCUE transcripts as in a session, scored against the gold rows."""
 
     settings: ReplaySettings = Field(description="Cadence, window and seed of the replay (session defaults).")
@@ -82,12 +79,12 @@ class TrackerValidity(_Record):
     viewpoint_items: list[ViewpointItem] = Field(default_factory=list, description="VP-scored checkpoints.")
 
 
-class JudgeValidity(_Record):
+class JudgeValidity(Record):
     strategy: JudgeValidation | None = Field(default=None, description="Strategy labels of given therapist turns.")
     target: TargetValidation | None = Field(default=None, description="Preferred target of the next therapist turn.")
 
 
-class ValidityCard(_Record):
+class ValidityCard(Record):
     """One instrument's validity against RESCUE gold, for one model id and prompt digest."""
 
     schema_version: int = Field(default=CARD_SCHEMA_VERSION, description="Version of this record's layout.")

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from personas.case import Case
+from personas.common.records import Record
 from personas.rescue import RescueSample, case_from_sample
 from simulator.engine import SessionConfig, initial_state, make_track_node
 from simulator.llm.types import ModelClient
@@ -29,11 +30,7 @@ NEUTRAL_PROBLEM = "Not summarised here: the observer codes the recorded segment 
 MAX_SESSION_TURNS = 200  # SessionConfig's bound; longer transcripts keep the same cadence (see `replay_config`)
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ReplaySettings(_Record):
+class ReplaySettings(Record):
     """How the tracker is run: the session defaults unless a user asks otherwise (recorded in the card)."""
 
     tracker_every: int = Field(default=3, ge=0, description="Tracker every N member turns and at the last one.")
@@ -41,7 +38,7 @@ class ReplaySettings(_Record):
     seed: int = Field(default=0, description="Session seed; each call's seed derives from it as in a session.")
 
 
-class Checkpoint(_Record):
+class Checkpoint(Record):
     """One tracker call: after which row, what it inferred, or why it failed."""
 
     sample_id: str = Field(description="RESCUE sample id.")

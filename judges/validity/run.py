@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from judges.bench.instances import DEFAULT_SEED, Instance, Task, ViewpointTriple
 from judges.bench.render import vp_judge_prompt
@@ -36,6 +36,7 @@ from judges.validity.scores import (
     viewpoint_scores,
 )
 from personas.common.errors import UserError
+from personas.common.records import Record
 from personas.rescue import RescueSample
 from simulator.llm.types import CallRecord, Completion, ModelClient, ModelError, Prompt, Role, YesProbability
 from simulator.tracker import prompt_digest as tracker_prompt_digest
@@ -43,11 +44,7 @@ from simulator.tracker import prompt_digest as tracker_prompt_digest
 Progress = Callable[[str], None]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class CallEstimate(_Record):
+class CallEstimate(Record):
     """Model calls a run will make at most (before the cache answers any)."""
 
     tracker: int = Field(description="Tracker calls (one per checkpoint).")

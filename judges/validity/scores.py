@@ -27,22 +27,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from judges.bench.instances import rpp_label, valid_intensity
 from judges.bench.metrics import ranking_metrics
 from judges.validity.replay import Checkpoint
+from personas.common.records import Record
 from personas.rescue import LEXICON_VERSION, RescueSample, warmth_tension
 from personas.taxonomy import patterns_for
 
 RISK_FIELD = "at_risk"
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Count(_Record):
+class Count(Record):
     """k of n, never a bare percentage."""
 
     k: int = Field(description="Hits.")
@@ -53,14 +50,14 @@ class Count(_Record):
         return self.k / self.n if self.n else None
 
 
-class PatternLabel(_Record):
+class PatternLabel(Record):
     support: int = Field(description="Gold checkpoints with this label.")
     predicted: int = Field(description="Checkpoints the tracker gave this label.")
     correct: int = Field(description="Gold checkpoints with this label the tracker got right.")
     recall: float | None = Field(description="correct / support; None without support.")
 
 
-class PatternScores(_Record):
+class PatternScores(Record):
     """Group pattern at checkpoints with a gold label (RPP metrics, top-1)."""
 
     n: int = Field(description="Scored checkpoints.")
@@ -75,12 +72,12 @@ class PatternScores(_Record):
     by_group: dict[str, Count] = Field(default_factory=dict, description="Correct of scored, per scenario.")
 
 
-class PersonIntensity(_Record):
+class PersonIntensity(Record):
     n: int = Field(description="Pairs scored for this person.")
     mae: float = Field(description="Mean absolute intensity error for this person.")
 
 
-class EmotionScores(_Record):
+class EmotionScores(Record):
     """Emotion intensity (0-10) per annotated person at checkpoints."""
 
     n: int = Field(description="(checkpoint, person) pairs scored.")
@@ -91,7 +88,7 @@ class EmotionScores(_Record):
     per_person: dict[str, PersonIntensity] = Field(default_factory=dict, description="Per annotated person.")
 
 
-class ViewpointItem(_Record):
+class ViewpointItem(Record):
     """One checkpoint with gold viewpoints: the gold triples and the tracker's views from the same speaker."""
 
     sample_id: str = Field(description="RESCUE sample id.")
@@ -106,7 +103,7 @@ class ViewpointItem(_Record):
     judge_failure: str | None = Field(default=None, description="Judge call failed: item left out of judge scores.")
 
 
-class ViewpointScores(_Record):
+class ViewpointScores(Record):
     items: int = Field(description="Checkpoints with member-target gold viewpoints.")
     gold_pairs: Count = Field(description="Gold source->target pairs the tracker named (k of n).")
     excluded_targets: int = Field(description="Gold views about the therapist or the group (not nameable).")
@@ -119,7 +116,7 @@ class ViewpointScores(_Record):
     judge_model: str | None = Field(default=None, description="Model that judged viewpoint meaning.")
 
 
-class RiskScores(_Record):
+class RiskScores(Record):
     gold_marked: bool = Field(description="Whether any scored sample marks risk (row field `at_risk`).")
     checkpoints: int = Field(description="Tracker calls scored.")
     flagged_checkpoints: int = Field(description="Checkpoints where the tracker named anyone at risk.")
@@ -131,7 +128,7 @@ class RiskScores(_Record):
     scored_pairs: int = Field(default=0, description="(checkpoint, member) pairs in samples that mark risk.")
 
 
-class SeriesJitter(_Record):
+class SeriesJitter(Record):
     pairs: int = Field(description="Directed pairs with at least two observations.")
     steps: int = Field(description="Consecutive observation pairs.")
     turns: int = Field(description="Turns spanned by those steps.")
@@ -140,7 +137,7 @@ class SeriesJitter(_Record):
     per_step: float | None = Field(description="total_change / steps.")
 
 
-class JitterScores(_Record):
+class JitterScores(Record):
     lexicon: str = Field(default=LEXICON_VERSION, description="How gold warmth/tension are read from attitudes.")
     tracker_warmth: SeriesJitter = Field(description="Tracker warmth, per directed pair.")
     gold_warmth: SeriesJitter = Field(description="Gold warmth (lexicon), per directed pair.")

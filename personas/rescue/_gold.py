@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from personas.common.records import Record
 from personas.rescue._format import PatternField, RescueFormatError, RescueSample, _read, rescue_case_id
 from personas.taxonomy import (
     Group,
@@ -17,24 +18,20 @@ GOLD_SCHEMA_VERSION = 1
 # ---- gold trajectory ------------------------------------------------------------------------------------------
 
 
-class _Gold(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class GoldEmotion(_Gold):
+class GoldEmotion(Record):
     person: str
     emotion: str = Field(description="RESCUE `emotion_description`.")
     intensity: int | float | None = Field(description="0-10 as annotated; None when missing.")
 
 
-class GoldViewpoint(_Gold):
+class GoldViewpoint(Record):
     source: str
     target: str
     viewpoint: str
     attitude: str
 
 
-class GoldStrategy(_Gold):
+class GoldStrategy(Record):
     provider: str
     targets: list[str] = Field(description="As annotated: names, a subgroup, or the group label.")
     target_kind: TargetKind | None = Field(description="Individual, subgroup or whole group; None without target.")
@@ -42,7 +39,7 @@ class GoldStrategy(_Gold):
     content: str = Field(description="RESCUE `strategy_content`.")
 
 
-class GoldRow(_Gold):
+class GoldRow(Record):
     """One annotated row of the gold trajectory, quirks resolved."""
 
     row_index: int = Field(description="1-based row index.")
@@ -62,7 +59,7 @@ class GoldRow(_Gold):
     support_strategies: list[GoldStrategy]
 
 
-class GoldTrajectory(_Gold):
+class GoldTrajectory(Record):
     """A RESCUE sample as a versioned trajectory: what benchmarks and trajectory metrics score against."""
 
     schema_version: int = Field(default=GOLD_SCHEMA_VERSION, description="Bumped when the layout changes.")

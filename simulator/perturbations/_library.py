@@ -11,10 +11,10 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from personas.case import Case
+from personas.common.yamlfile import YamlFileError, load_yaml
 from personas.taxonomy import SUPPORTER_NAME, RiskKind
 from simulator.engine import SessionConfig, StageDirection
 from simulator.perturbations._schema import (
@@ -59,13 +59,11 @@ def parse_perturbation(data: object, *, source: str | Path = "<data>") -> Pertur
 def load_perturbation_file(path: str | Path) -> Perturbation:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PerturbationError(f"{path}: no such perturbation file; check the path") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "YAML"
-        raise PerturbationError(f"{path}: {where}: not valid YAML ({getattr(err, 'problem', err)})") from None
+        data = load_yaml(path)
+    except YamlFileError as err:
+        if err.kind == "missing":
+            raise PerturbationError(f"{path}: no such perturbation file; check the path") from None
+        raise PerturbationError(f"{path}: {err.where}: not valid YAML ({err.problem})") from None
     return parse_perturbation(data, source=path)
 
 

@@ -80,8 +80,8 @@ def load_human_sessions(
         for path in _run_folders(Path(given)):
             folder = RunFolder(path)
             unjudged = []
-            for sid in folder.session_ids():
-                record = folder.load_session(sid)
+            for stored in folder.read_sessions():
+                sid, record = stored.session_id, stored.loaded()
                 if not reference.takes(record.supporter):
                     raise UserError(
                         f"--human {path}: session {sid} was played by supporter {record.supporter!r}, not by a person "

@@ -243,13 +243,11 @@ def check_rows(folder: RunFolder, session_ids: Sequence[str]) -> list[Any]:
     """Pass rates and pass^k per supporter x perturbation over these sessions (judges.stress.PerturbationBoard):
     sessions with a simulator fault are left out of them and counted."""
     from judges import PerturbationBoard, faulted, read_check, read_judgment
-    from simulator.runfolder import RunFolderError
 
     board = PerturbationBoard()
     for sid in session_ids:
-        try:
-            record = folder.load_session(sid)
-        except (RunFolderError, FileNotFoundError):
+        record = folder.read_session(sid).record
+        if record is None:
             continue
         fault = None
         if record.status == SessionStatus.COMPLETED:

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from personas.case import CardError, Case, load_case
 from personas.common.errors import UserError
+from personas.common.yamlfile import YamlFileError, load_yaml
 from personas.library import load_library
 from simulator.engine import SessionConfig
 from simulator.perturbations import (
@@ -145,13 +145,11 @@ def load_stress_config(path: str | Path) -> StressConfig:
     """Read and validate a stress config; every error is one line naming the file, the key and the fix."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise StressConfigError(f"{path}: no such config file; check the path") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "YAML"
-        raise StressConfigError(f"{path}: {where}: not valid YAML ({getattr(err, 'problem', err)})") from None
+        data = load_yaml(path)
+    except YamlFileError as err:
+        if err.kind == "missing":
+            raise StressConfigError(f"{path}: no such config file; check the path") from None
+        raise StressConfigError(f"{path}: {err.where}: not valid YAML ({err.problem})") from None
     if not isinstance(data, dict):
         raise StressConfigError(f"{path}: a stress config is a mapping of keys (supporters, cases, ...)")
     try:
