@@ -11,7 +11,6 @@ from typer.testing import CliRunner
 
 from judges import read_judgment
 from simulator.cli import app as cli_app
-from simulator.cli import judge_cmd, judge_validate_cmd
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder
@@ -37,8 +36,7 @@ def fake(monkeypatch):
         seen.append(settings)
         return client
 
-    monkeypatch.setattr(judge_cmd, "make_client", factory)
-    monkeypatch.setattr(judge_validate_cmd, "make_client", factory)
+    monkeypatch.setattr("simulator.llm.settings.make_client", factory)
     client.settings_seen = seen
     return client
 

@@ -1,7 +1,7 @@
 """`rescue-sim judge RUN_DIR`: (re)judge saved sessions without re-simulating. The logic lives in `judges`.
 
-The model client's disk cache makes a rerun with the same judges and rubric cheap. Tests replace the
-module-level `make_client` with a factory returning a fake client.
+The model client's disk cache makes a rerun with the same judges and rubric cheap. Tests replace
+`simulator.llm.settings.make_client` with a factory returning a fake client.
 """
 
 from __future__ import annotations
