@@ -15,7 +15,6 @@ from typer.testing import CliRunner
 from judges import build_leaderboard, judge_session, load_rubric, read_judgment, write_judgment
 from judges.scoring import ItemAnswer, RubricError, score_dimension
 from simulator.cli import app as cli_app
-from simulator.cli import judge_cmd
 from simulator.llm.client import LiteLLMClient, ModelSettings
 from simulator.llm.fake import FakeModelClient
 from simulator.llm.types import Prompt
@@ -305,7 +304,7 @@ def test_an_old_judgment_still_loads_is_shown_and_enters_the_leaderboard(tmp_pat
 def cli(monkeypatch):
     cli_app._register()
     client = FakeModelClient(default=lambda call: fill_reply(call.schema), yes=blame("Ana", 3))
-    monkeypatch.setattr(judge_cmd, "make_client", lambda settings: client)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: client)
 
     def run(*args):
         result = CliRunner().invoke(cli_app.app, [str(a) for a in args], env=WIDE)

@@ -108,7 +108,7 @@ def test_compare_cli_judges_both_orders_and_checks_quotes(tmp_path, monkeypatch)
         return {"ev": [{"s": side, "t": 3, "q": "what is it like"}], "why": "it reaches Ben", "winner": side}
 
     client = FakeModelClient(default=reply)
-    monkeypatch.setattr(compare_cmd, "make_client", lambda settings: client)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: client)
     cli_app._register()
     out = tmp_path / "cmp.json"
     result = CliRunner().invoke(
@@ -146,7 +146,7 @@ def test_compare_unsupported_quotes_are_reasked_then_left_out(tmp_path, monkeypa
     folders = _runs(tmp_path)
     client = FakeModelClient(default=lambda call: {"ev": [{"s": "A", "t": 1, "q": "made up"}], "why": "x",
                                                    "winner": "A"})  # fmt: skip
-    monkeypatch.setattr(compare_cmd, "make_client", lambda settings: client)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: client)
     cli_app._register()
     result = CliRunner().invoke(
         cli_app.app, ["compare", str(folders[0].path), str(folders[1].path), "--judges", "fake/j", "--bootstrap", "0"]
@@ -160,7 +160,7 @@ def test_compare_unsupported_quotes_are_reasked_then_left_out(tmp_path, monkeypa
 
 def test_compare_needs_matched_sessions(tmp_path, monkeypatch):
     folder = _runs(tmp_path)[0]
-    monkeypatch.setattr(compare_cmd, "make_client", lambda settings: FakeModelClient())
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: FakeModelClient())
     cli_app._register()
     result = CliRunner().invoke(cli_app.app, ["compare", str(folder.path), "--judges", "fake/j"])
     assert result.exit_code == 2

@@ -58,7 +58,7 @@ def test_evidence_rows_outside_the_sample_are_rejected_not_kept():
 def invoke(monkeypatch):
     cli_app._register()
     holder = {}
-    monkeypatch.setattr("simulator.cli._models.make_client", lambda settings: holder["client"])
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: holder["client"])
 
     def run(client, *args):
         holder["client"] = client

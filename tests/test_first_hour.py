@@ -45,8 +45,7 @@ def fake(monkeypatch):
     """`run`, `judge` and `models` get this client; tests set `holder["client"]`."""
     case = resolve_case("dana-and-theo")
     holder = {"client": FakeModelClient(default=RoomScript(case)), "script": RoomScript(case)}
-    for mod in ("run_cmd", "models_cmd", "judge_cmd"):
-        monkeypatch.setattr(f"simulator.cli.{mod}.make_client", lambda settings: holder["client"])
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: holder["client"])
     return holder
 
 
@@ -355,10 +354,9 @@ def test_personas_list_shows_every_value_whole_at_80_columns(invoke):
 
 
 def make_judged_run(invoke, monkeypatch, path: Path, supporter: str, sessions: int, score_index: int) -> Path:
-    from simulator.cli import judge_cmd
 
     client = FakeModelClient(default=lambda call: fill_reply(call.schema, score_index=score_index))
-    monkeypatch.setattr(judge_cmd, "make_client", lambda settings: client)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: client)
     folder = RunFolder(path)
     folder.open({"supporter": supporter})
     for i in range(sessions):
@@ -508,10 +506,9 @@ def test_engine_records_an_unexpected_error_as_failed(tmp_path):
 
 
 def test_judge_says_how_many_judgments_failed(invoke, monkeypatch, tmp_path):
-    from simulator.cli import judge_cmd
 
     client = FakeModelClient(default=lambda call: "not json" if call.seed == 1 else fill_reply(call.schema))
-    monkeypatch.setattr(judge_cmd, "make_client", lambda settings: client)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: client)
     folder = RunFolder(tmp_path / "r")
     folder.open({"supporter": "fake/supporter"})
     for i in range(2):

@@ -346,7 +346,9 @@ def test_run_records_what_the_supporter_knew_in_manifest_and_sessions(tmp_path, 
     from simulator.runfolder import RunFolder
 
     case = resolve_case("dana-and-theo")
-    monkeypatch.setattr("simulator.cli.run_cmd.make_client", lambda settings: FakeModelClient(default=RoomScript(case)))
+    monkeypatch.setattr(
+        "simulator.llm.settings.make_client", lambda settings: FakeModelClient(default=RoomScript(case))
+    )
     cli_app._register()
     runner = CliRunner()
     base = ["run", "--case", "dana-and-theo", "--supporter", "scripted", "--turns", "2", "--no-judge", "--no-live"]

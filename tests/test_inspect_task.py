@@ -169,14 +169,13 @@ def test_rescue_session_runs_each_sample_as_a_session_with_a_valid_log(tmp_path,
 
 def test_scores_equal_rescue_sim_judge_on_the_same_records(tmp_path, room, monkeypatch):
     from judges import read_judgment, session_values
-    from simulator.cli import judge_cmd
     from simulator.cli.app import _register, app
 
     log = run_eval(tmp_path, supporter(), seeds="0")
     sample = read_eval_log(log.location).samples[0]
     from_inspect = sample.scores["rescue_judges"].value
     folder = Path(sample.metadata["run_folder"])
-    monkeypatch.setattr(judge_cmd, "make_client", lambda settings: fake_room())
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: fake_room())
     _register()
     result = CliRunner().invoke(app, ["judge", str(folder), "--judges", "fake/model"])  # both judge with checklists
     assert result.exit_code == 0, result.output

@@ -10,7 +10,6 @@ import yaml
 from typer.testing import CliRunner
 
 from judges import read_judgment
-from simulator.cli import judge_cmd, judge_validate_cmd
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder
@@ -30,8 +29,7 @@ def fake(monkeypatch):
         seen.append(settings)
         return client
 
-    monkeypatch.setattr(judge_cmd, "make_client", factory)
-    monkeypatch.setattr(judge_validate_cmd, "make_client", factory)
+    monkeypatch.setattr("simulator.llm.settings.make_client", factory)
     client.settings_seen = seen
     return client
 

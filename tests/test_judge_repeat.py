@@ -8,7 +8,6 @@ from typer.testing import CliRunner
 
 from judges import read_stability, read_trials
 from simulator.cli import app as cli_app
-from simulator.cli import judge_cmd
 from simulator.llm.fake import FakeModelClient
 from simulator.runfolder import RunFolder
 from tests._session_fixtures import couple_session, fill_reply
@@ -28,7 +27,7 @@ def run(tmp_path, monkeypatch):
         return fill_reply(call.schema, score_index=SCALE_INDEX[(seed, call.trial)])
 
     client = FakeModelClient(default=reply)
-    monkeypatch.setattr(judge_cmd, "make_client", lambda settings: client)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: client)
     cli_app._register()
     return folder, client
 

@@ -11,7 +11,6 @@ from typer.testing import CliRunner
 import simulator.serve._runs as served
 from personas.library import resolve_case
 from simulator.cli import app as cli_app
-from simulator.cli import judge_cmd
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder
@@ -32,7 +31,7 @@ def _keyed(run: Path) -> bool:
 def _run(tmp_path: Path, monkeypatch) -> Path:
     cli_app._register()
     fake = FakeModelClient(default=RoomScript(resolve_case("dana-and-theo")))
-    monkeypatch.setattr("simulator.cli.run_cmd.make_client", lambda settings: fake)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: fake)
     out = tmp_path / "runs" / "r"
     res = CliRunner().invoke(cli_app.app, [*RUN, "--out", str(out)], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
@@ -46,7 +45,7 @@ def test_run_then_judge_leave_an_index_serve_uses_under_any_name(tmp_path: Path,
     (sid,) = folder.session_ids()
     record = folder.load_session(sid)
     judge = FakeModelClient(default=lambda call: fill_reply(call.schema, record=record))
-    monkeypatch.setattr(judge_cmd, "make_client", lambda settings: judge)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: judge)
     res = CliRunner().invoke(
         cli_app.app, ["judge", "--judge-mode", "verdict", str(out), "--judges", "fake/judge"], env={"COLUMNS": "200"}
     )

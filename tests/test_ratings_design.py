@@ -36,7 +36,6 @@ from judges.ratings._designs import (
     uncertainty,
 )
 from judges.ratings._store import ratings_path
-from simulator.cli import judge_cmd
 from simulator.llm.fake import FakeModelClient
 from simulator.runfolder import RunFolder
 from tests._rating_fixtures import SessionSpec, make_judged_run
@@ -333,7 +332,7 @@ def fake_judged_run(app, monkeypatch, path: Path, supporter: str, sessions: int)
     def reply(call):
         return fill_reply(call.schema, score_index=h(call.model, call.prompt) % 5)
 
-    monkeypatch.setattr(judge_cmd, "make_client", lambda settings: FakeModelClient(default=reply))
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: FakeModelClient(default=reply))
     folder = RunFolder(path)
     folder.open({"supporter": supporter})
     for i in range(sessions):

@@ -290,7 +290,7 @@ def _invoke(*args):
 
 def test_the_command_prints_json_and_a_table_and_writes_the_batch(monkeypatch, run_dir, sample_file, tmp_path):
     real = {_real_line(i, w) for i in range(12) for w in ("Kim", "Lee")}
-    monkeypatch.setattr("simulator.cli._real_or_simulated.make_client", lambda s: FakeModelClient(yes=_oracle(real)))
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda s: FakeModelClient(yes=_oracle(real)))
     res = _invoke("fidelity", run_dir, "--real-or-simulated", "--rescue", sample_file, "--json")
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)

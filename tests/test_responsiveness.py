@@ -216,7 +216,6 @@ def test_sensitivity_reports_responsiveness_per_rung_and_claims_nothing_on_a_sam
 
     from typer.testing import CliRunner
 
-    import simulator.cli._models as cli_models
     from simulator.cli import app as cli_app
     from simulator.llm.fake import FakeModelClient
     from simulator.runner.sensitivity import SensitivityReport
@@ -230,7 +229,7 @@ def test_sensitivity_reports_responsiveness_per_rung_and_claims_nothing_on_a_sam
             reply.update(speak=True, text="Let us slow down and hear each other.")
         return reply
 
-    monkeypatch.setattr(cli_models, "make_client", lambda settings: FakeModelClient(default=speaking))
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: FakeModelClient(default=speaking))
     cli_app._register()
     out = tmp_path / "run"
     args = ["sensitivity", "--model", "fake/model", "--cases", "dana-and-theo", "--seeds", "0-1", "--turns", "4",
@@ -454,7 +453,6 @@ def test_sensitivity_separates_a_blaming_rung_by_the_rooms_reading_on_six_units(
 
     from typer.testing import CliRunner
 
-    import simulator.cli._models as cli_models
     from simulator.cli import app as cli_app
     from simulator.llm.fake import FakeModelClient
     from simulator.runner.sensitivity import SensitivityReport
@@ -476,7 +474,7 @@ def test_sensitivity_separates_a_blaming_rung_by_the_rooms_reading_on_six_units(
             answer.update(speak=True, text="Theo, this is your fault." if blames else "This sounds hard for you both.")
         return answer
 
-    monkeypatch.setattr(cli_models, "make_client", lambda settings: FakeModelClient(default=reply))
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: FakeModelClient(default=reply))
     cli_app._register()
     out = tmp_path / "run"
     args = ["sensitivity", "--model", "fake/model", "--rungs", "model,sides", "--cases", "dana-and-theo",

@@ -20,8 +20,7 @@ def fake(monkeypatch):
     """Every command gets this client; tests swap its behaviour through `holder`."""
     case = resolve_case("dana-and-theo")
     holder = {"client": FakeModelClient(default=RoomScript(case))}
-    for mod in ("run_cmd", "play_cmd", "models_cmd"):
-        monkeypatch.setattr(f"simulator.cli.{mod}.make_client", lambda settings: holder["client"])
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: holder["client"])
     return holder
 
 

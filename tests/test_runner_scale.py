@@ -327,7 +327,7 @@ def test_run_concurrency_option_runs_every_session_and_reports_progress(tmp_path
     cli_app._register()
     cases = load_library()
     fake = FakeModelClient(default=RoomScript(cases[0]))
-    monkeypatch.setattr("simulator.cli.run_cmd.make_client", lambda settings: fake)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: fake)
     out = tmp_path / "r"
     args = ["run", "--case", "all", "--supporter", "scripted", "--turns", "2", "--no-judge", "--concurrency", "4"]
     res = CliRunner().invoke(cli_app.app, [*args, "--out", str(out)], env={"COLUMNS": "200"})

@@ -303,14 +303,13 @@ def cli():
 
 
 def test_dry_run_prints_the_matrix_and_runs_nothing(cli, tmp_path, monkeypatch):
-    import simulator.cli._models as cli_models
 
     runner, app = cli
 
     def no_client(settings):
         raise AssertionError("a dry run makes no client")
 
-    monkeypatch.setattr(cli_models, "make_client", no_client)
+    monkeypatch.setattr("simulator.llm.settings.make_client", no_client)
     out = tmp_path / "run"
     args = ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0-2", "--dry-run", "--out", str(out)]
     result = runner.invoke(app, [*args, "--perturbations", "none,crisis_disclosure", "--rungs", "all"])
@@ -353,14 +352,13 @@ def test_model_binds_only_the_rungs_and_every_role_s_model_is_printed(cli, tmp_p
 def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monkeypatch):
     import json
 
-    import simulator.cli._models as cli_models
     from simulator.runfolder import RunFolder
     from simulator.runner.sensitivity import SensitivityReport
     from tests._stress_fixtures import any_schema_reply, steady_yes
 
     runner, app = cli
     fake = FakeModelClient(default=any_schema_reply(), yes=steady_yes)
-    monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: fake)
     out = tmp_path / "run"
     args = [
         "sensitivity",
@@ -410,7 +408,6 @@ def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monke
 
 
 def test_judge_mode_verdict_judges_the_ladder_with_verdicts(cli, tmp_path, monkeypatch, bench_reply):
-    import simulator.cli._models as cli_models
     from judges import read_judgment
     from simulator.runfolder import RunFolder
     from tests._stress_fixtures import any_schema_reply
@@ -418,7 +415,7 @@ def test_judge_mode_verdict_judges_the_ladder_with_verdicts(cli, tmp_path, monke
     runner, app = cli
     room = any_schema_reply(lines=["I am tired of this.", "You never ask me.", "Fine, say it then."])
     fake = FakeModelClient(default=lambda call: bench_reply(call) if call.role == "judge" else room(call))
-    monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: fake)
     out = tmp_path / "run"
     args = ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0", "--turns", "2", "--rungs"]
     args += ["model,silent", "--perturbations", "none", "--tracker-every", "0", "--out", str(out)]
@@ -434,7 +431,6 @@ def test_judge_mode_verdict_judges_the_ladder_with_verdicts(cli, tmp_path, monke
 def test_report_only_reads_the_folder_and_runs_nothing(cli, tmp_path, monkeypatch):
     import json
 
-    import simulator.cli._models as cli_models
     from simulator.runner.sensitivity import SensitivityReport
     from tests._stress_fixtures import any_schema_reply, steady_yes
 
@@ -445,7 +441,7 @@ def test_report_only_reads_the_folder_and_runs_nothing(cli, tmp_path, monkeypatc
     missing = runner.invoke(app, [*args, "--report-only"])
     assert missing.exit_code == 2 and "no run folder there" in missing.output and not out.exists()
     fake = FakeModelClient(default=any_schema_reply(), yes=steady_yes)
-    monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: fake)
     assert runner.invoke(app, args).exit_code == 1
     ran = json.loads((out / "sensitivity.json").read_text())
     (out / "sensitivity.json").unlink()
@@ -453,7 +449,7 @@ def test_report_only_reads_the_folder_and_runs_nothing(cli, tmp_path, monkeypatc
     def no_client(settings):
         raise AssertionError("--report-only makes no client")
 
-    monkeypatch.setattr(cli_models, "make_client", no_client)
+    monkeypatch.setattr("simulator.llm.settings.make_client", no_client)
     result = runner.invoke(app, [*args, "--report-only"])
     assert result.exit_code == 1, result.output  # the same verdict: nothing separates
     report = SensitivityReport.model_validate(json.loads((out / "sensitivity.json").read_text()))
@@ -581,7 +577,6 @@ def test_human_sessions_sit_beside_the_ladder_paired_by_unit(cli, tmp_path, monk
     run and the ladder unit no human played are listed as unmatched; the exit code is the ladder's alone."""
     import json
 
-    import simulator.cli._models as cli_models
     from judges import read_judgment
     from simulator.runfolder import RunFolder
     from simulator.runner.sensitivity import SensitivityReport, load_ladder
@@ -591,7 +586,7 @@ def test_human_sessions_sit_beside_the_ladder_paired_by_unit(cli, tmp_path, monk
     assert ref.beside == "model" and ref.takes("human:ana") and ref.takes("human") and not ref.takes("humane")
     runner, app = cli
     fake = FakeModelClient(default=any_schema_reply(), yes=steady_yes)
-    monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: fake)
     out = tmp_path / "run"
     args = ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0-2", "--turns", "2"]
     args += ["--perturbations", "none", "--tracker-every", "0", "--out", str(out), "--include-simulator-faults"]
@@ -608,7 +603,7 @@ def test_human_sessions_sit_beside_the_ladder_paired_by_unit(cli, tmp_path, monk
     def no_client(settings):
         raise AssertionError("--report-only makes no client")
 
-    monkeypatch.setattr(cli_models, "make_client", no_client)
+    monkeypatch.setattr("simulator.llm.settings.make_client", no_client)
     human = ["--human", f"{played},{elsewhere}", "--human", str(longer)]
     result = runner.invoke(app, [*args, "--report-only", *human], env={"COLUMNS": "300"})
     assert result.exit_code == 1, result.output  # the ladder's verdict, unchanged by the reference
@@ -646,13 +641,12 @@ def test_human_sessions_sit_beside_the_ladder_paired_by_unit(cli, tmp_path, monk
 
 
 def test_human_folders_that_are_not_played_or_not_judged_are_refused(cli, tmp_path, monkeypatch):
-    import simulator.cli._models as cli_models
     from simulator.runfolder import RunFolder
     from tests._stress_fixtures import any_schema_reply, steady_yes
 
     runner, app = cli
     fake = FakeModelClient(default=any_schema_reply(), yes=steady_yes)
-    monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: fake)
     out = tmp_path / "run"
     args = ["sensitivity", "--model", M, "--cases", "dana-and-theo", "--seeds", "0", "--turns", "2"]
     args += ["--perturbations", "none", "--tracker-every", "0", "--out", str(out)]

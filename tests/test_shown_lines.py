@@ -90,7 +90,7 @@ def test_run_summary_names_copied_and_repeated_lines(tmp_path, monkeypatch):
     from tests._sim_fakes import RoomScript
 
     client = FakeModelClient(default=RoomScript(resolve_case("dana-and-theo")), yes=lambda call: 0.2)
-    monkeypatch.setattr("simulator.cli.run_cmd.make_client", lambda settings: client)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: client)
     cli_app._register()
     out = tmp_path / "r"
     args = ["run", "--case", "dana-and-theo", "--supporter", "tests.test_shown_lines:parrot", "--turns", "3"]

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import simulator.cli._models as cli_models
 from judges import read_check, read_judgment
 from simulator.cli.app import _register, app
 from simulator.llm.fake import FakeModelClient
@@ -170,7 +169,7 @@ def test_run_writes_sessions_checks_and_resumes(tmp_path, monkeypatch):
         )
 
     fake = FakeModelClient(default=reply, yes=steady_yes)
-    monkeypatch.setattr(cli_models, "make_client", lambda settings: fake)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: fake)
     out = tmp_path / "run"
     result = runner.invoke(app, ["stress", str(path), "--out", str(out)])
     assert result.exit_code == 0, result.output
@@ -212,7 +211,9 @@ def test_judged_stress_run(tmp_path, monkeypatch, bench_reply):
     def reply(call):
         return bench_reply(call) if call.role == "judge" else sim(call)
 
-    monkeypatch.setattr(cli_models, "make_client", lambda settings: FakeModelClient(default=reply, yes=steady_yes))
+    monkeypatch.setattr(
+        "simulator.llm.settings.make_client", lambda settings: FakeModelClient(default=reply, yes=steady_yes)
+    )
     out = tmp_path / "run"
     result = runner.invoke(app, ["stress", str(path), "--out", str(out)])
     folder = RunFolder(out)
@@ -250,7 +251,7 @@ def test_a_judgment_whose_judge_calls_failed_makes_stress_exit_1(tmp_path, monke
         "name: t\nsupporters: [scripted]\ncases: [dana-and-theo]\nbaseline: true\nturns: 2\ntracker_every: 0\n",
     )
     timed_out = FakeModelClient(default=any_schema_reply(), yes=lambda call: TimeoutError("judge timed out"))
-    monkeypatch.setattr(cli_models, "make_client", lambda settings: timed_out)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: timed_out)
     out = tmp_path / "run"
     result = runner.invoke(app, ["stress", str(path), "--out", str(out)], env={"COLUMNS": "300"})
     folder = RunFolder(out)

@@ -361,9 +361,8 @@ def test_given_cards_win_over_the_store(samples):
 
 def _cli(monkeypatch, client):
     from simulator.cli import app as app_module
-    from simulator.cli import validate_cmd
 
-    monkeypatch.setattr(validate_cmd, "make_client", lambda settings: client)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: client)
     app_module._register()
     return app_module.app
 

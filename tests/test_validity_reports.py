@@ -16,7 +16,6 @@ from judges.scoring._rubric import load_rubric
 from judges.validity import validate, write_card
 from personas.rescue import load_rescue
 from simulator.cli import app as cli_app
-from simulator.cli import judge_cmd
 from simulator.llm.fake import FakeModelClient
 from simulator.runfolder import RunFolder
 from simulator.tracker import prompt_digest as tracker_digest
@@ -35,7 +34,7 @@ def _home(tmp_path, monkeypatch):
 @pytest.fixture
 def invoke(monkeypatch):
     client = FakeModelClient(default=lambda call: fill_reply(call.schema))
-    monkeypatch.setattr(judge_cmd, "make_client", lambda settings: client)
+    monkeypatch.setattr("simulator.llm.settings.make_client", lambda settings: client)
     cli_app._register()
     runner = CliRunner()
 

@@ -45,6 +45,7 @@ from judges.scoring._judge import (
     registered_judges,
     rubric_judge,
 )
+from judges.scoring._judge_run import judge_all, judge_hook
 from judges.scoring._panel import (
     DISAGREEMENT_POINTS,
     SURE_P,
@@ -275,8 +276,10 @@ __all__ = [
     "intervention_window",
     "interventions_of",
     "judge",
+    "judge_all",
     "judge_calls",
     "judge_context",
+    "judge_hook",
     "judge_session",
     "judge_units",
     "judge_stability",

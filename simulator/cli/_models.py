@@ -1,17 +1,26 @@
 """Building the model client from command-line options and RESCUE_SIM_* environment variables.
 
-The factory itself lives in `simulator.llm.settings` (the library's, shared with the Python front door); it is
-imported here by name so the commands, and the tests that replace `make_client` here, keep working as before.
+The factory itself lives in `simulator.llm.settings` (the library's, shared with the Python front door). Every
+command gets its client through `make_client` here, which looks that factory up on each call: replacing
+`simulator.llm.settings.make_client` (what tests do, with a fake) reaches every command, the front door and the
+model pre-check at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from simulator.llm import settings as binding
 from simulator.llm.client import ModelSettings
-from simulator.llm.settings import make_client, model_settings, provider_limits
+from simulator.llm.settings import model_settings, provider_limits
+from simulator.llm.types import ModelClient
 
 __all__ = ["make_client", "model_settings", "models_line", "provider_limits"]
+
+
+def make_client(settings: ModelSettings) -> ModelClient:
+    """The client a command calls every model through: `simulator.llm.settings.make_client`, the one seam."""
+    return binding.make_client(settings)
 
 
 def models_line(

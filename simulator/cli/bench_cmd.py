@@ -152,13 +152,16 @@ async def _run(
 ) -> int:
     from judges.bench import Task, offline_bertscore, run_bench
     from judges.validity.card import with_bench_validity
+    from simulator.llm.preflight import UnusableModels, preflight
 
     client = make_bench_client(settings)
-    check = getattr(client, "check_environment", None)
-    if check is not None:  # a missing API key fails here, in one line, before any call
-        check(plan.settings.model)
-        if {Task.ER, Task.VP} & set(plan.tasks):
-            check(plan.settings.judge_model)
+    uses = [("bench", plan.settings.model)]
+    if {Task.ER, Task.VP} & set(plan.tasks):
+        uses.append(("judge", plan.settings.judge_model))
+    try:  # a missing API key fails here, in one line, before any call
+        await preflight(client, uses)
+    except UnusableModels as err:
+        raise UserError(err.problems[0].reason) from None
     similarity, status = offline_bertscore(bertscore_model)
     columns = (
         TextColumn("[bold]bench[/]"),

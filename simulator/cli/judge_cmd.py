@@ -1,7 +1,7 @@
 """`rescue-sim judge RUN_DIR`: (re)judge saved sessions without re-simulating. The logic lives in `judges`.
 
-The model client's disk cache makes a rerun with the same judges and rubric cheap. Tests replace the
-module-level `make_client` with a factory returning a fake client.
+The model client's disk cache makes a rerun with the same judges and rubric cheap. Tests replace
+`simulator.llm.settings.make_client` with a factory returning a fake client.
 """
 
 from __future__ import annotations
@@ -25,17 +25,12 @@ from simulator.cli._common import (
 )
 from simulator.cli._models import make_client, model_settings
 from simulator.cli.leaderboard_cmd import header
-from simulator.llm.types import is_local
 
 if TYPE_CHECKING:
-    from judges import Rubric, SessionJudgment
+    from judges import SessionJudgment
     from judges.scoring import LabelledShare
-    from simulator.llm.types import ModelClient
     from simulator.records import SessionRecord
     from simulator.runfolder import RunFolder
-
-
-SESSIONS_AT_ONCE = 4  # sessions judged concurrently (the client still limits calls per provider)
 
 
 def parse_judges(text: str | None) -> list[str]:
@@ -43,61 +38,14 @@ def parse_judges(text: str | None) -> list[str]:
     return list(dict.fromkeys(p.strip() for p in (text or "").split(",") if p.strip()))
 
 
-async def judge_all(
-    records: list[SessionRecord],
-    client: ModelClient,
-    panel: list[str],
-    rubric: Rubric,
-    per_intervention: bool,
-    folder: RunFolder,
-    *,
-    trials: int = 1,
-    temperature: float = 0.0,
-    all_trials: dict[str, list[SessionJudgment]] | None = None,
-    judge_mode: str = "checklist",
-) -> list[SessionJudgment]:
-    """Judge and write each session as soon as it is done (a killed run keeps what it finished).
+def judged_lines(trials: int):
+    """`judged S trial 1 (ok) 3/8` on stderr as each judgment is written (`judges.scoring.judge_all`'s `on_judged`)."""
 
-    With `trials` > 1 each session is judged that many times as distinct trials (see `judges.write_trial`);
-    the trial-0 judgments are returned, and every trial lands in `all_trials` when given.
-    """
-    from judges import judge_session, write_judgment, write_trial
-
-    # the embedded model: one session at a time keeps its prompt-prefix cache warm
-    gate = asyncio.Semaphore(1 if any(is_local(m) for m in panel) else SESSIONS_AT_ONCE)
-    done = 0
-    total = len(records) * trials
-
-    async def one(record: SessionRecord, trial: int) -> SessionJudgment:
-        nonlocal done
-        async with gate:
-            judgment = await judge_session(
-                record,
-                client,
-                panel,
-                rubric,
-                per_intervention,
-                trial=trial,
-                temperature=temperature,
-                judge_mode=judge_mode,  # type: ignore[arg-type]
-            )
-        if trial == 0:
-            write_judgment(folder, judgment)
-        else:
-            write_trial(folder, judgment)
-        if all_trials is not None:
-            all_trials.setdefault(record.session_id, []).append(judgment)
-        done += 1
+    def line(record: SessionRecord, trial: int, judgment: SessionJudgment, done: int, total: int) -> None:
         label = f" trial {trial}" if trials > 1 else ""
         err_console.print(f"[dim]judged {escape(record.session_id)}{label} ({judgment.status.value}) {done}/{total}[/]")
-        return judgment
 
-    jobs = [one(r, t) for r in records for t in range(trials)]
-    results = list(await asyncio.gather(*jobs))
-    if all_trials is not None:
-        for sid in all_trials:
-            all_trials[sid].sort(key=lambda j: j.trial)
-    return [j for j in results if j.trial == 0]
+    return line
 
 
 def render_stability(stability) -> Table:
@@ -275,58 +223,64 @@ def _fit_weights(run_dir: Path, out: Path) -> None:
     )
 
 
+JudgesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--judges",
+        envvar="RESCUE_SIM_JUDGES",
+        help="Comma-separated judge model ids: a panel whose agreement is reported. Default: --model.",
+    ),
+]
+PerInterventionOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--per-intervention/--whole-session",
+        help="One judge call per supporter turn, or one per session. Default: per turn when every judge is "
+        "a local/ model (small models), else per session.",
+        show_default=False,
+    ),
+]
+RepeatOpt = Annotated[
+    int,
+    typer.Option(
+        "--repeat",
+        min=1,
+        max=50,
+        help="Judge each session K times as distinct trials and report per dimension how often verdicts flip.",
+    ),
+]
+FitWeightsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--fit-weights",
+        metavar="OUT.yaml",
+        help="Judge nothing: learn checklist item weights from the ratings imported into RUN_DIR (`ratings "
+        "import`) and its checklist judgments, report held-out agreement, and write them as a rubric to judge "
+        "other runs with (--rubric OUT.yaml).",
+    ),
+]
+
+
 @user_errors
 def judge(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="Run folder (manifest.json, sessions/).")],
-    judge_models: Annotated[
-        str | None,
-        typer.Option(
-            "--judges",
-            envvar="RESCUE_SIM_JUDGES",
-            help="Comma-separated judge model ids: a panel whose agreement is reported. Default: --model.",
-        ),
-    ] = None,
+    judge_models: JudgesOpt = None,
     rubric: Annotated[
         Path | None, typer.Option("--rubric", help="YAML file that adds or overrides rubric dimensions.")
     ] = None,
-    per_intervention: Annotated[
-        bool | None,
-        typer.Option(
-            "--per-intervention/--whole-session",
-            help="One judge call per supporter turn, or one per session. Default: per turn when every judge is "
-            "a local/ model (small models), else per session.",
-            show_default=False,
-        ),
-    ] = None,
+    per_intervention: PerInterventionOpt = None,
     model: Annotated[
         str | None,
         typer.Option("--model", "-m", help="Default model (else RESCUE_SIM_MODEL, else the embedded local model)."),
     ] = None,
-    repeat: Annotated[
-        int,
-        typer.Option(
-            "--repeat",
-            min=1,
-            max=50,
-            help="Judge each session K times as distinct trials and report per dimension how often verdicts flip.",
-        ),
-    ] = 1,
+    repeat: RepeatOpt = 1,
     temperature: Annotated[
         float,
         typer.Option(min=0.0, max=2.0, help="Judge sampling temperature (0: deterministic local judges never flip)."),
     ] = 0.0,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model call cache.")] = False,
     judge_mode: JudgeModeOpt = JudgeModeChoice.checklist,
-    fit_weights: Annotated[
-        Path | None,
-        typer.Option(
-            "--fit-weights",
-            metavar="OUT.yaml",
-            help="Judge nothing: learn checklist item weights from the ratings imported into RUN_DIR (`ratings "
-            "import`) and its checklist judgments, report held-out agreement, and write them as a rubric to judge "
-            "other runs with (--rubric OUT.yaml).",
-        ),
-    ] = None,
+    fit_weights: FitWeightsOpt = None,
 ) -> None:
     """Judge a run's saved sessions with an LLM judge panel, without re-simulating.
 
@@ -334,9 +288,8 @@ def judge(
     trials 1..K-1 go to judgments/trials/<session_id>/<trial>.json and the flip rates to judge_stability.json.
     Exit code 1 when a judgment failed or nothing could be judged, 2 for bad input.
     """
-    from judges import JudgmentStatus, load_rubric
-    from simulator.records import SessionStatus
-    from simulator.runfolder import RunFolder, RunFolderError
+    from judges import judging_mode, load_rubric
+    from simulator.runfolder import RunFolder
 
     folder = RunFolder(run_dir)
     folder.read_manifest()
@@ -347,10 +300,20 @@ def judge(
     panel = parse_judges(judge_models)
     settings = model_settings(model, roles={"judge": panel[0] if panel else None}, no_cache=no_cache)
     panel = panel or [settings.model_for("judge")]
-    from judges import judging_mode
-
     per_intervention = judging_mode(panel, per_intervention)
-    mode = judge_mode.value
+    records, skipped = _completed(folder)
+    judgments: list[SessionJudgment] = []
+    if records:
+        judgments = _judge_and_show(
+            records, settings, panel, used, per_intervention, folder, repeat, temperature, judge_mode.value
+        )
+    _conclude(folder, records, skipped, judgments, slow_hint=not per_intervention and judge_mode.value == "verdict")
+
+
+def _completed(folder: RunFolder) -> tuple[list[SessionRecord], list[str]]:
+    """The completed sessions to judge, and a line for each one left out (unreadable, failed, incomplete)."""
+    from simulator.records import SessionStatus
+    from simulator.runfolder import RunFolderError
 
     records, skipped = [], []
     for sid in folder.session_ids():
@@ -363,45 +326,61 @@ def judge(
             records.append(record)
         else:
             skipped.append(f"{sid} ({record.status.value}{f': {record.failure}' if record.failure else ''})")
+    return records, skipped
 
-    judgments: list[SessionJudgment] = []
-    if records:
-        client = make_client(settings)
-        all_trials: dict[str, list[SessionJudgment]] = {}
-        from judges import judge_units
-        from simulator.cli._render import Tally, Waiting
-        from simulator.llm.progress import watching
 
-        calls = sum(judge_units(r, used, panel, mode, per_intervention) for r in records) * repeat  # type: ignore[arg-type]
-        with Waiting(console) as waiting, watching(waiting.hook):  # judge calls done/total with an ETA
-            waiting.judging = Tally("judging", calls, warmup=True)
-            judgments = asyncio.run(
-                judge_all(
-                    records,
-                    client,
-                    panel,
-                    used,
-                    per_intervention,
-                    folder,
-                    trials=repeat,
-                    temperature=temperature,
-                    all_trials=all_trials,
-                    judge_mode=mode,
-                )
+def _judge_and_show(
+    records, settings, panel, rubric, per_intervention, folder, repeat: int, temperature: float, mode: str
+) -> list[SessionJudgment]:
+    """`judges.scoring.judge_all` under a judge-call progress line, then the table (and, with trials, stability)."""
+    from judges import judge_units
+    from judges.scoring import judge_all
+    from simulator.cli._render import Tally, Waiting
+    from simulator.llm.progress import watching
+    from simulator.runner.pageindex import refresh_index
+
+    client = make_client(settings)
+    all_trials: dict[str, list[SessionJudgment]] = {}
+    calls = sum(judge_units(r, rubric, panel, mode, per_intervention) for r in records) * repeat  # type: ignore[arg-type]
+    with Waiting(console) as waiting, watching(waiting.hook):  # judge calls done/total with an ETA
+        waiting.judging = Tally("judging", calls, warmup=True)
+        judgments = asyncio.run(
+            judge_all(
+                records,
+                client,
+                panel,
+                rubric,
+                per_intervention,
+                folder,
+                trials=repeat,
+                temperature=temperature,
+                all_trials=all_trials,
+                judge_mode=mode,
+                on_judged=judged_lines(repeat),
             )
-        print_judgments(judgments)
-        if repeat > 1:
-            from judges import judge_stability, write_stability
+        )
+    print_judgments(judgments)
+    if repeat > 1:
+        _show_stability(folder, all_trials, repeat, temperature)
+    refresh_index(folder.path)  # the served page data, with the judgments in (best-effort)
+    return judgments
 
-            stability = judge_stability(all_trials, trials=repeat, temperature=temperature)
-            path = write_stability(folder, stability)
-            console.print(render_stability(stability))
-            if temperature == 0:
-                console.print("[dim]note: at temperature 0 flips measure only the provider's nondeterminism[/]")
-            print_path("stability written to", path)
-        from simulator.runner.pageindex import refresh_index
 
-        refresh_index(folder.path)  # the served page data, with the judgments in (best-effort)
+def _show_stability(folder, all_trials, repeat: int, temperature: float) -> None:
+    from judges import judge_stability, write_stability
+
+    stability = judge_stability(all_trials, trials=repeat, temperature=temperature)
+    path = write_stability(folder, stability)
+    console.print(render_stability(stability))
+    if temperature == 0:
+        console.print("[dim]note: at temperature 0 flips measure only the provider's nondeterminism[/]")
+    print_path("stability written to", path)
+
+
+def _conclude(folder, records, skipped: list[str], judgments: list[SessionJudgment], *, slow_hint: bool) -> None:
+    """What was skipped and what failed; exit 1 when nothing could be judged or a judgment is not ok."""
+    from judges import JudgmentStatus
+
     for line in skipped:
         console.print(f"[yellow]skipped[/] {escape(line)}")
     problems = []
@@ -411,7 +390,7 @@ def judge(
                 problems.append(f"{j.session_id}: judge {v.judge} failed on {f.unit}: {f.reason}")
     for line in problems:
         console.print(f"[red]failed[/] {escape(line)}")
-    if any("n_ctx" in p or "context" in p.lower() for p in problems) and not per_intervention and mode == "verdict":
+    if any("n_ctx" in p or "context" in p.lower() for p in problems) and slow_hint:
         console.print("[dim]hint: long sessions fit small judges better with --per-intervention[/]")
     if not records:
         console.print(f"nothing to judge: {folder.path} holds no completed sessions")

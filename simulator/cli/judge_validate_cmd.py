@@ -1,7 +1,7 @@
 """`rescue-sim judge-validate --data SRC`: how well the judge model labels annotated therapist utterances.
 
 It labels each given utterance and compares with RESCUE's gold strategy; it is not RESCUE's SSP task (which
-predicts the next strategy). Tests replace the module-level `make_client` with a fake-client factory.
+predicts the next strategy). Tests replace `simulator.llm.settings.make_client` with a fake-client factory.
 """
 
 from __future__ import annotations

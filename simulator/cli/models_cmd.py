@@ -13,8 +13,7 @@ from simulator.cli._common import EXIT_FAILED, console, user_errors
 from simulator.cli._models import make_client, model_settings
 
 if TYPE_CHECKING:
-    from simulator.llm.client import ModelSettings
-    from simulator.llm.preflight import Problem
+    from simulator.llm.preflight import Problem, UnusableModels
 
 ROLES = ("member", "supporter", "tracker", "judge")
 # What a user sets to change the model of a role (named in preflight errors).
@@ -47,20 +46,10 @@ def problem_line(problem: Problem, label: str | None = None) -> str:
     return f"{', '.join(problem.roles)} {what}: {reason} ({_fix(problem.roles)})"
 
 
-def preflight(
-    settings: ModelSettings, client, uses: list[tuple[str, str]], labels: dict[str, str] | None = None
-) -> None:
-    """Check every (role, model) once before any work; raise one UserError listing each unusable model
-    (`labels`: how to name a model to the user, e.g. the `URL#model` they typed for an endpoint)."""
-    from personas.common.errors import UserError
-    from simulator.llm.preflight import check_models
-
-    probe_client = None
-    if settings.api_bases:  # endpoints get one tiny call: no retries, a short timeout, never the cache
-        probe_client = make_client(settings.model_copy(update={"max_retries": 0, "cache": False, "timeout_s": 20.0}))
-    problems = asyncio.run(check_models(client, uses, endpoints=dict(settings.api_bases), probe_client=probe_client))
-    if problems:
-        raise UserError("\n       ".join(problem_line(p, (labels or {}).get(p.model)) for p in problems))
+def unusable_line(err: UnusableModels, labels: dict[str, str] | None = None) -> str:
+    """The pre-check's problems (`simulator.llm.preflight.preflight`) as `run` words them: one line per model,
+    with the options that change it (`labels`: how to name a model to the user, e.g. the `URL#model` they typed)."""
+    return "\n       ".join(problem_line(p, (labels or {}).get(p.model)) for p in err.problems)
 
 
 @user_errors

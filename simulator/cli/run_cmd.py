@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -20,6 +21,7 @@ from simulator.cli._common import (
     print_path,
     user_errors,
 )
+from simulator.cli._flags import said_as_flags
 from simulator.cli._models import make_client, model_settings, models_line
 
 if TYPE_CHECKING:
@@ -49,22 +51,52 @@ def parse_seeds(seed: int, seeds: str | None) -> list[int]:
     return list(dict.fromkeys(out))
 
 
+CaseOpt = Annotated[
+    list[str], typer.Option("--case", "-c", metavar="ID|PATH", help="Case id or card path; repeat it, or `all`.")
+]
+SupporterOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="SPEC",
+        help="Supporter under test: a litellm model id (provider/model); an OpenAI-compatible endpoint "
+        "URL#model; a Python callable module:function; the baselines silent and scripted; the ladder rungs "
+        "sides:M, lecture:M and generic:M (model M told to take sides, to lecture, or to reflect "
+        "generically). To be the supporter yourself (human), use `rescue-sim play`. Default: the --model.",
+        envvar="RESCUE_SIM_SUPPORTER",
+    ),
+]
+TrackerEveryOpt = Annotated[
+    int, typer.Option(min=0, help="Run the tracker every N member turns and at the end (0: only at the end).")
+]
+OutOpt = Annotated[
+    Path | None, typer.Option(metavar="DIR", help="Run folder. Default: runs/<case>-<supporter>-<hash>.")
+]
+KnowsOpt = Annotated[
+    str,
+    typer.Option(
+        "--supporter-knows",
+        metavar="intake|oracle",
+        help="What the supporter sees: the intake and public transcript (default), or, for ablations, also "
+        "the case card and the tracker's view (`oracle`; never ranked beside `intake`).",
+    ),
+]
+ConcurrencyOpt = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        help="Sessions in parallel (the embedded model still answers one call at a time). Above 1: a progress "
+        "line instead of the live transcript.",
+        envvar="RESCUE_SIM_CONCURRENCY",
+    ),
+]
+# The library's parameter names, said as this command's options.
+RUN_FLAGS = {"supporter": "--supporter", "supporter_knows": "--supporter-knows"}
+
+
 @user_errors
 def run(
-    case: Annotated[
-        list[str], typer.Option("--case", "-c", metavar="ID|PATH", help="Case id or card path; repeat it, or `all`.")
-    ],
-    supporter: Annotated[
-        str | None,
-        typer.Option(
-            metavar="SPEC",
-            help="Supporter under test: a litellm model id (provider/model); an OpenAI-compatible endpoint "
-            "URL#model; a Python callable module:function; the baselines silent and scripted; the ladder rungs "
-            "sides:M, lecture:M and generic:M (model M told to take sides, to lecture, or to reflect "
-            "generically). To be the supporter yourself (human), use `rescue-sim play`. Default: the --model.",
-            envvar="RESCUE_SIM_SUPPORTER",
-        ),
-    ] = None,
+    case: CaseOpt,
+    supporter: SupporterOpt = None,
     model: ModelOpt = None,
     member_model: Annotated[str | None, typer.Option(help="Model playing the personas.")] = None,
     tracker_model: Annotated[str | None, typer.Option(help="Model of the observer/tracker.")] = None,
@@ -73,12 +105,8 @@ def run(
     turns: Annotated[int, typer.Option("--turns", "-n", min=1, max=200, help="Member turns per session.")] = 6,
     seed: Annotated[int, typer.Option(help="Session seed.")] = 0,
     seeds: Annotated[str | None, typer.Option(help="Several seeds: 0,1,2 or 0-9 (overrides --seed).")] = None,
-    tracker_every: Annotated[
-        int, typer.Option(min=0, help="Run the tracker every N member turns and at the end (0: only at the end).")
-    ] = 3,
-    out: Annotated[
-        Path | None, typer.Option(metavar="DIR", help="Run folder. Default: runs/<case>-<supporter>-<hash>.")
-    ] = None,
+    tracker_every: TrackerEveryOpt = 3,
+    out: OutOpt = None,
     no_live: Annotated[
         bool, typer.Option("--no-live", help="No live transcript; print a summary per session.")
     ] = False,
@@ -86,93 +114,103 @@ def run(
     judge_mode: JudgeModeOpt = JudgeModeChoice.checklist,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model call cache.")] = False,
     hide_inner: Annotated[bool, typer.Option("--hide-inner", help="Do not show members' private states live.")] = False,
-    supporter_knows: Annotated[
-        str,
-        typer.Option(
-            "--supporter-knows",
-            metavar="intake|oracle",
-            help="What the supporter sees: the intake and public transcript (default), or, for ablations, also "
-            "the case card and the tracker's view (`oracle`; never ranked beside `intake`).",
-        ),
-    ] = "intake",
-    concurrency: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            help="Sessions in parallel (the embedded model still answers one call at a time). Above 1: a progress "
-            "line instead of the live transcript.",
-            envvar="RESCUE_SIM_CONCURRENCY",
-        ),
-    ] = 1,
+    supporter_knows: KnowsOpt = "intake",
+    concurrency: ConcurrencyOpt = 1,
 ) -> None:
     """Run simulated sessions with a supporter under test; re-running the same command resumes.
 
     Exit 1 when a session or its judging failed; 2 for bad input. A simulator fault (the simulated room
     malfunctioned) is not a failure: the session is left out of supporter scores and the exit code stays 0.
     """
-    from simulator.cli._render import LiveSession, Tally, Waiting, session_footer
-    from simulator.cli.models_cmd import preflight
-    from simulator.llm.progress import watching
-    from simulator.redact import redact
-    from simulator.runner.runs import RunConfig, RunEvents, default_run_dir, run_sessions
-    from simulator.supporters import FreeTextSupporter, HumanSupporter, ModelSupporter, parse_supporter_spec
+    from simulator.runner.run_setup import run_config, run_supporter
+    from simulator.runner.runs import default_run_dir
 
     cases = load_library() if case == ["all"] else [resolve_case(c) for c in case]
-    api_bases: dict[str, str] = {}
     settings = model_settings(
         model, roles={"member": member_model, "tracker": tracker_model, "judge": judge_model}, no_cache=no_cache
     )
     client = make_client(settings)
     spec = supporter or settings.default
-    sup = parse_supporter_spec(spec, client, api_bases=api_bases)
-    if isinstance(sup, HumanSupporter):
-        raise UserError("--supporter human: use `rescue-sim play --case ID` to be the supporter yourself")
-    settings.api_bases.update(api_bases)
     panel = [j.strip() for j in judges.split(",") if j.strip()] if judges else []
-    config = RunConfig(
-        cases=[c.id for c in cases],
-        supporter=spec,
-        models={r: settings.model_for(r) for r in ("member", "tracker", "judge")},
-        seeds=parse_seeds(seed, seeds),
-        max_turns=turns,
-        tracker_every=tracker_every,
-        judge=not no_judge,
-        judges=panel or [settings.model_for("judge")],
-        supporter_knows=_knows(supporter_knows),
-    )
+    with said_as_flags(RUN_FLAGS):
+        sup = run_supporter(spec, client, settings)
+        config = run_config(
+            cases,
+            spec,
+            settings,
+            seeds=parse_seeds(seed, seeds),
+            turns=turns,
+            tracker_every=tracker_every,
+            judge=not no_judge,
+            judges=panel,
+            supporter_knows=supporter_knows,
+        )
     out_dir = out or default_run_dir(config)
-    uses = [("supporter", sup.model)] if isinstance(sup, ModelSupporter | FreeTextSupporter) else []
-    uses += [(r, config.models[r]) for r in ("member", "tracker")]
-    uses += [("judge", j) for j in config.judges] if config.judge else []
-    labels = {sup.model: redact(spec)} if isinstance(sup, FreeTextSupporter) else {}
-    preflight(settings, client, uses, labels)  # every model checked once, before anything is written
+    _check_models(settings, client, config, sup)  # every model checked once, before anything is written
     console.print(escape(models_line(f"supporter={spec}", settings, judges=config.judges, judge=config.judge)))
-    live = None
+    summary, judged = _run_live(
+        config,
+        cases,
+        client,
+        sup,
+        out_dir,
+        concurrency,
+        live=not no_live,
+        show_inner=not hide_inner,
+        judge_mode=judge_mode.value,
+    )
+    _embedded_line(client)
+    print_path("run folder:", out_dir, style="bold")
+    if _report(summary, judged, len(cases) * len(config.seeds)):
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _check_models(settings, client, config, sup) -> None:
+    """The library's pre-check, its problems said with this command's options."""
+    from simulator.cli.models_cmd import unusable_line
+    from simulator.llm.preflight import UnusableModels, preflight
+    from simulator.runner.run_setup import models_used
+
+    uses, labels = models_used(config, sup)
+    try:
+        asyncio.run(preflight(client, uses, settings=settings))
+    except UnusableModels as err:
+        raise UserError(unusable_line(err, labels)) from None
+
+
+def _run_live(
+    config, cases, client, sup, out_dir: Path, concurrency: int, *, live: bool, show_inner: bool, judge_mode: str
+):
+    """The run with a live transcript (or, in parallel, a progress line), each session judged as it ends; the
+    summary and the judgments made."""
+    from simulator.cli._render import LiveSession, Tally, Waiting, session_footer
+    from simulator.llm.progress import watching
+    from simulator.runner.run_setup import run_and_save_failures
+    from simulator.runner.runs import RunEvents
+
+    shown = None
     waiting = Waiting(console)
     board = None
     if concurrency > 1:  # sessions in parallel: one progress line, not a transcript or a spinner per call
         from simulator.cli._progress import RunProgress
 
-        no_live, board = True, RunProgress(console)
+        live, board = False, RunProgress(console)
     total = len(cases) * len(config.seeds)
     waiting.batch = Tally("sessions", total) if total > 1 else None
 
     def started(sid: str, c, resumed: bool) -> None:
-        nonlocal live
+        nonlocal shown
         if board is None:  # in parallel, sessions start and end interleaved: only their footers are printed
             console.rule(f"[bold]{sid}[/]" + (" [dim](resuming)[/]" if resumed else ""))
-        live = None if no_live else LiveSession(console, show_inner=not hide_inner)
-
-    latest: dict = {}  # session id -> its latest record, to save a session a config error stopped
+        shown = LiveSession(console, show_inner=show_inner) if live else None
 
     def update(record) -> None:
-        latest[record.session_id] = record
-        if live is not None:
-            live(record)
+        if shown is not None:
+            shown(record)
 
     def finished(record, path: Path) -> None:
-        if live is not None:
-            live.finish(record)
+        if shown is not None:
+            shown.finish(record)
         else:
             console.print(session_footer(record))
         where = Path(path)  # inside the run folder, named at the end: short enough to stay whole at 80 columns
@@ -196,25 +234,23 @@ def run(
         progress=progressed,
     )
     judged: list = []
-    judge_hook = None if no_judge else _judge_hook(client, config.judges, waiting, judged, judge_mode.value)
+    hook = _judge_hook(client, config.judges, waiting, judged, judge_mode) if config.judge else None
     try:
         display = board or waiting
         with display, watching(display.hook):
             summary = run_sync(  # not asyncio.run: it would repr every record at exit
-                run_sessions(
-                    config, cases, client, sup, out_dir, events=events, judge_hook=judge_hook, concurrency=concurrency
+                run_and_save_failures(
+                    config, cases, client, sup, out_dir, events=events, judge_hook=hook, concurrency=concurrency
                 )
             )
     except KeyboardInterrupt:
         print_path("[yellow]interrupted[/]: session saved as incomplete; rerun to resume, in", out_dir, to=err_console)
         raise typer.Exit(130) from None
-    except UserError:  # e.g. a model unknown to litellm mid-session: the run stops, the session says failed
-        from simulator.runfolder import RunFolder
+    return summary, judged
 
-        for record in latest.values():
-            if record.status.value == "failed":
-                RunFolder(out_dir).write_session(record)
-        raise
+
+def _embedded_line(client) -> None:
+    """The embedded model's calls, tokens and prefix-cache share, when it answered any."""
     stats = getattr(client, "embedded_stats", lambda: None)()
     if stats and stats["prompt_tokens"]:
         share = stats["cached_prompt_tokens"] / stats["prompt_tokens"]
@@ -223,10 +259,6 @@ def run(
             f"({share:.0%} from the prefix cache), {stats['completion_tokens']:,} generated, "
             f"{stats['seconds']:.0f}s[/]"
         )
-    print_path("run folder:", out_dir, style="bold")
-    failed = _report(summary, judged, total)
-    if failed:
-        raise typer.Exit(EXIT_FAILED)
 
 
 def _report(summary, judged: list, total: int) -> bool:
@@ -255,41 +287,23 @@ def _report(summary, judged: list, total: int) -> bool:
 
 
 def _judge_hook(client, judges: list[str], waiting: Waiting, judged: list, judge_mode: str = "checklist"):
-    async def hook(record, folder) -> None:
-        from judges import judge_session, judge_units, judging_mode, load_rubric, write_judgment
-        from simulator.cli._render import Tally
-        from simulator.cli.judge_cmd import print_judgments
+    """`judges.scoring.judge_hook`, showing its calls as they go and the judgment's table when written."""
+    from judges.scoring import judge_hook
+    from simulator.cli._render import Tally
+    from simulator.cli.judge_cmd import print_judgments
 
-        rubric = load_rubric()
-        per_intervention = judging_mode(judges)
-        units = judge_units(record, rubric, judges, judge_mode, per_intervention)  # type: ignore[arg-type]
+    def start(units: int) -> None:
         console.print(f"[dim]judging with {', '.join(judges)} ({judge_mode}): {units} call(s)…[/]")
         waiting.judging = Tally("judging", units, warmup=True)
-        try:
-            judgment = await judge_session(
-                record,
-                client,
-                judges,
-                rubric,
-                per_intervention,
-                judge_mode=judge_mode,  # type: ignore[arg-type]
-            )
-        finally:
-            waiting.judging = None
-        write_judgment(folder, judgment)
+
+    def stop() -> None:
+        waiting.judging = None
+
+    def show(judgment) -> None:
         judged.append(judgment)
         print_judgments([judgment], validity=True)
         for verdict in judgment.verdicts:
             for failure in verdict.failures:
                 err_console.print(f"[red]judge {verdict.judge} failed[/] ({failure.unit}): {failure.reason}")
 
-    return hook
-
-
-def _knows(value: str) -> str:
-    from personas.common.errors import UserError
-    from simulator.view import KNOWS_CHOICES
-
-    if value not in KNOWS_CHOICES:
-        raise UserError(f"--supporter-knows {value!r}: use one of {', '.join(KNOWS_CHOICES)}")
-    return value
+    return judge_hook(client, judges, judge_mode, on_start=start, on_stop=stop, on_judged=show)  # type: ignore[arg-type]

@@ -24,6 +24,7 @@ from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
 
 if TYPE_CHECKING:
     from simulator.runner.sensitivity import MetricResult, SensitivityReport
+    from simulator.runner.stress_setup import SensitivityPlan
 
 
 def _split(text: str) -> list[str]:
@@ -117,81 +118,91 @@ def render_report(report: SensitivityReport) -> None:
             console.print(part)
 
 
+ModelOpt = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        metavar="MODEL",
+        help="Model id M whose ladder is run (e.g. openai/gpt-4o): the supporter rungs only, not the room "
+        "(--room-model).",
+    ),
+]
+RungsOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Comma-separated rung ids, or `all` (default: the ladder's default_rungs: model, sides, silent)."
+    ),
+]
+PerturbationsOpt = Annotated[
+    str,
+    typer.Option(
+        help="Comma-separated perturbations (built-in names or YAML files); `none` adds unperturbed sessions."
+    ),
+]
+RoomModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--room-model",
+        help="Model for members, tracker and judge (default: RESCUE_SIM_MODEL, else the embedded "
+        f"{DEFAULT_LOCAL_MODEL}; --model does not set it).",
+    ),
+]
+ConcurrencyOpt = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        max=1024,
+        help="Sessions in flight (1 suits the embedded model: one session at a time re-reads only its new turns).",
+    ),
+]
+ReportOnlyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--report-only",
+        help="Report on the sessions the run folder holds now (an interrupted run: fewer units); run nothing.",
+    ),
+]
+IncludeFaultsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--include-simulator-faults",
+        help="Score sessions in which the simulated room malfunctioned too (left out by default).",
+    ),
+]
+HumanOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--human",
+        metavar="RUN_DIR[,RUN_DIR...]",
+        help="Folders of sessions a person played (`play`, serve's play page; judged with `rescue-sim judge` "
+        "first), read as the unranked `human` reference beside M: paired by case x seed x perturbation (play "
+        "is unperturbed: add `none` to --perturbations), never simulated.",
+    ),
+]
+
+
 @user_errors
 def sensitivity(
-    model: Annotated[
-        str,
-        typer.Option(
-            "--model",
-            metavar="MODEL",
-            help="Model id M whose ladder is run (e.g. openai/gpt-4o): the supporter rungs only, not the room "
-            "(--room-model).",
-        ),
-    ],
-    rungs: Annotated[
-        str | None,
-        typer.Option(
-            help="Comma-separated rung ids, or `all` (default: the ladder's default_rungs: model, sides, silent)."
-        ),
-    ] = None,
+    model: ModelOpt,
+    rungs: RungsOpt = None,
     cases: Annotated[
         str, typer.Option(help="Comma-separated case ids, globs, tag:<t> or group:<g>.")
     ] = "dana-and-theo",
     seeds: Annotated[str, typer.Option(help="Seeds: a list 0,1,2 or a range 0-4.")] = "0-1",
-    perturbations: Annotated[
-        str,
-        typer.Option(
-            help="Comma-separated perturbations (built-in names or YAML files); `none` adds unperturbed sessions."
-        ),
-    ] = "crisis_disclosure",
+    perturbations: PerturbationsOpt = "crisis_disclosure",
     turns: Annotated[int, typer.Option(min=1, max=200, help="Member turns per session.")] = 6,
-    room_model: Annotated[
-        str | None,
-        typer.Option(
-            "--room-model",
-            help="Model for members, tracker and judge (default: RESCUE_SIM_MODEL, else the embedded "
-            f"{DEFAULT_LOCAL_MODEL}; --model does not set it).",
-        ),
-    ] = None,
+    room_model: RoomModelOpt = None,
     judge: Annotated[list[str] | None, typer.Option(help="Judge model (repeat for a panel).")] = None,
     tracker_every: Annotated[int, typer.Option(min=0, help="Tracker every N member turns and at the end.")] = 3,
     out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/sensitivity-<model>-<hash>).")] = None,
-    concurrency: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            max=1024,
-            help="Sessions in flight (1 suits the embedded model: one session at a time re-reads only its new turns).",
-        ),
-    ] = 1,
+    concurrency: ConcurrencyOpt = 1,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the matrix and a call estimate; run nothing.")
     ] = False,
-    report_only: Annotated[
-        bool,
-        typer.Option(
-            "--report-only",
-            help="Report on the sessions the run folder holds now (an interrupted run: fewer units); run nothing.",
-        ),
-    ] = False,
+    report_only: ReportOnlyOpt = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model call cache.")] = False,
-    include_faults: Annotated[
-        bool,
-        typer.Option(
-            "--include-simulator-faults",
-            help="Score sessions in which the simulated room malfunctioned too (left out by default).",
-        ),
-    ] = False,
-    human: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--human",
-            metavar="RUN_DIR[,RUN_DIR...]",
-            help="Folders of sessions a person played (`play`, serve's play page; judged with `rescue-sim judge` "
-            "first), read as the unranked `human` reference beside M: paired by case x seed x perturbation (play "
-            "is unperturbed: add `none` to --perturbations), never simulated.",
-        ),
-    ] = None,
+    include_faults: IncludeFaultsOpt = False,
+    human: HumanOpt = None,
     judge_mode: JudgeModeOpt = JudgeModeChoice.checklist,
 ) -> None:
     """Run the supporter ladder (M, scripted, generic:M, lecture:M, sides:M, silent; by default M, sides:M and
@@ -200,17 +211,15 @@ def sensitivity(
     Writes sensitivity.json into the run folder. Exit 1 when a headline metric does not separate its top and
     bottom rung, or when sessions, their judging or checks failed; 2 for bad input. Sessions with simulator
     faults are left out of the metrics (and listed), not counted as failed."""
-    from simulator.runner.sensitivity import default_out_dir, load_ladder, sensitivity_config
-    from simulator.runner.stress import build_matrix, estimate
+    from simulator.cli._models import make_client, model_settings
+    from simulator.cli.stress_cmd import check_models
+    from simulator.runner.stress_setup import human_reference, matrix_roles, plan_sensitivity, sensitivity_models
 
-    full = load_ladder()
-    wanted = None if rungs is None else _split(rungs)
-    ladder = full.subset([r.id for r in full.rungs] if wanted == ["all"] else wanted)
-    config = sensitivity_config(
+    plan = plan_sensitivity(
         model,
-        ladder=ladder,
+        rungs=None if rungs is None else _split(rungs),
         cases=_split(cases),
-        seeds=seeds,  # type: ignore[arg-type]  # StressConfig parses lists and ranges
+        seeds=seeds,
         perturbations=_split(perturbations),
         turns=turns,
         room_model=room_model,
@@ -218,94 +227,102 @@ def sensitivity(
         tracker_every=tracker_every,
         concurrency=concurrency,
         judge_mode=judge_mode.value,
+        out_dir=out,
     )
-    base = Path.cwd()
-    matrix = build_matrix(config, base, "sensitivity")
-    from simulator.cli._models import make_client, model_settings, models_line
-    from simulator.cli.stress_cmd import _check_supporters, plays_at_lines, render_estimate
-
-    _check_supporters(config, Path("sensitivity"))
-    out_dir = out or default_out_dir(model, config, matrix.specs)
-    variants = ["none"] * config.baseline + [p.name for p in matrix.perturbations]
-    settings = model_settings(config.model, roles=roles_of(config), no_cache=no_cache)
+    settings = model_settings(plan.config.model, roles=matrix_roles(plan.config), no_cache=no_cache)
     human_dirs = [d for given in human or () for d in _split(given)]
-    humans = []
-    if human_dirs:
-        from simulator.runner.sensitivity_human import HUMAN, load_human_sessions
-
-        panel = list(config.judges) or [settings.model_for("judge")]
-        humans = load_human_sessions(
-            human_dirs, ladder.reference(HUMAN), judges=panel if config.judge else (), judge_mode=config.judge_mode
-        )
-    rung_models = "supporter rungs " + ", ".join(f"{r.id}={r.spec_for(model)}" for r in ladder.rungs)
-    checks = any(p.check.rubric for p in matrix.perturbations)
-    console.print(escape(models_line(rung_models, settings, judges=config.judges, check=checks)))
+    humans = human_reference(plan, settings, human_dirs)
+    _models_line(plan, settings)
     if dry_run:
-        console.print(
-            f"[bold]ladder matrix[/]: {len(ladder.rungs)} rungs x {len(matrix.cases)} cases x {len(config.seeds)} "
-            f"seeds x {len(variants)} perturbations = {len(matrix.specs)} sessions"
-        )
-        console.print("rungs: " + ", ".join(f"{r.id}={escape(r.spec_for(model))}" for r in ladder.rungs))
-        console.print("cases: " + ", ".join(escape(c.id) for c in matrix.cases))
-        console.print("seeds: " + ", ".join(str(s) for s in config.seeds))
-        console.print("perturbations: " + ", ".join(escape(v) for v in variants))
-        for line in matrix.skipped:
-            console.print(f"[dim]skipped (group does not fit): {escape(line)}[/]")
-        est = estimate(config, matrix)
-        console.print(render_estimate(est))
-        for line in plays_at_lines(est):
-            console.print(escape(line))
-        print_path("run folder would be:", out_dir)
+        _show_matrix(plan)
         return
     if report_only:
-        from personas.common.errors import UserError
-        from simulator.runfolder import RunFolder
-        from simulator.runner.sensitivity import report_from_folder, write_report
-
-        if not (Path(out_dir) / "manifest.json").is_file():
-            raise UserError(f"{out_dir}: no run folder there; run the ladder first (drop --report-only) or give --out")
-        report = report_from_folder(
-            model,
-            ladder,
-            config,
-            matrix,
-            RunFolder(out_dir),
-            include_faults=include_faults,
-            human=humans,
-            human_folders=human_dirs,
-        )
-        write_report(out_dir, report)
-        conclude(report, out_dir)
+        _report_only(plan, include_faults, humans, human_dirs)
         return
+    client = make_client(settings)
+    check_models(client, sensitivity_models(model, plan.config, plan.matrix, settings))  # each once, before any run
+    print_path(f"[bold]{len(plan.matrix.specs)} sessions[/] →", plan.out_dir)
+    report, summary = _run_ladder(plan, client, include_faults, humans, human_dirs)
+    for r in summary.run.failed:
+        err_console.print(f"[red]failed[/] {escape(r.session_id)}: {escape(r.failure or '')}")
+    for sid, reason in summary.errors.items():
+        err_console.print(f"[red]judge/check error[/] {escape(sid)}: {escape(reason)}")
+    conclude(report, plan.out_dir, failed=bool(summary.run.failed or summary.errors))
 
+
+def _models_line(plan: SensitivityPlan, settings) -> None:
+    from simulator.cli._models import models_line
+
+    rung_models = "supporter rungs " + ", ".join(f"{r.id}={r.spec_for(plan.model)}" for r in plan.ladder.rungs)
+    checks = any(p.check.rubric for p in plan.matrix.perturbations)
+    console.print(escape(models_line(rung_models, settings, judges=plan.config.judges, check=checks)))
+
+
+def _show_matrix(plan: SensitivityPlan) -> None:
+    """`--dry-run`: the ladder matrix, its estimate, and the run folder it would write."""
+    from simulator.cli.stress_cmd import plays_at_lines, render_estimate
+    from simulator.runner.stress import estimate
+
+    ladder, matrix, config, variants = plan.ladder, plan.matrix, plan.config, plan.variants
+    console.print(
+        f"[bold]ladder matrix[/]: {len(ladder.rungs)} rungs x {len(matrix.cases)} cases x {len(config.seeds)} "
+        f"seeds x {len(variants)} perturbations = {len(matrix.specs)} sessions"
+    )
+    console.print("rungs: " + ", ".join(f"{r.id}={escape(r.spec_for(plan.model))}" for r in ladder.rungs))
+    console.print("cases: " + ", ".join(escape(c.id) for c in matrix.cases))
+    console.print("seeds: " + ", ".join(str(s) for s in config.seeds))
+    console.print("perturbations: " + ", ".join(escape(v) for v in variants))
+    for line in matrix.skipped:
+        console.print(f"[dim]skipped (group does not fit): {escape(line)}[/]")
+    est = estimate(config, matrix)
+    console.print(render_estimate(est))
+    for line in plays_at_lines(est):
+        console.print(escape(line))
+    print_path("run folder would be:", plan.out_dir)
+
+
+def _report_only(plan: SensitivityPlan, include_faults: bool, humans, human_dirs: list[str]) -> None:
+    """`--report-only`: the report on the sessions the run folder holds now."""
+    from personas.common.errors import UserError
+    from simulator.runfolder import RunFolder
+    from simulator.runner.sensitivity import report_from_folder, write_report
+
+    out_dir = plan.out_dir
+    if not (Path(out_dir) / "manifest.json").is_file():
+        raise UserError(f"{out_dir}: no run folder there; run the ladder first (drop --report-only) or give --out")
+    report = report_from_folder(
+        plan.model,
+        plan.ladder,
+        plan.config,
+        plan.matrix,
+        RunFolder(out_dir),
+        include_faults=include_faults,
+        human=humans,
+        human_folders=human_dirs,
+    )
+    write_report(out_dir, report)
+    conclude(report, out_dir)
+
+
+def _run_ladder(plan: SensitivityPlan, client, include_faults: bool, humans, human_dirs: list[str]):
+    """`run_sensitivity` with a line per finished session; the report and the run's summary."""
     from simulator.runner.runs import RunEvents
     from simulator.runner.sensitivity import run_sensitivity
-
-    client = make_client(settings)
-    preflight = getattr(client, "check_environment", None)
-    if preflight is not None:  # every model checked once, before anything runs
-        used = {model, settings.model_for("member"), settings.model_for("tracker")}
-        used |= set(config.judges or [settings.model_for("judge")])
-        if checks:
-            used.add(settings.model_for("check"))
-        for m in sorted(used - set(settings.api_bases)):
-            preflight(m)
-    print_path(f"[bold]{len(matrix.specs)} sessions[/] →", out_dir)
 
     def finished(record, path) -> None:
         why = f": {escape(record.failure)}" if record.failure else ""
         console.print(f"[dim]{escape(record.session_id)} {record.status.value}{why}[/]")
 
     try:
-        report, summary = asyncio.run(
+        return asyncio.run(
             run_sensitivity(
-                model,
-                ladder,
-                config,
-                matrix,
+                plan.model,
+                plan.ladder,
+                plan.config,
+                plan.matrix,
                 client,
-                out_dir,
-                base=base,
+                plan.out_dir,
+                base=plan.base,
                 events=RunEvents(session_finished=finished),
                 include_faults=include_faults,
                 human=humans,
@@ -313,17 +330,8 @@ def sensitivity(
             )
         )
     except KeyboardInterrupt:
-        print_path("[yellow]interrupted[/]: rerun the same command to resume:", out_dir, to=err_console)
+        print_path("[yellow]interrupted[/]: rerun the same command to resume:", plan.out_dir, to=err_console)
         raise typer.Exit(130) from None
-    for r in summary.run.failed:
-        err_console.print(f"[red]failed[/] {escape(r.session_id)}: {escape(r.failure or '')}")
-    for sid, reason in summary.errors.items():
-        err_console.print(f"[red]judge/check error[/] {escape(sid)}: {escape(reason)}")
-    conclude(report, out_dir, failed=bool(summary.run.failed or summary.errors))
-
-
-def roles_of(config) -> dict[str, str | None]:
-    return {r: config.model_for(r) for r in ("member", "tracker", "judge", "check")}
 
 
 def conclude(report: SensitivityReport, out_dir: Path, *, failed: bool = False) -> None:

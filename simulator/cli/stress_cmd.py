@@ -3,6 +3,7 @@ judge it and run each perturbation's behavioural check. The logic lives in `simu
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -23,6 +24,7 @@ from simulator.cli._common import (
 
 if TYPE_CHECKING:
     from simulator.runner.stress import Estimate
+    from simulator.runner.stress_setup import StressPlan
 
 
 def render_estimate(est: Estimate) -> Table:
@@ -81,48 +83,57 @@ def render_checks(rows: list) -> Table:
     return table
 
 
+ConcurrencyOpt = Annotated[
+    int | None, typer.Option(min=1, max=1024, help="Sessions in flight (default: the config's, else 1).")
+]
+RayEnvOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NAME[,NAME...]",
+        help="Forward these variables from this shell to the Ray workers (e.g. OPENAI_API_KEY,OPENAI_API_BASE); "
+        "added to the config's ray_env. Values are never written anywhere.",
+    ),
+]
+RayShipOpt = Annotated[
+    bool, typer.Option("--ray-ship-code", help="Send this rescue-sim to the Ray workers (runtime_env py_modules).")
+]
+DebugOpt = Annotated[
+    bool, typer.Option("--debug", help="Show Ray worker logs and the tracebacks of sessions that crashed there.")
+]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Print the matrix size and an estimate of calls and tokens; run nothing.")
+]
+StressJudgeModeOpt = Annotated[
+    JudgeModeChoice | None,
+    typer.Option("--judge-mode", help=f"{JUDGE_MODE_HELP} Unset: the config's judge_mode (default checklist)."),
+]
+
+
 @user_errors
 def stress(
     config_path: Annotated[Path, typer.Argument(metavar="CONFIG.yaml", help="Stress config (see the README).")],
     out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/stress-<name>-<hash>).")] = None,
-    concurrency: Annotated[
-        int | None, typer.Option(min=1, max=1024, help="Sessions in flight (default: the config's, else 1).")
-    ] = None,
+    concurrency: ConcurrencyOpt = None,
     executor: Annotated[str, typer.Option(help="local (asyncio) or ray (Ray tasks; needs the `ray` extra).")] = "local",
     ray_address: Annotated[
         str | None, typer.Option(help="Ray cluster address (default: start a local Ray instance).")
     ] = None,
-    ray_env: Annotated[
-        str | None,
-        typer.Option(
-            metavar="NAME[,NAME...]",
-            help="Forward these variables from this shell to the Ray workers (e.g. OPENAI_API_KEY,OPENAI_API_BASE); "
-            "added to the config's ray_env. Values are never written anywhere.",
-        ),
-    ] = None,
-    ray_ship_code: Annotated[
-        bool,
-        typer.Option("--ray-ship-code", help="Send this rescue-sim to the Ray workers (runtime_env py_modules)."),
-    ] = False,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show Ray worker logs and the tracebacks of sessions that crashed there.")
-    ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the matrix size and an estimate of calls and tokens; run nothing.")
-    ] = False,
+    ray_env: RayEnvOpt = None,
+    ray_ship_code: RayShipOpt = False,
+    debug: DebugOpt = False,
+    dry_run: DryRunOpt = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the model call cache.")] = False,
-    judge_mode: Annotated[
-        JudgeModeChoice | None,
-        typer.Option("--judge-mode", help=f"{JUDGE_MODE_HELP} Unset: the config's judge_mode (default checklist)."),
-    ] = None,
+    judge_mode: StressJudgeModeOpt = None,
 ) -> None:
     """Run a stress experiment: every supporter on every case, perturbation, seed and trial; then judge each
     session and run its perturbation's check. Re-running the same command resumes. Exit 1 when sessions,
     judgments or checks failed (a judgment with any failed judge call counts); 2 for a bad config. Sessions with
     simulator faults are left out of supporter scores (and listed), not counted as failed."""
     from personas.common.errors import UserError
+    from simulator.cli._models import make_client, model_settings, models_line
     from simulator.runner.ray_cluster import RayOptions, forwarded_env, parse_env_names
-    from simulator.runner.stress import build_matrix, default_out_dir, estimate, load_stress_config
+    from simulator.runner.stress import load_stress_config
+    from simulator.runner.stress_setup import matrix_roles, plan_stress, stress_models
 
     if executor not in ("local", "ray"):
         raise UserError(f"--executor {executor!r}: use local or ray")
@@ -135,57 +146,64 @@ def stress(
     )
     if executor == "ray":
         forwarded_env(ray_options.env, "--ray-env" if ray_env else f"{config_path}: ray_env")  # set here? (names only)
-    base = config_path.resolve().parent
-    matrix = build_matrix(config, base, config_path)
-    _check_supporters(config, config_path)
-    est = estimate(config, matrix, base)
-    out_dir = out or default_out_dir(config, matrix)
+    plan = plan_stress(config, config_path, out)
     if dry_run:
-        console.print(render_estimate(est))
-        for line in plays_at_lines(est):
-            console.print(escape(line))
-        for line in est.skipped:
-            console.print(f"[dim]skipped (group does not fit): {escape(line)}[/]")
-        console.print(
-            "[dim]an upper bound: sessions that differ only in the supporter share their members' calls until "
-            "the supporter first speaks (the call cache), so silent baselines cost almost nothing[/]"
-        )
-        print_path("run folder would be:", out_dir)
+        show_estimate(plan.estimate)
+        print_path("run folder would be:", plan.out_dir)
         return
-    from simulator.cli._models import make_client, model_settings, models_line
-    from simulator.runner.runs import RunEvents
-    from simulator.runner.stress import run_stress
-
-    roles = {r: config.model_for(r) for r in ("member", "tracker", "judge", "check")}
-    settings = model_settings(config.model, roles=roles, no_cache=no_cache)
+    settings = model_settings(config.model, roles=matrix_roles(config), no_cache=no_cache)
     client = make_client(settings)
-    preflight = getattr(client, "check_environment", None)
-    if preflight is not None:
-        used = {settings.model_for(r) for r in ("member", "tracker")}
-        if config.judge:
-            used |= set(config.judges or [settings.model_for("judge")])
-        if any(p.check.rubric for p in matrix.perturbations):
-            used.add(settings.model_for("check"))
-        used |= {s for s in config.supporters if "/" in s and "://" not in s and ":" not in s.split("/")[0]}
-        for m in sorted(used - set(settings.api_bases)):
-            preflight(m)
-    checks = any(p.check.rubric for p in matrix.perturbations)
+    check_models(client, stress_models(config, plan.matrix, settings))
+    checks = any(p.check.rubric for p in plan.matrix.perturbations)
     supporters = "supporters " + ", ".join(config.supporters)
     line = models_line(supporters, settings, judges=config.judges, judge=config.judge, check=checks)
     console.print(escape(line))
-    print_path(f"[bold]{est.sessions} sessions[/] →", out_dir)
+    print_path(f"[bold]{plan.estimate.sessions} sessions[/] →", plan.out_dir)
+    summary = _run_matrix(plan, client, concurrency, executor, ray_options)
+    _conclude(plan, summary)
+
+
+def check_models(client, uses: list[tuple[str, str]]) -> None:
+    """The library's pre-check (`simulator.llm.preflight.preflight`); the first unusable model, in model-id order,
+    is the one line said."""
+    from personas.common.errors import UserError
+    from simulator.llm.preflight import UnusableModels, preflight
+
+    try:
+        asyncio.run(preflight(client, uses))
+    except UnusableModels as err:
+        raise UserError(err.problems[0].reason) from None
+
+
+def show_estimate(est: Estimate) -> None:
+    """`--dry-run`: the matrix, where each stressor plays, what did not fit, and why the estimate is an upper bound."""
+    console.print(render_estimate(est))
+    for line in plays_at_lines(est):
+        console.print(escape(line))
+    for line in est.skipped:
+        console.print(f"[dim]skipped (group does not fit): {escape(line)}[/]")
+    console.print(
+        "[dim]an upper bound: sessions that differ only in the supporter share their members' calls until "
+        "the supporter first speaks (the call cache), so silent baselines cost almost nothing[/]"
+    )
+
+
+def _run_matrix(plan: StressPlan, client, concurrency: int | None, executor: str, ray_options):
+    """`run_stress` with a line per finished session and check, under a progress board."""
+    from simulator.cli._progress import RunProgress
+    from simulator.runner.runs import RunEvents
+    from simulator.runner.stress import run_stress
+
     done = 0
 
     def finished(record, path) -> None:
         nonlocal done
         done += 1
         why = f": {escape(record.failure)}" if record.failure else ""
-        console.print(f"[dim]{done}/{est.sessions}[/] {escape(record.session_id)} {record.status.value}{why}")
+        console.print(f"[dim]{done}/{plan.estimate.sessions}[/] {escape(record.session_id)} {record.status.value}{why}")
 
     def checked(result) -> None:
         console.print(f"[dim]  check {escape(result.perturbation)}: {result.status.value} — {escape(result.reason)}[/]")
-
-    from simulator.cli._progress import RunProgress
 
     board = RunProgress(console)  # sessions done / failed / running, calls, tokens, cost, ETA
 
@@ -195,13 +213,13 @@ def stress(
     events = RunEvents(session_finished=finished, progress=board.update, note=note)
     try:
         with board:
-            summary = run_sync(  # not asyncio.run: it would repr every record at exit
+            return run_sync(  # not asyncio.run: it would repr every record at exit
                 run_stress(
-                    config,
-                    matrix,
+                    plan.config,
+                    plan.matrix,
                     client,
-                    out_dir,
-                    base=base,
+                    plan.out_dir,
+                    base=plan.base,
                     concurrency=concurrency,
                     executor=executor,  # type: ignore[arg-type]
                     ray_options=ray_options,
@@ -210,11 +228,15 @@ def stress(
                 )
             )
     except KeyboardInterrupt:
-        print_path("[yellow]interrupted[/]: rerun the same command to resume:", out_dir, to=err_console)
+        print_path("[yellow]interrupted[/]: rerun the same command to resume:", plan.out_dir, to=err_console)
         raise typer.Exit(130) from None
+
+
+def _conclude(plan: StressPlan, summary) -> None:
+    """The checks table, what failed, and the next command; exit 1 when sessions, judgments or checks failed."""
     from simulator.runner.stress import check_rows
 
-    rows = check_rows(summary.run.folder, [s.session_id for s in matrix.specs])
+    rows = check_rows(summary.run.folder, [s.session_id for s in plan.matrix.specs])
     if rows:
         console.print(render_checks(rows))
     failed = summary.run.failed
@@ -224,22 +246,7 @@ def stress(
         err_console.print(f"[red]judge/check error[/] {escape(sid)}: {escape(reason)}")
     if summary.run.stopped_by:
         err_console.print(f"[yellow]stopped at the budget cap[/]: {escape(summary.run.stopped_by)}; rerun to go on")
-    print_path("run folder:", out_dir, style="bold")
-    print_path("next:", f"rescue-sim leaderboard {out_dir}")
+    print_path("run folder:", plan.out_dir, style="bold")
+    print_path("next:", f"rescue-sim leaderboard {plan.out_dir}")
     if failed or summary.errors:
         raise typer.Exit(EXIT_FAILED)
-
-
-def _check_supporters(config, source: Path) -> None:
-    """Every supporter spec has a known form (no model is called)."""
-    from personas.common.errors import UserError
-    from simulator.llm.fake import FakeModelClient
-    from simulator.supporters import HumanSupporter, SupporterSpecError, parse_supporter_spec
-
-    for i, spec in enumerate(config.supporters):
-        try:
-            sup = parse_supporter_spec(spec, FakeModelClient(), api_bases={})
-        except SupporterSpecError as err:
-            raise UserError(f"{source}: supporters[{i}]: {str(err).removeprefix('--supporter ')}") from None
-        if isinstance(sup, HumanSupporter):
-            raise UserError(f"{source}: supporters[{i}]: human: stress runs need an automatic supporter; remove it")

@@ -11,10 +11,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from personas.common.errors import UserError
-from simulator.llm.types import ModelClient, ModelError, Prompt
+from simulator.llm.types import ModelClient, ModelConfigError, ModelError, Prompt
 from simulator.redact import redact
+
+if TYPE_CHECKING:
+    from simulator.llm.client import ModelSettings
 
 PROBE = Prompt(context="Health check.", instructions="Reply with the single word: ready")
 
@@ -81,4 +85,35 @@ async def check_models(
     return problems
 
 
-__all__ = ["PROBE", "Problem", "check_models", "probe_endpoint"]
+class UnusableModels(ModelConfigError):
+    """Models a job would call that cannot be used, found by `preflight` before any work: `problems` holds each
+    one's roles, id and reason, in the order the job named them, for a caller to word (the CLI names its options)."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("; ".join(f"{', '.join(p.roles)} model {p.model!r}: {p.reason}" for p in problems))
+
+
+async def preflight(
+    client: ModelClient, uses: Iterable[tuple[str, str]], *, settings: ModelSettings | None = None
+) -> None:
+    """Check every (role, model) in `uses` once, before a job writes or calls anything; raise `UnusableModels`
+    listing each model that cannot be used. The one pre-check `run`, `stress`, `sensitivity` and `bench` share.
+
+    Models bound to an OpenAI-compatible endpoint in `settings.api_bases` get one tiny call through a client built
+    from `settings` without retries, with a short timeout and no cache, so a dead server is reported in seconds.
+    """
+    from simulator.llm import settings as binding
+
+    probe_client = None
+    endpoints = dict(settings.api_bases) if settings is not None else {}
+    if settings is not None and settings.api_bases:
+        probe_client = binding.make_client(
+            settings.model_copy(update={"max_retries": 0, "cache": False, "timeout_s": 20.0})
+        )
+    problems = await check_models(client, uses, endpoints=endpoints, probe_client=probe_client)
+    if problems:
+        raise UnusableModels(problems)
+
+
+__all__ = ["PROBE", "Problem", "UnusableModels", "check_models", "preflight", "probe_endpoint"]

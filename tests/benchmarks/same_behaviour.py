@@ -81,11 +81,12 @@ def fake_client():
 
 
 def _patch_make_client(client) -> None:
-    """Every module-level `make_client` (the CLI modules import it by name) returns the fake."""
+    """`simulator.llm.settings.make_client`, the seam every command's client comes through, and any module that
+    still holds that function by name, return the fake."""
     import simulator.llm.settings as settings
     from simulator.cli.app import _register
 
-    _register()  # loads every command module, so each one's imported `make_client` is there to replace
+    _register()  # loads every command module, so any that imported `make_client` by name is replaced too
 
     original = settings.make_client
     fake = lambda *a, **k: client  # noqa: E731
