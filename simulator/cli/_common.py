@@ -15,7 +15,7 @@ from rich.console import Console
 from typer._click.formatting import HelpFormatter as _ClickFormatter
 from typer.core import TyperCommand, TyperGroup
 
-from personas.common.errors import UserError
+from personas.common.errors import ParameterError, UserError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -69,13 +69,33 @@ def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     return typer.Exit(code)
 
 
+def as_flag(param: str, flags: dict[str, str] | None = None) -> str:
+    """The flag a command takes a library parameter from: `flags[param]`, else `--` and the name with dashes."""
+    return (flags or {}).get(param) or "--" + param.replace("_", "-")
+
+
+def flag_names(**flags: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorator under `user_errors`: the command's flag for each library parameter not named as `as_flag` says
+    (`@flag_names(fmt="--format")`), so a library's `ParameterError` is printed in the flags the user typed."""
+
+    def mark(fn: Callable[P, R]) -> Callable[P, R]:
+        fn.flag_names = flags  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
 def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Decorator for commands: a UserError becomes one line on stderr and exit code 2, never a traceback."""
+    """Decorator for commands: a UserError becomes one line on stderr and exit code 2, never a traceback. A library's
+    `ParameterError` names its parameters; the line says them as the command's flags."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
+        except ParameterError as err:
+            flags = getattr(fn, "flag_names", None)
+            raise fail(_escape(err.worded(lambda param: as_flag(param, flags)))) from None
         except UserError as err:
             raise fail(_escape(str(err))) from None
         except KeyboardInterrupt:
