@@ -152,8 +152,9 @@ def test_pairs_are_two_supporters_on_the_same_case_and_seed_nearest_first(tmp_pa
     cases = [v[0].unit.case_id for v in pairs.values()]
     # c2 ties exactly (gap 0); c1 is 2 points apart and c0 3: beyond the near-tie gap, so never paired
     assert cases == ["c2", "c2"] and sel.shortfall == {"pairs": 6}
-    with pytest.raises(SelectionError, match="--unit session"):
+    with pytest.raises(SelectionError, match="use `unit session`") as err:
         select_units(collect_units([a.path, b.path], "intervention").units, [Quota(strategy="pairs", n=2)])
+    assert err.value.worded(lambda param: f"--{param}").endswith("use `--unit session`")  # as `export` says it
 
 
 def test_stratified_balances_cases_supporters_and_score_bins(tmp_path: Path) -> None:
@@ -192,8 +193,9 @@ def test_quotas_combine_without_repeats_and_caps_hold(runs) -> None:
 def test_parse_quotas_errors() -> None:
     with pytest.raises(SelectionError, match="unknown strategy 'best'"):
         parse_quotas(["best"], 3)
-    with pytest.raises(SelectionError, match="--n: say how many"):
+    with pytest.raises(SelectionError, match="^n: say how many") as err:
         parse_quotas(["random"], None)
+    assert err.value.params == ["n"] and err.value.worded(lambda param: f"--{param}").startswith("--n: say how many")
     with pytest.raises(SelectionError, match="add up to 5"):
         parse_quotas(["random:5"], 4)
 
@@ -367,6 +369,28 @@ def test_cli_export(app, runs, tmp_path: Path) -> None:
         "stratified, random, active"
     )
     assert bad.stderr.strip().splitlines() == [expected]
+
+
+def test_cli_export_says_the_library_parameters_as_its_flags(app, runs, tmp_path: Path) -> None:
+    """The library names its parameters (`n`, `fmt`, `caps`, `dimensions`); the command says the flags typed."""
+    out = tmp_path / "items.jsonl"
+    cases = [
+        (["--select", "random"], "error: --n: say how many items random should pick (or give NAME:COUNT)"),
+        (
+            ["--select", "random:5", "--n", "4"],
+            "error: --n 4: the strategy counts add up to 5; drop --n or make them agree",
+        ),
+        (["--select", "random:2", "--format", "xml"], "error: --format xml: choose from "),
+        (["--select", "random:2", "--cap", "colour=1"], "error: --cap colour=1: unknown key 'colour'; choose from "),
+        (
+            ["--select", "random:2", "--dimension", "nope"],
+            "error: --dimension nope: not a rated session dimension here",
+        ),
+    ]
+    for args, start in cases:
+        bad = invoke(app, "export", *runs, *args, "--out", out)
+        assert bad.exit_code == 2, bad.output
+        assert bad.stderr.strip().startswith(start), bad.stderr
 
 
 def test_cli_export_refuses_an_empty_run(app, tmp_path: Path) -> None:

@@ -155,3 +155,28 @@ def test_no_import_cycles_between_judges_packages():
 def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_nothing_outside_the_cli_imports_it():
+    """The commands only parse and print (issue 44): what the web app, the Inspect task or the library need from
+    them (a call's progress line, the model client) lives in the library, and `simulator.cli` re-imports it. A
+    module outside `simulator/cli/` that imports `simulator.cli` (even inside a function) is a command's private
+    piece used as library."""
+    outside = [p for p in sources() if not module_name(p).startswith("simulator.cli")]
+    found = [
+        f"{p.relative_to(ROOT)}:{line} imports {target}"
+        for p in outside
+        for line, target in imported_modules(p)
+        if target == "simulator.cli" or target.startswith("simulator.cli.")
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_the_cli_check_sees_a_cli_import(tmp_path: Path):
+    src = ROOT / "simulator" / "serve" / "_probe_for_cli_test.py"
+    src.write_text("def f():\n    from simulator.cli._render import call_line\n    return call_line\n")
+    try:
+        found = imported_modules(src)
+    finally:
+        src.unlink()
+    assert (2, "simulator.cli._render") in found

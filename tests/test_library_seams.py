@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from personas.common.errors import ParameterError, UserError
-from simulator.cli._flags import said_as_flags
+from personas.common.errors import Param, ParameterError, UserError
+from simulator.cli._common import as_flag
 from simulator.llm.preflight import UnusableModels, preflight
 from simulator.llm.types import ModelConfigError
 
@@ -42,13 +42,11 @@ def test_the_pre_check_names_every_unusable_model_with_its_roles():
 
 
 def test_a_parameter_error_names_the_parameter_and_a_command_says_its_flag():
-    err = ParameterError("supporter_knows", "'x': use one of intake, oracle")
+    err = ParameterError(Param("supporter_knows"), " 'x': use one of intake, oracle")
     assert str(err) == "supporter_knows 'x': use one of intake, oracle"
-    with pytest.raises(UserError) as caught, said_as_flags({"supporter_knows": "--supporter-knows"}):
-        raise err
-    assert str(caught.value) == "--supporter-knows 'x': use one of intake, oracle"
-    with pytest.raises(ParameterError), said_as_flags({"other": "--other"}):
-        raise err  # a parameter the command does not name passes unchanged
+    assert err.params == ["supporter_knows"]
+    assert err.worded(as_flag) == "--supporter-knows 'x': use one of intake, oracle"
+    assert err.worded(lambda p: as_flag(p, {"supporter_knows": "--knows"})) == "--knows 'x': use one of intake, oracle"
 
 
 def test_run_config_refuses_an_unknown_supporter_view_by_its_parameter_name():

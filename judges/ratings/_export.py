@@ -26,12 +26,12 @@ from judges.ratings._select import Selection, SelectionError, parse_caps, parse_
 from judges.ratings._store import BatchItem, ExportBatch, rated_item_ids, read_ratings, write_ratings
 from judges.ratings._units import UnitKind, collect_units
 from judges.scoring._store import read_judgment
-from personas.common.errors import UserError
+from personas.common.errors import Param, ParameterError
 from personas.common.files import atomic_write_text
 from simulator.runfolder import RunFolder
 
 
-class ExportError(UserError):
+class ExportError(ParameterError):
     """An export that cannot be made (nothing to export, bad option)."""
 
 
@@ -83,11 +83,11 @@ def export_items(
     `budgets` (supporter -> expected picks, from `ratings plan`) sizes the `active` strategy per supporter.
     """
     if fmt not in FORMATS:
-        raise ExportError(f"--format {fmt}: choose from {', '.join(FORMATS)}")
+        raise ExportError(Param("fmt"), f" {fmt}: choose from {', '.join(FORMATS)}")
     if unit not in ("session", "intervention"):
-        raise ExportError(f"--unit {unit}: choose session or intervention")
+        raise ExportError(Param("unit"), f" {unit}: choose session or intervention")
     if window < 0:
-        raise ExportError("--window: must be 0 or more turns")
+        raise ExportError(Param("window"), ": must be 0 or more turns")
     out = Path(out)
     if budgets is not None:
         select = _with_budget(select, budgets)
@@ -100,8 +100,8 @@ def export_items(
         unknown = [d for d in dimensions if d not in pool.dimensions]
         if unknown:
             raise ExportError(
-                f"--dimension {unknown[0]}: not a rated {unit} dimension here; "
-                f"choose from {', '.join(pool.dimensions) or 'none'}"
+                Param("dimensions"),
+                f" {unknown[0]}: not a rated {unit} dimension here; choose from {', '.join(pool.dimensions) or 'none'}",
             )
         keep = set(dimensions)
         for u in pool.units:
@@ -114,8 +114,11 @@ def export_items(
     selection = select_units(pool.units, quotas, seed=seed, exclude=exclude, caps=cap_map)
     if not selection.picks and [q.strategy for q in quotas] == ["active"] and not selection.shortfall:
         raise SelectionError(
-            "--select active: the Poisson draw picked no item this time (each is drawn with a small probability); "
-            "ask for more (--n) or try another --seed"
+            Param("select"),
+            " active: the Poisson draw picked no item this time (each is drawn with a small probability); ask for more (",
+            Param("n"),
+            ") or try another ",
+            Param("seed"),
         )
     if not selection.picks:
         raise SelectionError(
@@ -204,8 +207,8 @@ def _with_budget(select: Sequence[str], budgets: dict[str, int]) -> list[str]:
     """`--select active` with a plan: the plan says how many (`active:<total>`)."""
     names = [s.partition(":")[0].strip() for s in select]
     if "active" not in names:
-        raise ExportError("--plan: sizes the `active` strategy; add `--select active`")
+        raise ExportError(Param("budgets"), ": sizes the `active` strategy; add `", Param("select"), " active`")
     total = sum(budgets.values())
     if total < 1:
-        raise ExportError("--plan: asks for no more ratings (every CI is already within the target width)")
+        raise ExportError(Param("budgets"), ": asks for no more ratings (every CI is already within the target width)")
     return [f"active:{total}" if s.strip() == "active" else s for s in select]

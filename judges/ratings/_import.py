@@ -20,7 +20,7 @@ from judges.ratings._parse import Problem, parse_ratings_file
 from judges.ratings._store import RatingsImport, StoredRating, batch_item, read_ratings, write_ratings
 from judges.ratings._units import Unit, collect_units
 from judges.scoring._rubric import Dimension
-from personas.common.errors import UserError
+from personas.common.errors import Param, ParameterError, UserError
 
 MAX_LISTED = 20
 
@@ -106,7 +106,7 @@ def import_ratings(path: str | Path, run_dirs: Sequence[str | Path], fmt: str | 
     """Validate and store the ratings in `path` into the run folders their items belong to."""
     path = Path(path)
     if not run_dirs:
-        raise UserError("--run: give the run folder(s) the rated items came from")
+        raise ParameterError(Param("run_dirs"), ": give the run folder(s) the rated items came from")
     parsed, data = parse_ratings_file(path, fmt)
     import_id = hashlib.sha256(data).hexdigest()[:12]
     index = item_index(run_dirs)

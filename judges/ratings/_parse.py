@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from personas.common.errors import UserError
+from personas.common.errors import Param, ParameterError
 
 RATING_FORMATS = ("label-studio", "argilla", "csv", "jsonl")
 EXPORT_COLUMNS = {"item_id", "rater", "unit", "pair", "position", "supporter", "case", "transcript", "focus"}
@@ -54,7 +54,7 @@ class ParseResult(BaseModel):
     problems: list[Problem]
 
 
-class RatingsFileError(UserError):
+class RatingsFileError(ParameterError):
     """The file cannot be read at all (not found, not JSON/CSV, unknown layout)."""
 
 
@@ -103,7 +103,8 @@ def detect_format(path: Path, text: str) -> str:
             return "argilla"
         raise RatingsFileError(
             f"{path}: a JSON list that is neither Label Studio tasks (`data`, `annotations`) "
-            "nor Argilla records (`id`, `responses`); give --format"
+            "nor Argilla records (`id`, `responses`); give ",
+            Param("fmt"),
         )
     if head == "{":
         return "jsonl"
@@ -254,7 +255,7 @@ def parse_ratings_file(path: str | Path, fmt: str | None = None) -> tuple[ParseR
     """Parse a ratings file (format from `fmt`, or detected); returns the result and the file's bytes."""
     path = Path(path)
     if fmt is not None and fmt not in PARSERS:
-        raise RatingsFileError(f"--format {fmt}: choose from {', '.join(RATING_FORMATS)}")
+        raise RatingsFileError(Param("fmt"), f" {fmt}: choose from {', '.join(RATING_FORMATS)}")
     try:
         data = path.read_bytes()
     except FileNotFoundError:

@@ -28,13 +28,13 @@ from judges.ratings._designs import proportional_scale, sampling_sizes, uncertai
 from judges.ratings._import import item_index
 from judges.ratings._ppi import ipw_ppi_mean, normal_quantile, rated_items
 from judges.ratings._store import union_probabilities
-from personas.common.errors import UserError
+from personas.common.errors import Param, ParameterError
 
 PLAN_SCHEMA_VERSION = 1
 PILOT = 30  # ratings to ask for when nothing is rated yet
 
 
-class PlanError(UserError):
+class PlanError(ParameterError):
     """A plan that cannot be made or read."""
 
 
@@ -133,7 +133,7 @@ def ratings_needed(
 def plan_ratings(run_dirs: Sequence[str | Path], target_width: float, confidence: float = 0.95) -> RatingsPlan:
     """Per supporter and dimension of the runs: more active ratings needed for an IPW-PPI CI of `target_width`."""
     if not target_width > 0:
-        raise PlanError(f"--target-width {target_width}: must be a positive width in score points, e.g. 0.5")
+        raise PlanError(Param("target_width"), f" {target_width}: must be a positive width in score points, e.g. 0.5")
     index = item_index(run_dirs)
     if not index.units:
         raise PlanError(f"{', '.join(map(str, run_dirs))}: no judged items to plan ratings for; run and judge first")

@@ -32,13 +32,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judges.ratings._designs import UNKNOWN, active_design, poisson_draw, stratified_allocation, stratum
 from judges.ratings._units import Unit
-from personas.common.errors import UserError
+from personas.common.errors import Param, ParameterError
 
 PAIR_GAP = 1.0  # judge-mean points: pairs further apart than this are no near-tie
 CAP_KEYS = ("case", "group", "supporter", "perturbation", "session")
 
 
-class SelectionError(UserError):
+class SelectionError(ParameterError):
     """A selection that cannot be made as asked (unknown strategy, a strategy without the data it needs)."""
 
 
@@ -148,7 +148,7 @@ def _extremes(units: list[Unit], rng: random.Random) -> Ranked:
 
 def _pairs(units: list[Unit], rng: random.Random) -> Ranked:
     if any(u.unit != "session" for u in units):
-        raise SelectionError("pairs: compares whole sessions; use `--unit session`")
+        raise SelectionError("pairs: compares whole sessions; use `", Param("unit"), " session`")
     groups: dict[tuple, list[Unit]] = {}
     for u in _shuffled(units, rng):
         groups.setdefault((u.case_id, u.seed, u.trial, u.perturbation), []).append(u)
@@ -234,21 +234,24 @@ STRATEGIES: tuple[str, ...] = (*RANKED, *DRAWS)
 def parse_quotas(specs: Sequence[str], n: int | None) -> list[Quota]:
     """`["disagreement:40", "random"]` with `n=100` -> disagreement 40, random 60.
 
-    Strategies without a count share what `n` leaves (the first ones get the remainder). Raises SelectionError.
+    Strategies without a count share what `n` leaves (the first ones get the remainder). Raises SelectionError,
+    naming `specs` as `export_items` calls them: `select`.
     """
     if not specs:
-        raise SelectionError("--select: name at least one strategy (" + ", ".join(STRATEGIES) + ")")
+        raise SelectionError(Param("select"), ": name at least one strategy (" + ", ".join(STRATEGIES) + ")")
     parsed: list[tuple[str, int | None]] = []
     for spec in specs:
         name, _, count = spec.partition(":")
         name = name.strip()
         if name not in STRATEGIES:
-            raise SelectionError(f"--select {spec}: unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}")
+            raise SelectionError(
+                Param("select"), f" {spec}: unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}"
+            )
         if any(p[0] == name for p in parsed):
-            raise SelectionError(f"--select {spec}: strategy {name!r} given twice")
+            raise SelectionError(Param("select"), f" {spec}: strategy {name!r} given twice")
         if count:
             if not count.strip().isdigit() or int(count) < 1:
-                raise SelectionError(f"--select {spec}: the count after ':' must be a positive whole number")
+                raise SelectionError(Param("select"), f" {spec}: the count after ':' must be a positive whole number")
             parsed.append((name, int(count)))
         else:
             parsed.append((name, None))
@@ -256,28 +259,34 @@ def parse_quotas(specs: Sequence[str], n: int | None) -> list[Quota]:
     open_ = [name for name, c in parsed if c is None]
     if open_:
         if n is None:
-            raise SelectionError(f"--n: say how many items {', '.join(open_)} should pick (or give NAME:COUNT)")
+            raise SelectionError(
+                Param("n"), f": say how many items {', '.join(open_)} should pick (or give NAME:COUNT)"
+            )
         left = n - fixed
         if left < len(open_):
-            raise SelectionError(f"--n {n}: leaves {max(left, 0)} item(s) for {', '.join(open_)} after fixed counts")
+            raise SelectionError(
+                Param("n"), f" {n}: leaves {max(left, 0)} item(s) for {', '.join(open_)} after fixed counts"
+            )
         share, extra = divmod(left, len(open_))
         counts = {name: share + (1 if i < extra else 0) for i, name in enumerate(open_)}
         parsed = [(name, c if c is not None else counts[name]) for name, c in parsed]
     elif n is not None and n != fixed:
-        raise SelectionError(f"--n {n}: the strategy counts add up to {fixed}; drop --n or make them agree")
+        raise SelectionError(
+            Param("n"), f" {n}: the strategy counts add up to {fixed}; drop ", Param("n"), " or make them agree"
+        )
     return [Quota(strategy=name, n=c) for name, c in parsed if c is not None]
 
 
 def parse_caps(specs: Sequence[str]) -> dict[str, int]:
-    """`["case=5", "supporter=50"]` -> {"case": 5, "supporter": 50}. Raises SelectionError."""
+    """`["case=5", "supporter=50"]` -> {"case": 5, "supporter": 50}. Raises SelectionError (naming `caps`)."""
     caps: dict[str, int] = {}
     for spec in specs:
         key, _, value = spec.partition("=")
         key = key.strip()
         if key not in CAP_KEYS:
-            raise SelectionError(f"--cap {spec}: unknown key {key!r}; choose from {', '.join(CAP_KEYS)}")
+            raise SelectionError(Param("caps"), f" {spec}: unknown key {key!r}; choose from {', '.join(CAP_KEYS)}")
         if not value.strip().isdigit() or int(value) < 1:
-            raise SelectionError(f"--cap {spec}: the value after '=' must be a positive whole number")
+            raise SelectionError(Param("caps"), f" {spec}: the value after '=' must be a positive whole number")
         caps[key] = int(value)
     return caps
 

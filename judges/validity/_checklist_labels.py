@@ -49,7 +49,7 @@ from judges.validity._labels import (
     target_report,
 )
 from judges.validity.replay import rescue_turns, tracker_case
-from personas.common.errors import UserError
+from personas.common.errors import Param, ParameterError, UserError
 from personas.rescue import RescueSample
 from simulator.llm.types import CallRecord, ModelClient, is_local
 from simulator.records import SUPPORTER, SessionRecord, SessionStatus
@@ -84,9 +84,11 @@ def _addressee_dimension(rubric: Rubric) -> Dimension:
     dim = _dimension(rubric, TARGET_DIMENSION)
     items = [i for i in dim.items if "addressee" in i.placeholders()]
     if not items:
-        raise UserError(
+        raise ParameterError(
             f"rubric {rubric.name}: `{TARGET_DIMENSION}` has no checklist item naming {{addressee}}; add one "
-            "(see judges/rubrics/default.yaml) or validate with --judge-mode verdict"
+            "(see judges/rubrics/default.yaml) or validate with ",
+            Param("judge_mode"),
+            " verdict",
         )
     return dim.model_copy(update={"checklist": items})
 

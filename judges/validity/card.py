@@ -11,6 +11,7 @@ reports and the HTML report use: it returns a `ValidityNote` that says "not vali
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -219,6 +220,27 @@ def write_card(card: ValidityCard, folder: Path | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, card.model_dump_json(indent=2) + "\n")
     return path
+
+
+def scored_nothing(card: ValidityCard) -> bool:
+    """True when the card's instrument has no number: every tracker call failed, or the judge scored no item."""
+    if card.tracker is not None and card.tracker.checkpoints == card.tracker.failed:
+        return True
+    judge = card.judge
+    return judge is not None and not any(x is not None and x.scored for x in (judge.strategy, judge.target))
+
+
+def cards_json(cards: Sequence[ValidityCard]) -> str:
+    """The cards as one indented JSON list (what `validate --card` writes and `--json` prints)."""
+    return json.dumps([json.loads(c.model_dump_json()) for c in cards], indent=2)
+
+
+def write_cards(cards: Sequence[ValidityCard], path: Path) -> None:
+    """All the cards, as one JSON list, in the file `path` (its folder made when missing)."""
+    from personas.common.files import atomic_write_text
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, cards_json(cards) + "\n")
 
 
 def numbers_only(card: ValidityCard) -> ValidityCard:

@@ -97,8 +97,11 @@ def estimate_calls(
     *,
     limit: int | None = None,
     judge_mode: JudgeMode = "checklist",
+    instruments: Sequence[Instrument] = ("tracker", "judge"),
+    vp_judge: bool = True,
 ) -> CallEstimate:
-    """Calls per check; in checklist mode every distinct question is a call (one per strategy, per candidate)."""
+    """Calls per check; in checklist mode every distinct question is a call (one per strategy, per candidate).
+    An instrument left out of `instruments` makes no calls, nor the VP judge without `vp_judge` (as `validate`)."""
     from judges.validity.scores import gold_viewpoints
 
     usable, _ = usable_samples(samples)
@@ -107,12 +110,19 @@ def estimate_calls(
         strategy, target = checklist_call_counts(samples, load_rubric(), limit=limit)
     else:
         strategy, target = len(strategy_items(samples)[0][:limit]), len(target_items(samples)[0][:limit])
-    return CallEstimate(
+    estimate = CallEstimate(
         tracker=len(rows),
         vp_judge=sum(bool(gold_viewpoints(s, r)[0]) for s, r in rows),
         strategy=strategy,
         target=target,
     )
+    if "tracker" not in instruments:
+        estimate = estimate.model_copy(update={"tracker": 0, "vp_judge": 0})
+    if "judge" not in instruments:
+        estimate = estimate.model_copy(update={"strategy": 0, "target": 0})
+    if not vp_judge:
+        estimate = estimate.model_copy(update={"vp_judge": 0})
+    return estimate
 
 
 async def _judge_viewpoints(

@@ -12,8 +12,10 @@ from typing import Annotated, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from typer._click.formatting import HelpFormatter as _ClickFormatter
+from typer.core import TyperCommand, TyperGroup
 
-from personas.common.errors import UserError
+from personas.common.errors import ParameterError, UserError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -67,13 +69,33 @@ def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     return typer.Exit(code)
 
 
+def as_flag(param: str, flags: dict[str, str] | None = None) -> str:
+    """The flag a command takes a library parameter from: `flags[param]`, else `--` and the name with dashes."""
+    return (flags or {}).get(param) or "--" + param.replace("_", "-")
+
+
+def flag_names(**flags: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorator under `user_errors`: the command's flag for each library parameter not named as `as_flag` says
+    (`@flag_names(fmt="--format")`), so a library's `ParameterError` is printed in the flags the user typed."""
+
+    def mark(fn: Callable[P, R]) -> Callable[P, R]:
+        fn.flag_names = flags  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
 def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Decorator for commands: a UserError becomes one line on stderr and exit code 2, never a traceback."""
+    """Decorator for commands: a UserError becomes one line on stderr and exit code 2, never a traceback. A library's
+    `ParameterError` names its parameters; the line says them as the command's flags."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
+        except ParameterError as err:
+            flags = getattr(fn, "flag_names", None)
+            raise fail(_escape(err.worded(lambda param: as_flag(param, flags)))) from None
         except UserError as err:
             raise fail(_escape(str(err))) from None
         except KeyboardInterrupt:
@@ -215,97 +237,92 @@ def shell_lines(command: str, width: int, indent: str = "  ") -> list[str]:
     return [*lines, line]
 
 
-def _help_classes():
-    from typer._click.formatting import HelpFormatter as ClickFormatter
-    from typer.core import TyperCommand, TyperGroup
+class HelpFormatter(_ClickFormatter):
+    """click's formatter, wrapping at spaces only (click's also breaks at hyphens: a default such as
+    `runs/<case>-<supporter>-<hash>` could be split)."""
 
-    class HelpFormatter(ClickFormatter):
-        """click's formatter, wrapping at spaces only (click's also breaks at hyphens: a default such as
-        `runs/<case>-<supporter>-<hash>` could be split)."""
+    def __init__(self, indent_increment: int = 2, width: int | None = None, max_width: int | None = None):
+        super().__init__(indent_increment, width, max_width or HELP_MAX_WIDTH)
 
-        def __init__(self, indent_increment: int = 2, width: int | None = None, max_width: int | None = None):
-            super().__init__(indent_increment, width, max_width or HELP_MAX_WIDTH)
+    def write_text(self, text: str) -> None:
+        self.write("\n".join(wrap_words(text, self.width, " " * self.current_indent)) + "\n")
 
-        def write_text(self, text: str) -> None:
-            self.write("\n".join(wrap_words(text, self.width, " " * self.current_indent)) + "\n")
-
-        def write_dl(self, rows, col_max: int = 30, col_spacing: int = 2) -> None:
-            rows = list(rows)
-            first_col = min(max((len(r[0]) for r in rows), default=0), col_max) + col_spacing
-            pad = " " * (first_col + self.current_indent)
-            for term, text in rows:
-                head = " " * self.current_indent + term
-                if not text:
-                    self.write(head + "\n")
-                    continue
-                if len(term) > first_col - col_spacing:  # a long option: its words start on the next line
-                    self.write(head + "\n")
-                    head = pad
-                else:
-                    head = head.ljust(len(pad))
-                self.write("\n".join(wrap_words(text, self.width, pad, first=head)) + "\n")
-
-    def format_epilog(command, ctx, formatter) -> None:
-        if not command.epilog:
-            return
-        formatter.write_paragraph()
-        example = command.epilog.strip()
-        if example.startswith("Example: "):  # the command on lines of its own, whole
-            formatter.write("Example:\n" + "\n".join(shell_lines(example.removeprefix("Example: "), formatter.width)))
-            formatter.write("\n")
-        else:
-            with formatter.indentation():
-                formatter.write_text(example)
-
-    class HelpContext(TyperCommand.context_class):
-        formatter_class = HelpFormatter
-
-    class HelpCommand(TyperCommand):
-        context_class = HelpContext
-
-        def get_params(self, ctx):
-            return _tidy_params(super().get_params(ctx), ctx)
-
-        def collect_usage_pieces(self, ctx):
-            return _usage_pieces(self, ctx)
-
-        def format_options(self, ctx, formatter):
-            _format_options(self, ctx, formatter)
-
-        def format_help(self, ctx, formatter):  # click's plain layout, not typer's boxes
-            return super(TyperCommand, self).format_help(ctx, formatter)
-
-        def format_epilog(self, ctx, formatter):
-            format_epilog(self, ctx, formatter)
-
-    class HelpGroup(TyperGroup):
-        context_class = HelpContext
-
-        def get_params(self, ctx):
-            return _tidy_params(super().get_params(ctx), ctx)
-
-        def format_help(self, ctx, formatter):
-            return super(TyperGroup, self).format_help(ctx, formatter)
-
-        def format_options(self, ctx, formatter):
-            _format_options(self, ctx, formatter)
-            _format_commands(self, ctx, formatter)
-
-        def format_epilog(self, ctx, formatter):
-            format_epilog(self, ctx, formatter)
-
-        def get_command(self, ctx, cmd_name):
-            cmd = super().get_command(ctx, cmd_name)
-            if type(cmd) is TyperCommand:  # commands registered anywhere get the same help style
-                cmd.__class__ = HelpCommand
-            elif type(cmd) is TyperGroup:
-                cmd.__class__ = HelpGroup
-            return cmd
-
-    return HelpCommand, HelpGroup
+    def write_dl(self, rows, col_max: int = 30, col_spacing: int = 2) -> None:
+        rows = list(rows)
+        first_col = min(max((len(r[0]) for r in rows), default=0), col_max) + col_spacing
+        pad = " " * (first_col + self.current_indent)
+        for term, text in rows:
+            head = " " * self.current_indent + term
+            if not text:
+                self.write(head + "\n")
+                continue
+            if len(term) > first_col - col_spacing:  # a long option: its words start on the next line
+                self.write(head + "\n")
+                head = pad
+            else:
+                head = head.ljust(len(pad))
+            self.write("\n".join(wrap_words(text, self.width, pad, first=head)) + "\n")
 
 
-HelpCommand, HelpGroup = _help_classes()
+def _format_epilog(command, ctx, formatter) -> None:
+    if not command.epilog:
+        return
+    formatter.write_paragraph()
+    example = command.epilog.strip()
+    if example.startswith("Example: "):  # the command on lines of its own, whole
+        formatter.write("Example:\n" + "\n".join(shell_lines(example.removeprefix("Example: "), formatter.width)))
+        formatter.write("\n")
+    else:
+        with formatter.indentation():
+            formatter.write_text(example)
+
+
+class HelpContext(TyperCommand.context_class):
+    formatter_class = HelpFormatter
+
+
+class HelpCommand(TyperCommand):
+    context_class = HelpContext
+
+    def get_params(self, ctx):
+        return _tidy_params(super().get_params(ctx), ctx)
+
+    def collect_usage_pieces(self, ctx):
+        return _usage_pieces(self, ctx)
+
+    def format_options(self, ctx, formatter):
+        _format_options(self, ctx, formatter)
+
+    def format_help(self, ctx, formatter):  # click's plain layout, not typer's boxes
+        return super(TyperCommand, self).format_help(ctx, formatter)
+
+    def format_epilog(self, ctx, formatter):
+        _format_epilog(self, ctx, formatter)
+
+
+class HelpGroup(TyperGroup):
+    context_class = HelpContext
+
+    def get_params(self, ctx):
+        return _tidy_params(super().get_params(ctx), ctx)
+
+    def format_help(self, ctx, formatter):
+        return super(TyperGroup, self).format_help(ctx, formatter)
+
+    def format_options(self, ctx, formatter):
+        _format_options(self, ctx, formatter)
+        _format_commands(self, ctx, formatter)
+
+    def format_epilog(self, ctx, formatter):
+        _format_epilog(self, ctx, formatter)
+
+    def get_command(self, ctx, cmd_name):
+        cmd = super().get_command(ctx, cmd_name)
+        if type(cmd) is TyperCommand:  # commands registered anywhere get the same help style
+            cmd.__class__ = HelpCommand
+        elif type(cmd) is TyperGroup:
+            cmd.__class__ = HelpGroup
+        return cmd
 
 
 class JudgeModeChoice(str, Enum):

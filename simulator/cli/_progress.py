@@ -14,7 +14,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from simulator.cli._render import fit_line
+from simulator.llm.progress import fit_line
 from simulator.runner.runs import Progress
 
 

@@ -13,6 +13,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from simulator.llm.progress import call_line, clock
+
 if TYPE_CHECKING:  # keep `rescue-sim --help` and the persona commands free of networkx/pydantic records
     from judges.scoring import SessionJudgment
     from personas.case import Case
@@ -236,45 +238,6 @@ def line_notes(judgment: SessionJudgment, *, session: bool = False, width: int =
 # -- progress while the user waits ----------------------------------------------------------------------------
 
 
-def _clock(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    return f"{seconds // 60}:{seconds % 60:02d}" if seconds >= 60 else f"{seconds}s"
-
-
-def fit_line(parts: list[str], drop: list[int], width: int | None) -> str:
-    """`parts` joined with ` · `; where that is wider than `width`, the parts at the indices in `drop` are left out,
-    one by one in that order, until it fits (a live line that wraps redraws as two: issue 43 counted 642 of 2,293
-    frames wrapped at 80 columns). What is left is the caller's to cut."""
-    kept = list(range(len(parts)))
-    line = " · ".join(parts)
-    for i in drop:
-        if width is None or len(line) <= width:
-            break
-        kept.remove(i)
-        line = " · ".join(parts[k] for k in kept)
-    return line
-
-
-def call_line(p: CallProgress, width: int | None = None) -> str:
-    """`member · model · 12s · read 1,024/2,310 tokens (1,800 cached) · wrote 35` for one model call in flight; with
-    `width`, the cached count, then the model (named once at the start of the run), then the word `tokens` are left
-    out until it fits."""
-    parts = [p.role, p.model, _clock(p.elapsed)]
-    if p.prompt_tokens:
-        parts.append(f"read {p.prompt_done:,}/{p.prompt_tokens:,} tokens")
-        if p.cached_tokens:
-            parts[-1] += f" ({p.cached_tokens:,} cached)"
-    if p.completion_tokens:
-        parts.append(f"wrote {p.completion_tokens:,}")
-    line = " · ".join(parts)
-    if width is None or len(line) <= width:
-        return line
-    if p.prompt_tokens:
-        parts[3] = f"read {p.prompt_done:,}/{p.prompt_tokens:,} tokens"
-    line = fit_line(parts, [1], width)
-    return line if len(line) <= width else line.replace(" tokens", "")
-
-
 # A prompt with this many tokens left to read takes a while on the embedded model (~30 tokens/s on two cores):
 # the screen says what is being read and for about how long, in one line that stays
 LONG_READ = 300
@@ -286,7 +249,7 @@ def reading_note(p: CallProgress, rate: float) -> str:
     cached = f" ({p.cached_tokens:,} cached)" if p.cached_tokens else ""
     return (
         f"reading the {p.role} prompt: {p.prompt_tokens:,} tokens{cached}, "
-        f"about {_clock(left / rate)} at {rate:.0f} tokens/s"
+        f"about {clock(left / rate)} at {rate:.0f} tokens/s"
     )
 
 
@@ -347,10 +310,10 @@ class Tally:
         text = f"{self.label} {min(self.done, self.total)}/{self.total}"
         if self.failed:
             text += f" ({self.failed} failed)"
-        text += f" · {_clock(elapsed)}"
+        text += f" · {clock(elapsed)}"
         eta = self.eta()
         if eta is not None:
-            text += f" · ETA {_clock(eta)}"
+            text += f" · ETA {clock(eta)}"
         return text
 
 

@@ -41,76 +41,124 @@ def _parse_tasks(text: str) -> list:
     return [Task(n) for n in names]
 
 
-@user_errors
-def bench(
-    data: Annotated[Path | None, typer.Option("--data", help="RESCUE data: a .jsonl/.json file or a folder.")] = None,
-    runs: Annotated[
-        list[Path] | None,
-        typer.Option("--runs", help="Simulator run folder(s) for probe mode; more may follow as arguments."),
-    ] = None,
-    more_runs: Annotated[
-        list[Path] | None,
-        typer.Argument(metavar="[RUN_DIR]...", show_default=False, help="Further run folders after --runs."),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model", "-m", help="Model under test (default: RESCUE_SIM_MODEL, else the embedded offline model)."
-        ),
-    ] = None,
-    tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated tasks.")] = ALL_TASKS,
-    judge_model: Annotated[
-        str | None,
-        typer.Option(
-            "--judge-model",
-            envvar="RESCUE_SIM_JUDGE_MODEL",
-            help="Judge for ER and VP (default: the model under test).",
-        ),
-    ] = None,
-    context_size: Annotated[
-        int, typer.Option("--context-size", min=0, help="Rows shown before each decision point; 0 = all.")
-    ] = 12,
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N instances per task.")] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", help="JSON report (default runs/bench-<hash>.json); per-instance results go next to it."),
-    ] = None,
-    subgroups: Annotated[
-        str,
-        typer.Option(
-            "--subgroups",
-            help="keep: subgroup targets are their own labels; collapse: scored as the group label (released scripts).",
-        ),
-    ] = "keep",
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, max=26, help="Instances per request.")] = 1,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Requests in flight.")] = 4,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed for sampling and model calls.")] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Count instances and estimate calls; no model calls.")
-    ] = False,
-    compare_published: Annotated[
-        bool, typer.Option("--compare-published", help="Show the paper's Table 5 beside our row.")
-    ] = False,
-    bertscore_model: Annotated[
-        str | None,
-        typer.Option(
-            "--bertscore-model",
-            envvar="RESCUE_SIM_BERTSCORE_MODEL",
-            help="Local model folder for BERTScore (never downloaded).",
-        ),
-    ] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call disk cache.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
-) -> None:
-    """Score a model on RESCUE-BENCH's six tasks (ITP, RPP, STP, SSP, ER, VP), on RESCUE data or simulated sessions."""
-    from judges.bench import DEFAULT_SEED, BenchSettings, plan_probe, plan_rescue
-    from judges.bench import dry_run as make_dry_run
+# -- options (one line each in the signature below) ------------------------------------------------------------
 
+DataOpt = Annotated[Path | None, typer.Option("--data", help="RESCUE data: a .jsonl/.json file or a folder.")]
+RunsOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--runs", help="Simulator run folder(s) for probe mode; more may follow as arguments."),
+]
+MoreRunsArg = Annotated[
+    list[Path] | None,
+    typer.Argument(metavar="[RUN_DIR]...", show_default=False, help="Further run folders after --runs."),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model", "-m", help="Model under test (default: RESCUE_SIM_MODEL, else the embedded offline model)."
+    ),
+]
+TasksOpt = Annotated[str, typer.Option("--tasks", help="Comma-separated tasks.")]
+JudgeModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--judge-model",
+        envvar="RESCUE_SIM_JUDGE_MODEL",
+        help="Judge for ER and VP (default: the model under test).",
+    ),
+]
+ContextSizeOpt = Annotated[
+    int, typer.Option("--context-size", min=0, help="Rows shown before each decision point; 0 = all.")
+]
+LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="At most N instances per task.")]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option("--out", help="JSON report (default runs/bench-<hash>.json); per-instance results go next to it."),
+]
+SubgroupsOpt = Annotated[
+    str,
+    typer.Option(
+        "--subgroups",
+        help="keep: subgroup targets are their own labels; collapse: scored as the group label (released scripts).",
+    ),
+]
+BatchSizeOpt = Annotated[int, typer.Option("--batch-size", min=1, max=26, help="Instances per request.")]
+ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, help="Requests in flight.")]
+SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed for sampling and model calls.")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Count instances and estimate calls; no model calls.")]
+ComparePublishedOpt = Annotated[
+    bool, typer.Option("--compare-published", help="Show the paper's Table 5 beside our row.")
+]
+BertscoreModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--bertscore-model",
+        envvar="RESCUE_SIM_BERTSCORE_MODEL",
+        help="Local model folder for BERTScore (never downloaded).",
+    ),
+]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call disk cache.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+def _run_dirs(data: Path | None, runs: list[Path] | None, more_runs: list[Path] | None) -> list[Path]:
+    """The run folders of probe mode (none with --data); a UserError unless exactly one input is given."""
     run_dirs = [*(runs or []), *(more_runs or [])]
     if more_runs and not runs:
         raise UserError(f"unexpected argument {more_runs[0]}; run folders follow --runs")
     if (data is None) == (not run_dirs):
         raise UserError("give either --data FILE (RESCUE data) or --runs RUN_DIR... (simulated sessions)")
+    return run_dirs
+
+
+def _plan(data: Path | None, run_dirs: list[Path], bench_settings, chosen: list, limit: int | None):
+    """The benchmark plan over RESCUE data or run folders; a UserError when it has no instance."""
+    from judges.bench import plan_probe, plan_rescue
+
+    if data is not None:
+        plan = plan_rescue(data, bench_settings, tasks=chosen, limit=limit)
+    else:
+        plan = plan_probe(run_dirs, bench_settings, tasks=chosen, limit=limit)
+    if not plan.instances:
+        raise UserError("no benchmark instances could be built from the input for the chosen tasks")
+    return plan
+
+
+def _print_dry_run(plan, as_json: bool) -> None:
+    from judges.bench import dry_run as make_dry_run
+
+    result = make_dry_run(plan)
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        _render_dry_run(result)
+
+
+@user_errors
+def bench(
+    data: DataOpt = None,
+    runs: RunsOpt = None,
+    more_runs: MoreRunsArg = None,
+    model: ModelOpt = None,
+    tasks: TasksOpt = ALL_TASKS,
+    judge_model: JudgeModelOpt = None,
+    context_size: ContextSizeOpt = 12,
+    limit: LimitOpt = None,
+    out: OutOpt = None,
+    subgroups: SubgroupsOpt = "keep",
+    batch_size: BatchSizeOpt = 1,
+    concurrency: ConcurrencyOpt = 4,
+    seed: SeedOpt = None,
+    dry_run: DryRunOpt = False,
+    compare_published: ComparePublishedOpt = False,
+    bertscore_model: BertscoreModelOpt = None,
+    no_cache: NoCacheOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Score a model on RESCUE-BENCH's six tasks (ITP, RPP, STP, SSP, ER, VP), on RESCUE data or simulated sessions."""
+    from judges.bench import DEFAULT_SEED, BenchSettings
+
+    run_dirs = _run_dirs(data, runs, more_runs)
     if subgroups not in ("keep", "collapse"):
         raise UserError(f"--subgroups: {subgroups!r} is not keep or collapse")
     chosen = _parse_tasks(tasks)
@@ -127,21 +175,9 @@ def bench(
         concurrency=concurrency,  # type: ignore[arg-type]
         seed=DEFAULT_SEED if seed is None else seed,
     )
-    if data is not None:
-        plan = plan_rescue(data, bench_settings, tasks=chosen, limit=limit)
-    else:
-        plan = plan_probe(run_dirs, bench_settings, tasks=chosen, limit=limit)
-    if not plan.instances:
-        raise UserError("no benchmark instances could be built from the input for the chosen tasks")
-
+    plan = _plan(data, run_dirs, bench_settings, chosen, limit)
     if dry_run:
-        result = make_dry_run(plan)
-        if as_json:
-            typer.echo(result.model_dump_json(indent=2))
-        else:
-            _render_dry_run(result)
-        return
-
+        return _print_dry_run(plan, as_json)
     exit_code = asyncio.run(_run(plan, settings, out, bertscore_model, compare_published, as_json))
     if exit_code:
         raise typer.Exit(exit_code)

@@ -13,10 +13,11 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from simulator.cli._common import console, print_path, user_errors
+from simulator.cli._common import console, flag_names, print_path, user_errors
 
 
 @user_errors
+@flag_names(fmt="--format", caps="--cap", dimensions="--dimension", budgets="--plan")
 def export(
     run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="One or more judged run folders.")],
     select: Annotated[

@@ -228,63 +228,100 @@ def render_comparison(c: SimVsReal) -> list[RenderableType]:
     return out
 
 
+# -- options (one line each in the signature below) ------------------------------------------------------------
+
+RunDirsArg = Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="One or more run folders.")]
+RescueOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--rescue",
+        envvar="RESCUE_SIM_RESCUE",
+        help="RESCUE samples (.jsonl/.json or a folder), or an `import-rescue` folder of *.gold.json: compare "
+        "RESCUE-derived cases with the samples they came from.",
+    ),
+]
+ThresholdOpt = Annotated[
+    float, typer.Option(help="Null-supporter drift (points of self-softening) above which a case is flagged.")
+]
+PairOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pair",
+        metavar="A,B",
+        help="Two supporters whose final self-reported states are compared (repeatable); every M run beside "
+        "sides:M is compared anyway.",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the report as JSON.")]
+RealOrSimulatedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--real-or-simulated",
+        help="Instead of the report: a blind test (needs --rescue; calls the check model): matched pairs of a "
+        "real member line (RESCUE sample) and a simulated one (its derived case), both orders; prints how often "
+        "the check model picks the real one, with a cluster-bootstrap CI (0.5: cannot tell).",
+    ),
+]
+CheckModelOpt = Annotated[
+    str | None,
+    typer.Option("--check-model", help="Model for --real-or-simulated (default: the check role's model)."),
+]
+RateBatchOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--rate-batch",
+        metavar="FILE.jsonl",
+        help="With --real-or-simulated: also write the pairs as a human rating batch (`serve --rate FILE`) and "
+        "its key (which line is real) beside it.",
+    ),
+]
+RatedOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--rated",
+        metavar="KEY.json",
+        help="Score the raters' sheets of a --rate-batch with its key (accuracy, confusion rate); alone, the "
+        "run folders are not read.",
+    ),
+]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="--real-or-simulated: bypass the call cache.")]
+
+
+def _parse_pairs(texts: list[str] | None) -> list[tuple[str, str]]:
+    """`--pair A,B` values as (A, B); exit code 2 on one that is not two specs."""
+    pairs = []
+    for text in texts or []:
+        a, sep, b = text.partition(",")
+        if not sep or not a.strip() or not b.strip():
+            raise fail(f"--pair {escape(text)}: expected two supporter specs as A,B (e.g. --pair M,sides:M)")
+        pairs.append((a.strip(), b.strip()))
+    return pairs
+
+
+def _print_report(report: FidelityReport, rescue: Path | None) -> None:
+    for table in render(report, console.width):
+        console.print(table)
+    for line in report.unreadable:
+        console.print(f"[yellow]unreadable:[/] {escape(line)}")
+    if rescue is not None and report.rescue_missing:
+        console.print(f"note: no RESCUE sample for {escape(', '.join(report.rescue_missing))} in {escape(str(rescue))}")
+    rescue_cases = any(s.case_id.startswith("rescue-") for s in report.sessions)
+    if rescue is None and rescue_cases:
+        console.print("note: RESCUE-derived cases found; pass --rescue PATH to compare them with their samples")
+
+
 @user_errors
 def fidelity(
-    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="One or more run folders.")],
-    rescue: Annotated[
-        Path | None,
-        typer.Option(
-            "--rescue",
-            envvar="RESCUE_SIM_RESCUE",
-            help="RESCUE samples (.jsonl/.json or a folder), or an `import-rescue` folder of *.gold.json: compare "
-            "RESCUE-derived cases with the samples they came from.",
-        ),
-    ] = None,
-    threshold: Annotated[
-        float, typer.Option(help="Null-supporter drift (points of self-softening) above which a case is flagged.")
-    ] = 1.0,
-    pair: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--pair",
-            metavar="A,B",
-            help="Two supporters whose final self-reported states are compared (repeatable); every M run beside "
-            "sides:M is compared anyway.",
-        ),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-    real_or_simulated: Annotated[
-        bool,
-        typer.Option(
-            "--real-or-simulated",
-            help="Instead of the report: a blind test (needs --rescue; calls the check model): matched pairs of a "
-            "real member line (RESCUE sample) and a simulated one (its derived case), both orders; prints how often "
-            "the check model picks the real one, with a cluster-bootstrap CI (0.5: cannot tell).",
-        ),
-    ] = False,
-    check_model: Annotated[
-        str | None,
-        typer.Option("--check-model", help="Model for --real-or-simulated (default: the check role's model)."),
-    ] = None,
-    rate_batch: Annotated[
-        Path | None,
-        typer.Option(
-            "--rate-batch",
-            metavar="FILE.jsonl",
-            help="With --real-or-simulated: also write the pairs as a human rating batch (`serve --rate FILE`) and "
-            "its key (which line is real) beside it.",
-        ),
-    ] = None,
-    rated: Annotated[
-        Path | None,
-        typer.Option(
-            "--rated",
-            metavar="KEY.json",
-            help="Score the raters' sheets of a --rate-batch with its key (accuracy, confusion rate); alone, the "
-            "run folders are not read.",
-        ),
-    ] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="--real-or-simulated: bypass the call cache.")] = False,
+    run_dirs: RunDirsArg,
+    rescue: RescueOpt = None,
+    threshold: ThresholdOpt = 1.0,
+    pair: PairOpt = None,
+    as_json: JsonOpt = False,
+    real_or_simulated: RealOrSimulatedOpt = False,
+    check_model: CheckModelOpt = None,
+    rate_batch: RateBatchOpt = None,
+    rated: RatedOpt = None,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Measure how person-like the simulated members were: repeats, re-asks, failed checks by kind, language
     drift, moves per member, insider-vs-tracker gap, null-supporter drift, responsiveness to each supporter
@@ -293,13 +330,7 @@ def fidelity(
     beside RESCUE's samples and published figures. Exit code 1 when a case's null-supporter drift is flagged."""
     from judges import fidelity_report
 
-    pairs = []
-    for text in pair or []:
-        a, sep, b = text.partition(",")
-        if not sep or not a.strip() or not b.strip():
-            raise fail(f"--pair {escape(text)}: expected two supporter specs as A,B (e.g. --pair M,sides:M)")
-        pairs.append((a.strip(), b.strip()))
-
+    pairs = _parse_pairs(pair)
     if rescue is not None and not rescue.exists():
         raise fail(
             f"--rescue {escape(str(rescue))}: no such file or folder; pass RESCUE samples or an import-rescue folder"
@@ -318,17 +349,7 @@ def fidelity(
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
-        for table in render(report, console.width):
-            console.print(table)
-        for line in report.unreadable:
-            console.print(f"[yellow]unreadable:[/] {escape(line)}")
-        if rescue is not None and report.rescue_missing:
-            console.print(
-                f"note: no RESCUE sample for {escape(', '.join(report.rescue_missing))} in {escape(str(rescue))}"
-            )
-        rescue_cases = any(s.case_id.startswith("rescue-") for s in report.sessions)
-        if rescue is None and rescue_cases:
-            console.print("note: RESCUE-derived cases found; pass --rescue PATH to compare them with their samples")
+        _print_report(report, rescue)
     if any(d.flagged for d in report.null_drift):
         raise typer.Exit(EXIT_FAILED)
 

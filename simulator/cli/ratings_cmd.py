@@ -14,7 +14,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from simulator.cli._common import EXIT_USAGE, console, err_console, fail, print_path, user_errors
+from simulator.cli._common import EXIT_USAGE, console, err_console, fail, flag_names, print_path, user_errors
 
 if TYPE_CHECKING:
     from judges.ratings import BatchSummary, HumanAgreement, RatingsPlan
@@ -67,6 +67,7 @@ def agreement_table(rows: list[HumanAgreement]) -> Table:
 
 @app.command("import")
 @user_errors
+@flag_names(fmt="--format", run_dirs="--run")
 def import_(
     file: Annotated[
         Path, typer.Argument(metavar="FILE", help="Label Studio JSON export, Argilla records, CSV, JSONL.")

@@ -21,7 +21,6 @@ from simulator.cli._common import (
     print_path,
     user_errors,
 )
-from simulator.cli._flags import said_as_flags
 from simulator.cli._models import make_client, model_settings, models_line
 
 if TYPE_CHECKING:
@@ -89,10 +88,9 @@ ConcurrencyOpt = Annotated[
         envvar="RESCUE_SIM_CONCURRENCY",
     ),
 ]
+
+
 # The library's parameter names, said as this command's options.
-RUN_FLAGS = {"supporter": "--supporter", "supporter_knows": "--supporter-knows"}
-
-
 @user_errors
 def run(
     case: CaseOpt,
@@ -132,19 +130,18 @@ def run(
     client = make_client(settings)
     spec = supporter or settings.default
     panel = [j.strip() for j in judges.split(",") if j.strip()] if judges else []
-    with said_as_flags(RUN_FLAGS):
-        sup = run_supporter(spec, client, settings)
-        config = run_config(
-            cases,
-            spec,
-            settings,
-            seeds=parse_seeds(seed, seeds),
-            turns=turns,
-            tracker_every=tracker_every,
-            judge=not no_judge,
-            judges=panel,
-            supporter_knows=supporter_knows,
-        )
+    sup = run_supporter(spec, client, settings)
+    config = run_config(
+        cases,
+        spec,
+        settings,
+        seeds=parse_seeds(seed, seeds),
+        turns=turns,
+        tracker_every=tracker_every,
+        judge=not no_judge,
+        judges=panel,
+        supporter_knows=supporter_knows,
+    )
     out_dir = out or default_run_dir(config)
     _check_models(settings, client, config, sup)  # every model checked once, before anything is written
     console.print(escape(models_line(f"supporter={spec}", settings, judges=config.judges, judge=config.judge)))

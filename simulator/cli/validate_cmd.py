@@ -23,7 +23,7 @@ from simulator.cli._common import EXIT_FAILED, JudgeModeChoice, console, err_con
 from simulator.cli._models import make_client, model_settings
 
 if TYPE_CHECKING:
-    from judges.validity import ValidityCard
+    from judges.validity import CallEstimate, ValidityCard
 
 
 def _f(v: float | None, digits: int = 2) -> str:
@@ -134,53 +134,134 @@ def render(card: ValidityCard) -> list[Table | str]:
     return _tracker_tables(card) if card.instrument == "tracker" else _judge_tables(card)
 
 
+# -- options (one line each in the signature below) ------------------------------------------------------------
+
+DataOpt = Annotated[Path, typer.Option("--data", help="RESCUE-format data: a .jsonl/.json file or a folder.")]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option("--model", "-m", help="Default model for both instruments (else RESCUE_SIM_MODEL, else local)."),
+]
+TrackerModelOpt = Annotated[
+    str | None, typer.Option("--tracker-model", envvar="RESCUE_SIM_TRACKER_MODEL", help="Tracker model.")
+]
+JudgeModelOpt = Annotated[
+    str | None, typer.Option("--judge-model", envvar="RESCUE_SIM_JUDGE_MODEL", help="Judge model.")
+]
+OnlyOpt = Annotated[str | None, typer.Option("--only", help="Measure only `tracker` or only `judge`.")]
+TrackerEveryOpt = Annotated[
+    int, typer.Option("--tracker-every", min=0, help="Tracker cadence in member turns (session default 3).")
+]
+WindowOpt = Annotated[int, typer.Option("--window", min=2, help="Turns shown to the tracker (session default).")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Session seed the tracker calls derive theirs from.")]
+LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="At most N judge items per check.")]
+ValidateJudgeModeOpt = Annotated[
+    JudgeModeChoice,
+    typer.Option(
+        "--judge-mode",
+        help="Read the judge's strategy and target as `judge` does: from checklist items' answer "
+        "probabilities (default) or structured verdicts.",
+    ),
+]
+NoVpJudgeOpt = Annotated[
+    bool, typer.Option("--no-vp-judge", help="Score viewpoints by pairing only (no VP judge calls).")
+]
+ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, help="Samples replayed at once.")]
+CardOpt = Annotated[Path | None, typer.Option("--card", help="Also write the cards (a JSON list) to this file.")]
+NoStoreOpt = Annotated[bool, typer.Option("--no-store", help="Do not store cards in the validity folder.")]
+ShipOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--ship",
+        help="Also write numbers-only copies (no sample ids, text or names) to this folder, e.g. "
+        "judges/validity/shipped to regenerate the cards the package ships.",
+    ),
+]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Count the model calls; call nothing.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call disk cache.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the cards as JSON.")]
+
+
+def _instruments(only: str | None, ship: Path | None, card: Path | None) -> list[str]:
+    """The instruments to measure; a UserError for `--only`, `--ship` or `--card` values that cannot work."""
+    from judges.validity import INSTRUMENTS
+
+    if only is not None and only not in INSTRUMENTS:
+        raise UserError(f"--only: {only!r} is not one of {', '.join(INSTRUMENTS)}")
+    if ship is not None and ship.exists() and not ship.is_dir():
+        raise UserError(f"--ship {ship}: is a file; give the folder the numbers-only cards go to")
+    if card is not None and card.is_dir():
+        raise UserError(f"--card {card}: is a folder; give a file name such as {card / 'validity.json'}")
+    return [only] if only else list(INSTRUMENTS)
+
+
+def _estimate_line(samples: int, estimate: CallEstimate) -> str:
+    return (
+        f"{samples} samples: at most {estimate.total} model calls (tracker {estimate.tracker}, "
+        f"VP judge {estimate.vp_judge}, strategy {estimate.strategy}, target {estimate.target})"
+    )
+
+
+def _print_estimate(estimate: CallEstimate, line: str, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps({**estimate.model_dump(), "total": estimate.total}))
+    else:
+        console.print(line)
+
+
+def _save_cards(
+    cards: list[ValidityCard], *, no_store: bool, ship: Path | None, card: Path | None
+) -> tuple[list[Path], list[Path]]:
+    """(cards stored in the validity folder, numbers-only copies shipped); the list to `card` as well."""
+    from judges.validity import numbers_only, write_card, write_cards
+
+    stored = [] if no_store else [write_card(c) for c in cards]
+    shipped = [write_card(numbers_only(c), ship) for c in cards] if ship is not None else []
+    if card is not None:
+        write_cards(cards, card)
+    return stored, shipped
+
+
+def _print_cards(
+    cards: list[ValidityCard], wall: float, stored: list[Path], card: Path | None, shipped: list[Path]
+) -> None:
+    from judges.validity import validity_dir
+
+    for c in cards:
+        for part in render(c):
+            console.print(part)
+    console.print(f"wall time {wall:.1f} s")
+    if stored:
+        console.print(f"cards stored in {escape(str(validity_dir()))}")
+    if card is not None:
+        console.print(f"cards written to {escape(str(card))}")
+    for path in shipped:
+        console.print(f"numbers-only card written to {escape(str(path))}")
+
+
+def _progress(msg: str) -> None:
+    err_console.print(escape(msg))
+
+
 @user_errors
 def validate(
-    data: Annotated[Path, typer.Option("--data", help="RESCUE-format data: a .jsonl/.json file or a folder.")],
-    model: Annotated[
-        str | None,
-        typer.Option("--model", "-m", help="Default model for both instruments (else RESCUE_SIM_MODEL, else local)."),
-    ] = None,
-    tracker_model: Annotated[
-        str | None, typer.Option("--tracker-model", envvar="RESCUE_SIM_TRACKER_MODEL", help="Tracker model.")
-    ] = None,
-    judge_model: Annotated[
-        str | None, typer.Option("--judge-model", envvar="RESCUE_SIM_JUDGE_MODEL", help="Judge model.")
-    ] = None,
-    only: Annotated[str | None, typer.Option("--only", help="Measure only `tracker` or only `judge`.")] = None,
-    tracker_every: Annotated[
-        int, typer.Option("--tracker-every", min=0, help="Tracker cadence in member turns (session default 3).")
-    ] = 3,
-    window: Annotated[int, typer.Option("--window", min=2, help="Turns shown to the tracker (session default).")] = 16,
-    seed: Annotated[int, typer.Option("--seed", help="Session seed the tracker calls derive theirs from.")] = 0,
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N judge items per check.")] = None,
-    judge_mode: Annotated[
-        JudgeModeChoice,
-        typer.Option(
-            "--judge-mode",
-            help="Read the judge's strategy and target as `judge` does: from checklist items' answer "
-            "probabilities (default) or structured verdicts.",
-        ),
-    ] = JudgeModeChoice.checklist,
-    no_vp_judge: Annotated[
-        bool, typer.Option("--no-vp-judge", help="Score viewpoints by pairing only (no VP judge calls).")
-    ] = False,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Samples replayed at once.")] = 1,
-    card: Annotated[
-        Path | None, typer.Option("--card", help="Also write the cards (a JSON list) to this file.")
-    ] = None,
-    no_store: Annotated[bool, typer.Option("--no-store", help="Do not store cards in the validity folder.")] = False,
-    ship: Annotated[
-        Path | None,
-        typer.Option(
-            "--ship",
-            help="Also write numbers-only copies (no sample ids, text or names) to this folder, e.g. "
-            "judges/validity/shipped to regenerate the cards the package ships.",
-        ),
-    ] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count the model calls; call nothing.")] = False,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call disk cache.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the cards as JSON.")] = False,
+    data: DataOpt,
+    model: ModelOpt = None,
+    tracker_model: TrackerModelOpt = None,
+    judge_model: JudgeModelOpt = None,
+    only: OnlyOpt = None,
+    tracker_every: TrackerEveryOpt = 3,
+    window: WindowOpt = 16,
+    seed: SeedOpt = 0,
+    limit: LimitOpt = None,
+    judge_mode: ValidateJudgeModeOpt = JudgeModeChoice.checklist,
+    no_vp_judge: NoVpJudgeOpt = False,
+    concurrency: ConcurrencyOpt = 1,
+    card: CardOpt = None,
+    no_store: NoStoreOpt = False,
+    ship: ShipOpt = None,
+    dry_run: DryRunOpt = False,
+    no_cache: NoCacheOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Measure the relation-state tracker and the judge against RESCUE's human-verified gold.
 
@@ -194,51 +275,24 @@ def validate(
     and `bench` show next to their numbers. Failed calls are excluded and counted;
     exit code 1 when an instrument scored nothing. Reruns come from the call cache.
     """
-    from judges.validity import (
-        INSTRUMENTS,
-        ReplaySettings,
-        estimate_calls,
-        numbers_only,
-        validity_dir,
-        write_card,
-    )
-    from judges.validity import (
-        validate as run_validate,
-    )
+    from judges.validity import ReplaySettings, cards_json, estimate_calls, scored_nothing
+    from judges.validity import validate as run_validate
     from personas.rescue import load_rescue
 
-    if only is not None and only not in INSTRUMENTS:
-        raise UserError(f"--only: {only!r} is not one of {', '.join(INSTRUMENTS)}")
-    if ship is not None and ship.exists() and not ship.is_dir():
-        raise UserError(f"--ship {ship}: is a file; give the folder the numbers-only cards go to")
-    if card is not None and card.is_dir():
-        raise UserError(f"--card {card}: is a folder; give a file name such as {card / 'validity.json'}")
-    instruments = [only] if only else list(INSTRUMENTS)
+    instruments = _instruments(only, ship, card)
     samples = load_rescue(data)
     settings = ReplaySettings(tracker_every=tracker_every, window=window, seed=seed)
-    estimate = estimate_calls(samples, settings, limit=limit, judge_mode=judge_mode.value)
-    if "tracker" not in instruments:
-        estimate = estimate.model_copy(update={"tracker": 0, "vp_judge": 0})
-    if "judge" not in instruments:
-        estimate = estimate.model_copy(update={"strategy": 0, "target": 0})
-    if no_vp_judge:
-        estimate = estimate.model_copy(update={"vp_judge": 0})
-    line = (
-        f"{len(samples)} samples: at most {estimate.total} model calls (tracker {estimate.tracker}, "
-        f"VP judge {estimate.vp_judge}, strategy {estimate.strategy}, target {estimate.target})"
+    estimate = estimate_calls(
+        samples, settings, limit=limit, judge_mode=judge_mode.value, instruments=instruments, vp_judge=not no_vp_judge
     )
+    line = _estimate_line(len(samples), estimate)
     if dry_run:
-        if as_json:
-            typer.echo(json.dumps({**estimate.model_dump(), "total": estimate.total}))
-        else:
-            console.print(line)
-        return
+        return _print_estimate(estimate, line, as_json)
     if not as_json:
         err_console.print(line)
     mset = model_settings(model, roles={"tracker": tracker_model, "judge": judge_model}, no_cache=no_cache)
     client = make_client(mset)
     started = time.perf_counter()
-    progress = None if as_json else (lambda msg: err_console.print(escape(msg)))
     cards = asyncio.run(
         run_validate(
             samples,
@@ -251,35 +305,14 @@ def validate(
             judge_mode=judge_mode.value,
             vp_judge=not no_vp_judge,
             concurrency=concurrency,
-            on_progress=progress,
+            on_progress=None if as_json else _progress,
         )
     )
     wall = time.perf_counter() - started
-    stored = [] if no_store else [write_card(c) for c in cards]
-    shipped = [write_card(numbers_only(c), ship) for c in cards] if ship is not None else []
-    if card is not None:
-        from personas.common.files import atomic_write_text
-
-        card.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(card, json.dumps([json.loads(c.model_dump_json()) for c in cards], indent=2) + "\n")
+    stored, shipped = _save_cards(cards, no_store=no_store, ship=ship, card=card)
     if as_json:
-        typer.echo(json.dumps([json.loads(c.model_dump_json()) for c in cards], indent=2))
+        typer.echo(cards_json(cards))
     else:
-        for c in cards:
-            for part in render(c):
-                console.print(part)
-        console.print(f"wall time {wall:.1f} s")
-        if stored:
-            console.print(f"cards stored in {escape(str(validity_dir()))}")
-        if card is not None:
-            console.print(f"cards written to {escape(str(card))}")
-        for path in shipped:
-            console.print(f"numbers-only card written to {escape(str(path))}")
-    empty = [
-        c.instrument
-        for c in cards
-        if (c.tracker is not None and c.tracker.checkpoints == c.tracker.failed)
-        or (c.judge is not None and not any(x is not None and x.scored for x in (c.judge.strategy, c.judge.target)))
-    ]
-    if empty:
+        _print_cards(cards, wall, stored, card, shipped)
+    if any(scored_nothing(c) for c in cards):
         raise typer.Exit(EXIT_FAILED)

@@ -63,7 +63,7 @@ ROOM_METRICS = ("heard_gain", "blamed_share", "delta_tension", "objective")
 def _default_room_client(config: StressConfig) -> ModelClient:
     """rescue-sim's own client for the roles given no Inspect model: the experiment's models (a stress config's
     `model`/`models`), else RESCUE_SIM_MODEL, else the embedded model, as `rescue-sim stress` builds it."""
-    from simulator.cli._models import make_client, model_settings
+    from simulator.llm.settings import make_client, model_settings
 
     roles = {r: config.model_for(r) for r in ("member", "tracker", "judge", "check")}
     return make_client(model_settings(config.model, roles=roles))

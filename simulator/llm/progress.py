@@ -1,4 +1,5 @@
-"""Live progress of model calls, for whoever is watching (the CLI's spinners); free when nobody is.
+"""Live progress of model calls, for whoever is watching (the CLI's spinners, the web page's live view); free when
+nobody is. `call_line` words one call in flight the same way for both.
 
 A watcher installs a hook with `watching(hook)`; every model call made inside it (in any task or worker thread
 started from there) then reports a `CallProgress`: when it starts, as the embedded model reads the prompt and
@@ -89,4 +90,57 @@ def current() -> CallProgress | None:
     return _CURRENT.get()
 
 
-__all__ = ["CallProgress", "ProgressHook", "current", "in_flight", "start", "watching"]
+# -- one line per call in flight, as the terminal's spinners and the web page's live view show it --------------
+
+
+def clock(seconds: float) -> str:
+    """`42s`, `3:05`: a short elapsed time for a line that is redrawn."""
+    seconds = max(0, int(seconds))
+    return f"{seconds // 60}:{seconds % 60:02d}" if seconds >= 60 else f"{seconds}s"
+
+
+def fit_line(parts: list[str], drop: list[int], width: int | None) -> str:
+    """`parts` joined with ` · `; where that is wider than `width`, the parts at the indices in `drop` are left out,
+    one by one in that order, until it fits (a live line that wraps redraws as two: issue 43 counted 642 of 2,293
+    frames wrapped at 80 columns). What is left is the caller's to cut."""
+    kept = list(range(len(parts)))
+    line = " · ".join(parts)
+    for i in drop:
+        if width is None or len(line) <= width:
+            break
+        kept.remove(i)
+        line = " · ".join(parts[k] for k in kept)
+    return line
+
+
+def call_line(p: CallProgress, width: int | None = None) -> str:
+    """`member · model · 12s · read 1,024/2,310 tokens (1,800 cached) · wrote 35` for one model call in flight; with
+    `width`, the cached count, then the model (named once at the start of the run), then the word `tokens` are left
+    out until it fits."""
+    parts = [p.role, p.model, clock(p.elapsed)]
+    if p.prompt_tokens:
+        parts.append(f"read {p.prompt_done:,}/{p.prompt_tokens:,} tokens")
+        if p.cached_tokens:
+            parts[-1] += f" ({p.cached_tokens:,} cached)"
+    if p.completion_tokens:
+        parts.append(f"wrote {p.completion_tokens:,}")
+    line = " · ".join(parts)
+    if width is None or len(line) <= width:
+        return line
+    if p.prompt_tokens:
+        parts[3] = f"read {p.prompt_done:,}/{p.prompt_tokens:,} tokens"
+    line = fit_line(parts, [1], width)
+    return line if len(line) <= width else line.replace(" tokens", "")
+
+
+__all__ = [
+    "CallProgress",
+    "ProgressHook",
+    "call_line",
+    "clock",
+    "current",
+    "fit_line",
+    "in_flight",
+    "start",
+    "watching",
+]

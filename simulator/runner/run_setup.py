@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from personas.common.errors import ParameterError, UserError
+from personas.common.errors import Param, ParameterError, UserError
 from simulator.runner.runs import RunConfig, RunEvents, RunSummary, run_sessions
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def run_supporter(spec: str, client: ModelClient, settings: ModelSettings) -> Su
     api_bases: dict[str, str] = {}
     supporter = parse_supporter_spec(spec, client, api_bases=api_bases)
     if isinstance(supporter, HumanSupporter):
-        raise ParameterError("supporter", "human: use `rescue-sim play --case ID` to be the supporter yourself")
+        raise ParameterError(Param("supporter"), " human: use `rescue-sim play --case ID` to be the supporter yourself")
     settings.api_bases.update(api_bases)
     return supporter
 
@@ -68,7 +68,7 @@ def _knows(value: str) -> str:
     from simulator.view import KNOWS_CHOICES
 
     if value not in KNOWS_CHOICES:
-        raise ParameterError("supporter_knows", f"{value!r}: use one of {', '.join(KNOWS_CHOICES)}")
+        raise ParameterError(Param("supporter_knows"), f" {value!r}: use one of {', '.join(KNOWS_CHOICES)}")
     return value
 
 

@@ -22,9 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judges.report import record_detail, session_detail
 from personas.case import Case
-from simulator.cli._render import call_line
 from simulator.llm.preflight import check_models
-from simulator.llm.progress import CallProgress, watching
+from simulator.llm.progress import CallProgress, call_line, watching
 from simulator.llm.roles import RoleBoundClient
 from simulator.llm.types import ModelClient
 from simulator.perturbations import Perturbation, applies_to, builtin_perturbations, resolve_perturbation
