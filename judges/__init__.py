@@ -287,7 +287,7 @@ __all__ = [
     "target_items",
     "target_preference",
     "validate_targets",
-    # validity cards (rescue-sim validate)
+    # validity cards (rescue-sim gold sessions)
     "ValidityCard",
     "ValidityNote",
     "validate",

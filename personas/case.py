@@ -126,7 +126,7 @@ class Case(_Strict):
     @model_validator(mode="after")
     def _check_consistency(self, info: ValidationInfo) -> Case:
         """Members, viewpoints and risk flags agree with each other. Loading stops at the first problem; with
-        `context={"problems": []}` every problem is appended there instead (`personas validate` lists them all)."""
+        `context={"problems": []}` every problem is appended there instead (`personas check` lists them all)."""
         problems = _consistency_problems(self)
         collect = info.context.get("problems") if isinstance(info.context, dict) else None
         if collect is not None:

@@ -303,17 +303,17 @@ def test_run_says_not_validated_beside_every_number_without_a_card(invoke, fake,
         assert _judge_line(res.output, label).split("│")[3].strip() == "not validated", label
 
 
-# ---- personas validate ------------------------------------------------------------------------------------------
+# ---- personas check ---------------------------------------------------------------------------------------------
 
 
-def test_personas_validate_reports_every_bad_card_then_exits_2(invoke, tmp_path):
+def test_personas_check_reports_every_bad_card_then_exits_2(invoke, tmp_path):
     good = yaml.safe_load((LIBRARY_DIR / "dana-and-theo.yaml").read_text(encoding="utf-8"))
     folder = tmp_path / "cards"
     folder.mkdir()
     (folder / "good.yaml").write_text(yaml.safe_dump(good, sort_keys=False), encoding="utf-8")
     (folder / "a-bad.yaml").write_text(yaml.safe_dump({**good, "group": "trio"}, sort_keys=False), encoding="utf-8")
     (folder / "b-broken.yaml").write_text("title: [unclosed\n", encoding="utf-8")
-    res = invoke("personas", "validate", folder, env={"COLUMNS": "200"})
+    res = invoke("personas", "check", folder, env={"COLUMNS": "200"})
     assert res.exit_code == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 2 and all(line.startswith("error: ") for line in lines)
@@ -411,7 +411,7 @@ def test_help_has_no_bool_placeholders_and_one_metavar_style(invoke):
         text = invoke(command, "--help").stdout
         assert usage in text, text
         assert "<bool>" not in text and "{" not in text.split("\n\n")[0] and "[[" not in text
-    assert "<bool>" not in invoke("personas", "validate", "--help").stdout
+    assert "<bool>" not in invoke("personas", "check", "--help").stdout
 
 
 # ---- the relation-graph picture ---------------------------------------------------------------------------------

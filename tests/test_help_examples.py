@@ -9,6 +9,8 @@ from simulator.cli.app import _register, app
 
 def _commands(typer_app, prefix=()):
     for command in typer_app.registered_commands:
+        if command.hidden:  # an old name kept for scripts: its help is the new command's
+            continue
         yield (*prefix, command.name or command.callback.__name__.replace("_", "-"))
     for group in typer_app.registered_groups:
         yield from _commands(group.typer_instance, (*prefix, group.name))

@@ -1,4 +1,4 @@
-"""`rescue-sim judge`, `leaderboard` and `judge-validate` through the real typer app, with a fake model client."""
+"""`rescue-sim judge`, `leaderboard` and `gold labels` through the real typer app, with a fake model client."""
 
 from __future__ import annotations
 
@@ -235,17 +235,17 @@ def test_leaderboard_unreadable_judgment_is_one_line(invoke, fake, tmp_path: Pat
     assert "not a valid judgment" in one_error_line(invoke("leaderboard", folder.path))
 
 
-# ---- judge-validate --------------------------------------------------------------------------------------------
+# ---- gold labels -----------------------------------------------------------------------------------------------
 
 
-def test_judge_validate_table_and_json(invoke, fake) -> None:
+def test_gold_labels_table_and_json(invoke, fake) -> None:
     fake.default = lambda call: {"why": "it reframes", "label": "reframe"}
-    result = invoke("judge-validate", "--data", FIXTURE)
+    result = invoke("gold", "labels", "--data", FIXTURE)
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "not RESCUE SSP" in out and "items 7, scored 7, failed 0" in out
     assert "accuracy 14.3%" in out and "confusion" in out
-    data = json.loads(invoke("judge-validate", "--data", FIXTURE, "--json", "--limit", "2").stdout)
+    data = json.loads(invoke("gold", "labels", "--data", FIXTURE, "--json", "--limit", "2").stdout)
     assert (
         data["items"] == 2
         and data["accuracy"] == 0.5
@@ -253,23 +253,23 @@ def test_judge_validate_table_and_json(invoke, fake) -> None:
     )
 
 
-def test_judge_validate_all_failed_exit_1(invoke, fake) -> None:
+def test_gold_labels_all_failed_exit_1(invoke, fake) -> None:
     fake.default = lambda call: {"why": "w", "label": "validation"}  # off-taxonomy: rejected every time
-    result = invoke("judge-validate", "--data", FIXTURE, "--limit", "1")
+    result = invoke("gold", "labels", "--data", FIXTURE, "--limit", "1")
     assert result.exit_code == 1 and "scored 0, failed 1" in result.stdout
 
 
-def test_judge_validate_bad_data_is_one_line(invoke, fake, tmp_path: Path) -> None:
-    assert "no such file or folder" in one_error_line(invoke("judge-validate", "--data", tmp_path / "none.jsonl"))
+def test_gold_labels_bad_data_is_one_line(invoke, fake, tmp_path: Path) -> None:
+    assert "no such file or folder" in one_error_line(invoke("gold", "labels", "--data", tmp_path / "none.jsonl"))
     empty = tmp_path / "plain.jsonl"
     rows = [{"primary_speaker": "A", "dialogue_cleaned": "hi"}]
     sample = {"sample_id": "x/1", "participants": ["A", "B"], "rows": rows}
     empty.write_text(json.dumps(sample) + "\n", encoding="utf-8")
-    assert "no therapist rows" in one_error_line(invoke("judge-validate", "--data", empty))
+    assert "no therapist rows" in one_error_line(invoke("gold", "labels", "--data", empty))
 
 
 def test_help_names_the_task_honestly(invoke) -> None:
-    out = invoke("judge-validate", "--help").stdout
+    out = invoke("gold", "labels", "--help").stdout
     assert "NOT RESCUE's SSP task" in " ".join(out.split())
 
 

@@ -104,16 +104,16 @@ def test_show_by_id_and_path(invoke) -> None:
         assert "Risk flags none" in out
 
 
-def test_validate_ok(invoke, tmp_path: Path) -> None:
-    result = invoke("validate", LIBRARY_DIR)
+def test_check_ok(invoke, tmp_path: Path) -> None:
+    result = invoke("check", LIBRARY_DIR)
     assert result.exit_code == 0
     assert result.stdout.strip() == f"ok {len(library_paths())} cards"
     extra = write_card(tmp_path, "another-card", card_data())
-    result = invoke("validate", LIBRARY_DIR, extra)
+    result = invoke("check", LIBRARY_DIR, extra)
     assert result.stdout.strip() == f"ok {len(library_paths()) + 1} cards"
 
 
-def test_import_rescue_then_validate_show_graph(invoke, tmp_path: Path) -> None:
+def test_import_rescue_then_check_show_graph(invoke, tmp_path: Path) -> None:
     out = tmp_path / "imported"
     result = invoke("import-rescue", FIXTURE, "--out", out)
     assert result.exit_code == 0, result.output
@@ -123,7 +123,7 @@ def test_import_rescue_then_validate_show_graph(invoke, tmp_path: Path) -> None:
     assert total.split()[1:] == ["22", "11", "6", "7", "5", "7", "10", "11"]  # rows ther rp rcs none strat vp emo
     assert len(list(out.glob("*.yaml"))) == 4 and len(list(out.glob("*.gold.json"))) == 4
 
-    assert invoke("validate", out).stdout.strip() == "ok 4 cards"
+    assert invoke("check", out).stdout.strip() == "ok 4 cards"
     shown = invoke("show", out / "rescue-family_therapy-901-merged.yaml")
     assert shown.exit_code == 0 and "family_therapy/901/merged" in shown.stdout
 
@@ -178,27 +178,27 @@ MALFORMED = {
 
 
 @pytest.mark.parametrize("name", sorted(MALFORMED))
-def test_validate_malformed_card(invoke, tmp_path: Path, name: str) -> None:
+def test_check_malformed_card(invoke, tmp_path: Path, name: str) -> None:
     change, expected = MALFORMED[name]
     path = write_card(tmp_path, name, change(card_data()))
     line = one_error_line(invoke("show", path))  # loading stops at the first problem, in one line
     assert str(path) in line
     assert expected in line
-    # `validate` reports the same problem the same way, first; a broken card may show more (it lists every one)
-    result = invoke("validate", path)
+    # `check` reports the same problem the same way, first; a broken card may show more (it lists every one)
+    result = invoke("check", path)
     assert result.exit_code == 2 and result.stderr.strip().splitlines()[0] == line
 
 
-def test_validate_invalid_yaml(invoke, tmp_path: Path) -> None:
+def test_check_invalid_yaml(invoke, tmp_path: Path) -> None:
     path = write_card(tmp_path, "broken", "title: [unclosed\ngroup: couple\n")
-    line = one_error_line(invoke("validate", path))
+    line = one_error_line(invoke("check", path))
     assert f"{path}: line" in line and "not valid YAML" in line
 
 
-def test_validate_duplicate_ids_across_folders(invoke, tmp_path: Path) -> None:
+def test_check_duplicate_ids_across_folders(invoke, tmp_path: Path) -> None:
     write_card(tmp_path / "a", "same-id", card_data())
     second = write_card(tmp_path / "b", "same-id", card_data())
-    line = one_error_line(invoke("validate", tmp_path / "a", tmp_path / "b"))
+    line = one_error_line(invoke("check", tmp_path / "a", tmp_path / "b"))
     assert f"{second}: id: duplicate case id 'same-id'" in line
 
 
@@ -258,14 +258,14 @@ def test_show_at_80_columns_splits_no_word(app) -> None:
         assert " ".join("; ".join(m.triggers).split()) in " ".join(result.stdout.split())
 
 
-def test_validate_lists_every_problem_of_every_card(invoke, tmp_path: Path) -> None:
+def test_check_lists_every_problem_of_every_card(invoke, tmp_path: Path) -> None:
     data = _without(card_data(), "setting")
     data["history"] = ""
     data["mood"] = "grim"
     first = write_card(tmp_path, "three-problems", _set_member(data, 0, age="old"))
     second = write_card(tmp_path, "one-problem", {**card_data(), "title": ""})
     fine = write_card(tmp_path, "fine", card_data())
-    result = invoke("validate", first, second, fine)
+    result = invoke("check", first, second, fine)
     assert result.exit_code == 2 and "Traceback" not in result.output
     lines = result.stderr.strip().splitlines()
     assert lines == [
@@ -279,12 +279,12 @@ def test_validate_lists_every_problem_of_every_card(invoke, tmp_path: Path) -> N
     assert result.stdout.strip() == "5 problem(s); 1 valid card(s)"
 
 
-def test_validate_lists_every_consistency_problem_of_a_card_whose_fields_are_valid(invoke, tmp_path: Path) -> None:
+def test_check_lists_every_consistency_problem_of_a_card_whose_fields_are_valid(invoke, tmp_path: Path) -> None:
     data = card_data()
     data["relation_pattern"] = "not_a_pattern"
     data["viewpoints"][0]["source"] = "Nobody"
     card = write_card(tmp_path, "inconsistent", data)
-    result = invoke("validate", card)
+    result = invoke("check", card)
     assert result.exit_code == 2 and "Traceback" not in result.output
     lines = result.stderr.strip().splitlines()
     assert lines[0].startswith(f"error: {card}: relation_pattern: 'not_a_pattern' is not a couple pattern")

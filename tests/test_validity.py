@@ -367,13 +367,14 @@ def _cli(monkeypatch, client):
     return app_module.app
 
 
-def test_cli_validate_writes_cards(monkeypatch, tmp_path):
+def test_cli_gold_sessions_writes_cards(monkeypatch, tmp_path):
     app = _cli(monkeypatch, fixture_client())
     out = tmp_path / "cards.json"
     res = CliRunner().invoke(
         app,
         [
-            "validate",
+            "gold",
+            "sessions",
             "--data",
             str(FIXTURE),
             "--card",
@@ -399,7 +400,7 @@ def test_cli_ship_writes_numbers_only_cards(monkeypatch, tmp_path):
     app = _cli(monkeypatch, FakeModelClient(yes=checklist_yes))
     ship = tmp_path / "shipped"
     res = CliRunner().invoke(
-        app, ["validate", "--data", str(FIXTURE), "--only", "judge", "--no-store", "--ship", str(ship)]
+        app, ["gold", "sessions", "--data", str(FIXTURE), "--only", "judge", "--no-store", "--ship", str(ship)]
     )
     assert res.exit_code == 0, res.output
     (path,) = ship.glob("*.json")
@@ -408,34 +409,34 @@ def test_cli_ship_writes_numbers_only_cards(monkeypatch, tmp_path):
     assert card.data.samples == [] and card.judge.strategy.results == [] and card.judge.strategy.scored == 4
     assert not list(validity_dir().glob("*.json"))  # --no-store: nothing in the user's folder
     (tmp_path / "file").write_text("")
-    res = CliRunner().invoke(app, ["validate", "--data", str(FIXTURE), "--ship", str(tmp_path / "file")])
+    res = CliRunner().invoke(app, ["gold", "sessions", "--data", str(FIXTURE), "--ship", str(tmp_path / "file")])
     assert res.exit_code == 2 and "--ship" in res.output and "is a file" in res.output
 
 
 def test_cli_dry_run_counts_calls(monkeypatch):
     app = _cli(monkeypatch, FakeModelClient())
     res = CliRunner().invoke(
-        app, ["validate", "--data", str(FIXTURE), "--dry-run", "--json", "--judge-mode", "verdict"]
+        app, ["gold", "sessions", "--data", str(FIXTURE), "--dry-run", "--json", "--judge-mode", "verdict"]
     )
     assert res.exit_code == 0
     assert json.loads(res.output) == {"tracker": 3, "vp_judge": 3, "strategy": 4, "target": 4, "total": 14}
     # checklist (the default): one question per couple strategy (10) per turn, one per candidate target (3) per turn
-    res = CliRunner().invoke(app, ["validate", "--data", str(FIXTURE), "--dry-run", "--json"])
+    res = CliRunner().invoke(app, ["gold", "sessions", "--data", str(FIXTURE), "--dry-run", "--json"])
     assert json.loads(res.output) == {"tracker": 3, "vp_judge": 3, "strategy": 40, "target": 12, "total": 58}
 
 
 def test_cli_bad_input_is_one_line(monkeypatch, tmp_path):
     app = _cli(monkeypatch, FakeModelClient())
-    res = CliRunner().invoke(app, ["validate", "--data", str(FIXTURE), "--only", "both"])
+    res = CliRunner().invoke(app, ["gold", "sessions", "--data", str(FIXTURE), "--only", "both"])
     assert res.exit_code == 2 and "--only: 'both' is not one of tracker, judge" in res.output
-    res = CliRunner().invoke(app, ["validate", "--data", str(tmp_path / "missing.jsonl")])
+    res = CliRunner().invoke(app, ["gold", "sessions", "--data", str(tmp_path / "missing.jsonl")])
     assert res.exit_code == 2 and "no such file or folder" in res.output
 
 
 def test_cli_exit_1_when_every_tracker_call_fails(monkeypatch):
     client = FakeModelClient(by_role={"tracker": [RuntimeError("down")] * 3})
     app = _cli(monkeypatch, client)
-    res = CliRunner().invoke(app, ["validate", "--data", str(FIXTURE), "--only", "tracker", "--no-vp-judge"])
+    res = CliRunner().invoke(app, ["gold", "sessions", "--data", str(FIXTURE), "--only", "tracker", "--no-vp-judge"])
     assert res.exit_code == 1
     assert "calls 3, failed 3 (excluded)" in res.output
 
@@ -499,7 +500,7 @@ def test_cli_cadence_options_reach_the_replay(monkeypatch, tmp_path):
     client = fixture_client(tracker=replies)
     app = _cli(monkeypatch, client)
     out = tmp_path / "c.json"
-    args = ["validate", "--data", str(FIXTURE), "--only", "tracker", "--tracker-every", "2", "--window", "4"]
+    args = ["gold", "sessions", "--data", str(FIXTURE), "--only", "tracker", "--tracker-every", "2", "--window", "4"]
     res = CliRunner().invoke(app, [*args, "--no-vp-judge", "--card", str(out), "--no-store"])
     assert res.exit_code == 0, res.output
     (card,) = [ValidityCard.model_validate(c) for c in json.loads(out.read_text())]

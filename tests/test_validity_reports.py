@@ -84,7 +84,7 @@ def test_leaderboard_shows_matching_cards_and_not_validated(invoke, tmp_path):
     (obs,) = row["observer_validity"]
     assert obs["validated"] and obs["model"] == "fake/model" and obs["text"].startswith("warmth change/turn 0.31")
     table = invoke("leaderboard", folder.path).stdout
-    assert "validity (`rescue-sim validate` cards" in table
+    assert "validity (`rescue-sim gold sessions` cards" in table
     assert "strategy=stated — judge judge/a @ " in table and "strategy labels = gold 3/4" in table
 
 

@@ -34,7 +34,7 @@ from tests.test_validity import FIXTURE, checklist_yes, fixture_client
 
 ROOT = Path(__file__).resolve().parents[1]
 REGENERATE = (
-    f"rescue-sim validate --data RESCUE-FILE --judge-model {DEFAULT_LOCAL_MODEL} --tracker-model "
+    f"rescue-sim gold sessions --data RESCUE-FILE --judge-model {DEFAULT_LOCAL_MODEL} --tracker-model "
     f"{DEFAULT_LOCAL_MODEL} --ship judges/validity/shipped (judges/README.md, Validity)"
 )
 

@@ -89,7 +89,7 @@ class TaskReport(Record):
     validity: list[ValidityNote] = Field(
         default_factory=list,
         description="Validity of the instruments behind the task's gold (probe mode: the tracker) or scores (ER/VP "
-        "judge); 'not validated' without a matching `rescue-sim validate` card.",
+        "judge); 'not validated' without a matching `rescue-sim gold sessions` card.",
     )
 
 

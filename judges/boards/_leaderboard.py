@@ -64,7 +64,7 @@ class DimensionSummary(Record):
     validity: list[ValidityNote] = Field(
         default_factory=list,
         description="Validity of the instrument behind the values, one note per (judge model, prompt digest) that "
-        "produced them; 'not validated' without a matching card (see `rescue-sim validate`).",
+        "produced them; 'not validated' without a matching card (see `rescue-sim gold sessions`).",
     )
 
 
@@ -375,7 +375,7 @@ def build_leaderboard(
     `include_faults`, which puts them back (still listed).
 
     Each dimension carries the validity of the instrument that produced it: a card among `cards`, else one stored
-    by `rescue-sim validate` for the same model and prompt digest, else "not validated".
+    by `rescue-sim gold sessions` for the same model and prompt digest, else "not validated".
 
     Raises RunFolderError (a UserError) for a folder that is not a run folder or holds an unreadable judgment.
     """

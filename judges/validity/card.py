@@ -1,10 +1,11 @@
-"""Validity cards: what `rescue-sim validate` measured about one instrument, keyed by model id and prompt digest.
+"""Validity cards: what `rescue-sim gold sessions` measured about one instrument, keyed by model id and prompt
+digest.
 
 An instrument is the `tracker` (simulator/tracker.py: `simulator.tracker.prompt_digest()`) or the `judge`
 (judges/prompts + rubric: `judges.scoring._render.prompt_digest(rubric_digest)`, measured with the default rubric).
 Cards are stored as `<validity dir>/<instrument>-<model slug>-<digest>.json`, where the validity dir is
-`simulator.llm.embedded.cache_dir()/validity/` (`RESCUE_SIM_HOME` moves it). A later run of `validate` for the
-same key replaces the card. Cards for the embedded model ship in `judges/validity/shipped/` (package data) and are
+`simulator.llm.embedded.cache_dir()/validity/` (`RESCUE_SIM_HOME` moves it). A later run of `gold sessions` for
+the same key replaces the card. Cards for the embedded model ship in `judges/validity/shipped/` (package data) and are
 found after the user's own. `validity_for(instrument, model, digest)` is the one lookup that leaderboards, bench
 reports and the HTML report use: it returns a `ValidityNote` that says "not validated" when no card matches.
 """
@@ -231,7 +232,7 @@ def scored_nothing(card: ValidityCard) -> bool:
 
 
 def cards_json(cards: Sequence[ValidityCard]) -> str:
-    """The cards as one indented JSON list (what `validate --card` writes and `--json` prints)."""
+    """The cards as one indented JSON list (what `gold sessions --card` writes and `--json` prints)."""
     return json.dumps([json.loads(c.model_dump_json()) for c in cards], indent=2)
 
 
@@ -377,7 +378,9 @@ def dimension_validity(
 
 # ---- bench reports ---------------------------------------------------------------------------------------------
 
-BENCH_JUDGE_NOTE = f"{NOT_VALIDATED} (the benchmark's ER/VP judge prompts are not measured by `rescue-sim validate`)"
+BENCH_JUDGE_NOTE = (
+    f"{NOT_VALIDATED} (the benchmark's ER/VP judge prompts are not measured by `rescue-sim gold sessions`)"
+)
 PROBE_TRACKER_GOLD: dict[str, str] = {"rpp": "pattern", "vp": "viewpoints"}  # probe-mode gold read from the tracker
 
 

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from judges import Leaderboard, SessionJudgment
     from judges.validity import ValidityNote
 
-INTRO = "validity (`rescue-sim validate` cards, matched by model and prompt digest):"
+INTRO = "validity (`rescue-sim gold sessions` cards, matched by model and prompt digest):"
 
 
 def note_line(label: str, note: ValidityNote) -> str:

@@ -27,20 +27,15 @@ def _register() -> None:
         return
     from simulator.cli import personas_cmd
 
-    app.add_typer(
-        personas_cmd.app, name="personas", help="Case cards: list, show, validate, graph, import RESCUE data."
-    )
+    app.add_typer(personas_cmd.app, name="personas", help="Case cards: list, show, check, graph, import RESCUE data.")
     from simulator.cli import bench_cmd
 
     app.command("bench")(bench_cmd.bench)
-    from simulator.cli import judge_cmd, judge_validate_cmd, leaderboard_cmd
+    from simulator.cli import judge_cmd, leaderboard_cmd
 
     app.command("judge")(judge_cmd.judge)
     app.command("leaderboard")(leaderboard_cmd.leaderboard)
-    app.command("judge-validate")(judge_validate_cmd.judge_validate)
-    from simulator.cli import validate_cmd
-
-    app.command("validate")(validate_cmd.validate)
+    _register_gold()
     from simulator.cli import models_cmd, play_cmd, run_cmd, show_cmd
 
     app.command("run")(run_cmd.run)
@@ -74,6 +69,19 @@ def _register() -> None:
 
     add_examples(app)
     _registered = True
+
+
+def _register_gold() -> None:
+    """`gold sessions` and `gold labels`: the tracker and the judge measured against RESCUE's human annotations.
+    Their old names, `validate` and `judge-validate`, run the same commands, hidden from --help."""
+    from simulator.cli import gold_labels_cmd, gold_sessions_cmd
+
+    gold = typer.Typer(cls=HelpGroup, no_args_is_help=True, add_completion=False, rich_markup_mode="rich")
+    gold.command("sessions")(gold_sessions_cmd.gold_sessions)
+    gold.command("labels")(gold_labels_cmd.gold_labels)
+    app.add_typer(gold, name="gold", help="Measure the tracker and the judge against RESCUE's human-verified gold.")
+    app.command("validate", hidden=True)(gold_sessions_cmd.gold_sessions)
+    app.command("judge-validate", hidden=True)(gold_labels_cmd.gold_labels)
 
 
 def check_own_judges() -> None:

@@ -1,4 +1,4 @@
-"""`rescue-sim personas …`: list, show, validate, graph and import case cards. Logic lives in `personas`."""
+"""`rescue-sim personas …`: list, show, check, graph and import case cards. Logic lives in `personas`."""
 
 from __future__ import annotations
 
@@ -137,14 +137,14 @@ def show(ref: Annotated[str, typer.Argument(metavar="ID|PATH", help="Library id 
         console.print(f"[dim]Notes: {_e(case.provenance.notes)}[/]")
 
 
-@app.command("validate")
+@app.command("check")
 @user_errors
-def validate(
+def check(
     paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Card files or folders of cards.")],
 ) -> None:
-    """Validate cards; ids must be unique across all paths. Prints `ok <n> cards`, or every problem of every card
-    (one line each: each bad field; where the fields are valid, the first inconsistency among members, viewpoints
-    and risk flags) and exits 2."""
+    """Check case-card files; ids must be unique across all paths. Prints `ok <n> cards`, or every problem of every
+    card (one line each: each bad field; where the fields are valid, the first inconsistency among members,
+    viewpoints and risk flags) and exits 2."""
     from personas.library import check_paths
 
     cases, errors = check_paths(list(paths))
@@ -155,6 +155,9 @@ def validate(
         print_error(_e(str(err)))
     console.print(f"{len(errors)} problem(s); {len(cases)} valid card(s)")
     raise typer.Exit(EXIT_USAGE)
+
+
+app.command("validate", hidden=True)(check)  # its old name, kept for scripts
 
 
 @app.command("import-rescue")

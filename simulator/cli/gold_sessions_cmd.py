@@ -1,4 +1,5 @@
-"""`rescue-sim validate --data RESCUE_FILE`: the tracker and the judge measured against RESCUE's gold.
+"""`rescue-sim gold sessions --data RESCUE_FILE`: the tracker and the judge measured against RESCUE's gold
+(`rescue-sim validate`, its old name, still runs it).
 
 Writes one validity card per instrument under the validity folder (`judges.validity.validity_dir()`), where
 `leaderboard` and `bench` find them, and optionally all cards to `--card PATH`. Tests replace the module-level
@@ -243,7 +244,7 @@ def _progress(msg: str) -> None:
 
 
 @user_errors
-def validate(
+def gold_sessions(
     data: DataOpt,
     model: ModelOpt = None,
     tracker_model: TrackerModelOpt = None,

@@ -1,4 +1,5 @@
-"""`rescue-sim judge-validate --data SRC`: how well the judge model labels annotated therapist utterances.
+"""`rescue-sim gold labels --data SRC`: how well the judge model labels annotated therapist utterances
+(`rescue-sim judge-validate`, its old name, still runs it).
 
 It labels each given utterance and compares with RESCUE's gold strategy; it is not RESCUE's SSP task (which
 predicts the next strategy). Tests replace `simulator.llm.settings.make_client` with a fake-client factory.
@@ -54,7 +55,7 @@ def render(result: JudgeValidation) -> list[Table | str]:
 
 
 @user_errors
-def judge_validate(
+def gold_labels(
     data: Annotated[Path, typer.Option("--data", help="RESCUE-format data: a .jsonl/.json file or a folder.")],
     model: Annotated[
         str | None,
