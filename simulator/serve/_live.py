@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from judges.report import record_detail, session_detail
+from judges.scoring import judge_hook
 from personas.case import Case
 from simulator.llm.preflight import check_models
 from simulator.llm.progress import CallProgress, call_line, watching
@@ -118,18 +119,6 @@ def _browser_stressor(name: str, case: Case) -> Perturbation | None:
             "choose another stressor or case"
         )
     return stressor
-
-
-def _judge_hook(client: ModelClient, panel: list[str], judge_mode: Literal["checklist", "verdict"]):
-    """Judge a completed session as `rescue-sim run` does, with the judge model and mode chosen on the page."""
-
-    async def hook(record: SessionRecord, folder: RunFolder) -> None:
-        from judges import judge_session, judging_mode, load_rubric, write_judgment
-
-        judgment = await judge_session(record, client, panel, load_rubric(), judging_mode(panel), judge_mode=judge_mode)
-        write_judgment(folder, judgment)
-
-    return hook
 
 
 def _browser_spec(spec: str) -> str:
@@ -259,7 +248,7 @@ class LiveRuns:
             judge=form.judge,
             judges=[models["judge"]],
         )
-        judging = _judge_hook(plan.client, [models["judge"]], form.judge_mode) if form.judge else None
+        judging = judge_hook(plan.client, [models["judge"]], form.judge_mode) if form.judge else None
 
         async def run(events: RunEvents) -> list[SessionRecord]:
             summary = await run_sessions(
