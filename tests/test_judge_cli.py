@@ -89,6 +89,17 @@ def test_judge_writes_judgments_and_lists_skipped(invoke, fake, tmp_path: Path) 
     assert j.mode == "per_intervention" and len(fake.calls) == 3  # the local default judge: t3, t5, the rest
 
 
+def test_judge_skips_an_unreadable_session_with_why_and_judges_the_rest(invoke, fake, tmp_path: Path) -> None:
+    folder = make_run(tmp_path / "run", extra=False)
+    folder.session_path("s0").write_text("{not a record", encoding="utf-8")
+    result = invoke("judge", "--judge-mode", "verdict", folder.path)
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.stdout.splitlines() if x.startswith("skipped s0"))
+    assert line.startswith(f"skipped s0 (unreadable: {folder.session_path('s0')}: not a valid session record (")
+    assert "1 session(s) judged" in result.stdout and read_judgment(folder, "s1") is not None
+    assert not (folder.judgments_dir / "s0.json").exists()
+
+
 def test_judge_panel_and_per_intervention(invoke, fake, tmp_path: Path) -> None:
     folder = make_run(tmp_path / "run", extra=False)
     result = invoke(

@@ -313,16 +313,13 @@ def judge(
 def _completed(folder: RunFolder) -> tuple[list[SessionRecord], list[str]]:
     """The completed sessions to judge, and a line for each one left out (unreadable, failed, incomplete)."""
     from simulator.records import SessionStatus
-    from simulator.runfolder import RunFolderError
 
     records, skipped = [], []
-    for sid in folder.session_ids():
-        try:
-            record = folder.load_session(sid)
-        except RunFolderError as err:
-            skipped.append(f"{sid} (unreadable: {err})")
-            continue
-        if record.status == SessionStatus.COMPLETED:
+    for stored in folder.read_sessions():
+        sid, record = stored.session_id, stored.record
+        if record is None:
+            skipped.append(f"{sid} (unreadable: {stored.error})")
+        elif record.status == SessionStatus.COMPLETED:
             records.append(record)
         else:
             skipped.append(f"{sid} ({record.status.value}{f': {record.failure}' if record.failure else ''})")
