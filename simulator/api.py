@@ -105,6 +105,7 @@ async def run(
     `out_dir` defaults to `runs/<case>-<supporter>-<hash>`; `judges` is a panel of judge models (default: the
     client's judge role). The summary lists finished and failed sessions and judging errors by session id."""
     from judges.scoring import judge_hook
+    from personas.common.errors import Param
     from simulator.runner.runs import RunConfig, default_run_dir, run_sessions
     from simulator.supporters import HumanSupporter, SupporterSpecError
 
@@ -122,7 +123,9 @@ async def run(
     )
     sup = supporter(supporter_spec, client)
     if isinstance(sup, HumanSupporter):
-        raise SupporterSpecError("supporter_spec 'human': a person plays through `rescue-sim play`, not a run")
+        raise SupporterSpecError(
+            Param("supporter_spec"), " 'human': a person plays through `rescue-sim play`, not a run"
+        )
     hook = judge_hook(client, panel, judge_mode) if judge else None
     out = out_dir or default_run_dir(config)
     return await run_sessions(config, loaded, client, sup, out, judge_hook=hook, concurrency=concurrency)

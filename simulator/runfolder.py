@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from personas.common.errors import UserError
+from personas.common.errors import Param, ParameterError
 from personas.common.files import atomic_write_text
 from simulator.records import SessionRecord, SessionStatus
 
@@ -33,8 +33,12 @@ MANIFEST_VERSION = 1
 _PACKAGES = ("rescue-sim", "litellm", "langgraph", "pydantic", "networkx", "llama-cpp-python")
 
 
-class RunFolderError(UserError):
-    pass
+class RunFolderError(ParameterError):
+    """A run folder that cannot be read or written as asked; where the fix is another folder, it names `out_dir`,
+    the parameter the runners take the folder as (a command's --out)."""
+
+
+OUT_DIR = Param("out_dir")
 
 
 def refuse_newer(path: Path, found: str | int, current: int, what: str) -> None:
@@ -174,7 +178,9 @@ class RunFolder:
                 changed = sorted(k for k in {*manifest.config, *config} if manifest.config.get(k) != config.get(k))
                 raise RunFolderError(
                     f"{self.path}: holds a run with a different config (changed: {', '.join(changed) or 'unknown'}); "
-                    "use another --out folder"
+                    "use another ",
+                    OUT_DIR,
+                    " folder",
                 )
             return manifest
         manifest = RunManifest(
@@ -397,7 +403,8 @@ class FolderLock:
             os.close(self._fd)
             self._fd = None
             raise RunFolderError(
-                f"{path.parent}: another rescue-sim process is writing this run folder; wait for it or use another --out"
+                f"{path.parent}: another rescue-sim process is writing this run folder; wait for it or use another ",
+                OUT_DIR,
             ) from None
         os.ftruncate(self._fd, 0)
         os.write(self._fd, str(os.getpid()).encode())

@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol
 import yaml
 from pydantic import BaseModel, Field, create_model
 
-from personas.common.errors import UserError
+from personas.common.errors import Param, ParameterError
 from personas.common.prompts import render_prompt
 from personas.taxonomy import SUPPORTER_NAME, strategies_for, target_kind
 from simulator.fidelity import repeat_of, tagged_speaker, words
@@ -54,8 +54,12 @@ def supporter_prompt_name(style: str | None) -> str:
     return f"ladder/{style}"
 
 
-class SupporterSpecError(UserError):
-    pass
+class SupporterSpecError(ParameterError):
+    """A supporter spec of no known form, or one that cannot be built; names the `supporter` it was given as."""
+
+
+# the parameter a spec comes in as (`RunConfig.supporter`; a command's --supporter)
+SUPPORTER = Param("supporter")
 
 
 class InvalidDecision(ValueError):
@@ -581,13 +585,14 @@ def parse_supporter_spec(
     if sep and style in LADDER_STYLES:
         if "/" not in model or " " in model or model.startswith(("http://", "https://")):
             raise SupporterSpecError(
-                f"--supporter {spec}: a ladder rung degrades a model id (provider/model), e.g. {style}:openai/gpt-4o-mini"
+                SUPPORTER,
+                f" {spec}: a ladder rung degrades a model id (provider/model), e.g. {style}:openai/gpt-4o-mini",
             )
         return ModelSupporter(client=client, model=model, spec=spec, seed=seed, style=style)
     if spec.startswith(("http://", "https://")):
         url, _, model = spec.partition("#")
         if not model:
-            raise SupporterSpecError(f"--supporter {spec}: add the model name after '#', e.g. {url}#my-bot")
+            raise SupporterSpecError(SUPPORTER, f" {spec}: add the model name after '#', e.g. {url}#my-bot")
         model_id = f"hosted_vllm/{model}"  # litellm's lean path for OpenAI-compatible servers
         if api_bases is not None:
             api_bases[model_id] = url
@@ -598,12 +603,12 @@ def parse_supporter_spec(
             module = importlib.import_module(module_name)
         except ImportError as err:
             raise SupporterSpecError(
-                f"--supporter {spec}: cannot import {module_name!r} ({err}); check PYTHONPATH"
+                SUPPORTER, f" {spec}: cannot import {module_name!r} ({err}); check PYTHONPATH"
             ) from None
         fn = getattr(module, fn_name, None)
         if not callable(fn):
-            raise SupporterSpecError(f"--supporter {spec}: {module_name} has no callable {fn_name!r}")
+            raise SupporterSpecError(SUPPORTER, f" {spec}: {module_name} has no callable {fn_name!r}")
         return CallableSupporter(fn=fn, spec=spec)
     if "/" in spec and " " not in spec:
         return ModelSupporter(client=client, model=spec, spec=spec, seed=seed)
-    raise SupporterSpecError(f"--supporter {spec!r} is not a known form; accepted: {ACCEPTED_FORMS}")
+    raise SupporterSpecError(SUPPORTER, f" {spec!r} is not a known form; accepted: {ACCEPTED_FORMS}")

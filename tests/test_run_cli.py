@@ -140,7 +140,7 @@ def test_several_seeds_and_cases(invoke, fake, tmp_path):
     "args, needle",
     [
         (["--case", "no-such-case", "--supporter", "silent"], "no such case id"),
-        (["--case", "dana-and-theo", "--supporter", "whatever"], "not a known form"),
+        (["--case", "dana-and-theo", "--supporter", "whatever"], "--supporter 'whatever' is not a known form"),
         (["--case", "dana-and-theo", "--supporter", "http://localhost:8000/v1"], "add the model name after '#'"),
         (["--case", "dana-and-theo", "--supporter", "no_such_module_x:fn"], "cannot import"),
         (["--case", "dana-and-theo", "--supporter", "human"], "rescue-sim play"),
@@ -159,6 +159,7 @@ def test_changed_config_in_the_same_folder_is_refused(invoke, fake, tmp_path):
     assert invoke(*base(out)).exit_code == 0
     res = invoke("run", "--case", "dana-and-theo", "--supporter", "silent", "--turns", "3", "--no-judge", "--out", out)
     assert res.exit_code == 2 and "different config" in res.output and "supporter" in res.output
+    assert "use another --out folder" in " ".join(res.output.split())  # the library's `out_dir`, said as the flag
 
 
 def test_show_replays_a_session(invoke, fake, tmp_path):

@@ -662,5 +662,5 @@ def test_human_folders_that_are_not_played_or_not_judged_are_refused(cli, tmp_pa
     assert result.exit_code == 2 and f"rescue-sim judge {unjudged} --judges " in result.output
     assert "--judge-mode checklist" in result.output  # the ladder's mode
     # no run folder there at all
-    result = runner.invoke(app, [*args, "--report-only", "--human", str(tmp_path / "nope")])
-    assert result.exit_code == 2 and "no such folder" in result.output
+    result = runner.invoke(app, [*args, "--report-only", "--human", str(tmp_path / "nope")], env={"COLUMNS": "300"})
+    assert result.exit_code == 2 and f"error: --human {tmp_path / 'nope'}: no such folder" in result.output

@@ -213,8 +213,14 @@ def test_loopback_server_refuses_other_host_names(runs_dir: Path) -> None:
 
 
 def test_beyond_loopback_without_token_is_refused() -> None:
-    with pytest.raises(ServeError, match="--token"):
+    from simulator.cli._common import as_flag
+
+    with pytest.raises(ServeError, match=r"^host 0\.0\.0\.0: .*; pass token SECRET") as refused:
         check_bind("0.0.0.0", None)
+    assert refused.value.params == ["host", "token"]
+    assert "--host 0.0.0.0: " in refused.value.worded(as_flag) and "pass --token SECRET" in refused.value.worded(
+        as_flag
+    )
     check_bind("0.0.0.0", "s3cret")
     check_bind("127.0.0.1", None)
     check_bind("::1", None)

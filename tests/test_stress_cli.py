@@ -87,6 +87,12 @@ def test_config_errors_exit_2_with_one_line(tmp_path, body, expected):
     assert "Traceback" not in result.output
 
 
+def test_a_bad_ray_env_name_is_said_as_the_flag_it_came_in(tmp_path):
+    path = write(tmp_path, "supporters: [silent]\ncases: [dana-and-theo]\nperturbations: [escalation]\n")
+    result = runner.invoke(app, ["stress", str(path), "--dry-run", "--ray-env", "sk-123"])
+    assert result.exit_code == 2 and "error: --ray-env: 'sk-123' is not a variable name" in result.output
+
+
 def test_dry_run_counts_the_matrix(tmp_path):
     (tmp_path / "mine.yaml").write_text(MINE, encoding="utf-8")
     path = write(tmp_path, GOOD)
@@ -240,6 +246,7 @@ def test_judged_stress_run(tmp_path, monkeypatch, bench_reply):
     assert again.exit_code in (0, 1) and "different config" not in again.output
     refused = runner.invoke(app, ["stress", str(path), "--out", str(out)])
     assert refused.exit_code == 2 and "different config (changed: stress)" in " ".join(refused.output.split())
+    assert "use another --out folder" in " ".join(refused.output.split())
     assert load_stress_config(write(tmp_path, path.read_text() + "judge_mode: verdict\n")).judge_mode == "verdict"
 
 

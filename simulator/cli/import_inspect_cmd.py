@@ -9,10 +9,11 @@ from typing import Annotated
 import typer
 
 from personas.common.errors import UserError
-from simulator.cli._common import print_path, user_errors
+from simulator.cli._common import flag_names, print_path, user_errors
 
 
 @user_errors
+@flag_names(out_dir="--out")
 def import_inspect(
     log: Annotated[Path, typer.Argument(metavar="LOG", help="Inspect log (.eval or .json) of a rescue_sim task.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder to write (created, or resumed).")],

@@ -11,7 +11,7 @@ import typer
 
 from personas.library import resolve_case
 from personas.taxonomy import strategies_for
-from simulator.cli._common import console, err_console, print_path, user_errors
+from simulator.cli._common import console, err_console, flag_names, print_path, user_errors
 from simulator.cli._models import make_client, model_settings
 
 HELP = (
@@ -47,6 +47,7 @@ def ask_move(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 @user_errors
+@flag_names(out_dir="--out")
 def play(
     case: Annotated[str, typer.Option("--case", "-c", help="Case id or card path.")],
     model: Annotated[

@@ -18,6 +18,7 @@ from simulator.cli._common import (
     JudgeModeOpt,
     console,
     err_console,
+    flag_names,
     print_path,
     user_errors,
 )
@@ -92,6 +93,7 @@ ConcurrencyOpt = Annotated[
 
 # The library's parameter names, said as this command's options.
 @user_errors
+@flag_names(out_dir="--out")
 def run(
     case: CaseOpt,
     supporter: SupporterOpt = None,

@@ -17,6 +17,7 @@ from simulator.cli._common import (
     JudgeModeOpt,
     console,
     err_console,
+    flag_names,
     print_path,
     user_errors,
 )
@@ -182,6 +183,7 @@ HumanOpt = Annotated[
 
 
 @user_errors
+@flag_names(out_dir="--out", dirs="--human", humans="--human")
 def sensitivity(
     model: ModelOpt,
     rungs: RungsOpt = None,

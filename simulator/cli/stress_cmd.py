@@ -18,6 +18,7 @@ from simulator.cli._common import (
     JudgeModeChoice,
     console,
     err_console,
+    flag_names,
     print_path,
     user_errors,
 )
@@ -110,6 +111,7 @@ StressJudgeModeOpt = Annotated[
 
 
 @user_errors
+@flag_names(out_dir="--out", env="--ray-env", ship_code="--ray-ship-code")
 def stress(
     config_path: Annotated[Path, typer.Argument(metavar="CONFIG.yaml", help="Stress config (see the README).")],
     out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/stress-<name>-<hash>).")] = None,

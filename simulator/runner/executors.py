@@ -25,7 +25,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from personas.common.errors import UserError
+from personas.common.errors import Param, ParameterError, UserError
 from simulator.engine import HumanInput
 from simulator.llm.types import ModelClient
 from simulator.records import EndReason, SessionRecord, SessionStatus
@@ -260,7 +260,7 @@ async def execute_ray(
     try:
         import ray
     except ImportError:
-        raise UserError("--executor ray needs Ray: pip install 'rescue-sim[ray]'") from None
+        raise ParameterError(Param("executor"), " ray needs Ray: pip install 'rescue-sim[ray]'") from None
     from simulator.runner.ray_cluster import RayOptions, preflight, runtime_env, session_models
 
     options = options or RayOptions(address=address)
@@ -277,7 +277,9 @@ async def execute_ray(
         else:
             ray.init(include_dashboard=False, runtime_env=env or None, **quiet)
     elif options.ship_code:
-        raise UserError("--ray-ship-code: Ray is already connected in this process; let rescue-sim connect to it")
+        raise ParameterError(
+            Param("ship_code"), ": Ray is already connected in this process; let rescue-sim connect to it"
+        )
     task_env = {} if started_ray else env  # tasks and actors inherit the job's; else each is given its own
     try:
         payload = _client_payload(client.inner)

@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from personas.common.errors import UserError
+from personas.common.errors import Param, ParameterError, UserError
 
 PACKAGES = ("personas", "simulator", "judges")  # what --ray-ship-code sends
 DATA_DIRS = ("simulator/prompts", "personas/prompts", "judges/rubrics", "judges/prompts", "simulator/data")
@@ -43,23 +43,32 @@ class RayOptions:
     debug: bool = False
 
 
-def parse_env_names(text: str | Sequence[str] | None, source: str = "--ray-env") -> tuple[str, ...]:
-    """`OPENAI_API_KEY,OPENAI_API_BASE` (or a list of names) -> the names; a bad name is one line."""
+ENV = Param("env")  # `RayOptions.env`: the variables forwarded to the workers (stress's --ray-env)
+
+
+def parse_env_names(text: str | Sequence[str] | None, source: str = ENV) -> tuple[str, ...]:
+    """`OPENAI_API_KEY,OPENAI_API_BASE` (or a list of names) -> the names; a bad name is one line, led by `source`
+    (by default the parameter `RayOptions.env`, which a command says as its flag)."""
     if not text:
         return ()
     parts = text.split(",") if isinstance(text, str) else [p for t in text for p in str(t).split(",")]
     names = [p.strip() for p in parts if p.strip()]
     for name in names:
         if not _ENV_NAME.match(name):
-            raise UserError(f"{source}: {name!r} is not a variable name; list names like OPENAI_API_KEY, not values")
+            raise ParameterError(
+                source, f": {name!r} is not a variable name; list names like OPENAI_API_KEY, not values"
+            )
     return tuple(dict.fromkeys(names))
 
 
-def forwarded_env(names: Sequence[str], source: str = "--ray-env") -> dict[str, str]:
-    """The named variables' values from this process's environment; a missing one is one line (names only)."""
+def forwarded_env(names: Sequence[str], source: str = ENV) -> dict[str, str]:
+    """The named variables' values from this process's environment; a missing one is one line (names only), led by
+    `source` as in `parse_env_names`."""
     missing = [n for n in names if n not in os.environ]
     if missing:
-        raise UserError(f"{source}: {', '.join(missing)} not set in this shell; set it here or drop it from the list")
+        raise ParameterError(
+            source, f": {', '.join(missing)} not set in this shell; set it here or drop it from the list"
+        )
     return {n: os.environ[n] for n in names}
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from judges import FaultTally, mean_ci
+from personas.common.errors import Param, ParameterError
 from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder
 from simulator.runner.sensitivity_analysis import (
@@ -35,6 +36,7 @@ from simulator.runner.sensitivity_values import collect_values, mean_by_unit, me
 
 HUMAN = "human"
 SHOWN_UNITS = 6  # ladder units without a human session listed by name; the rest are counted
+DIRS = Param("dirs")  # `load_human_sessions`'s folders (sensitivity's --human)
 
 
 @dataclass
@@ -51,17 +53,16 @@ def pair_unit(case_id: str, seed: int, perturbation: str | None) -> str:
 
 def _run_folders(path: Path) -> list[Path]:
     """`path` itself when it is a run folder, else the run folders directly inside it (a RUNS_DIR of plays)."""
-    from personas.common.errors import UserError
-
     if not path.is_dir():
-        raise UserError(f"--human {path}: no such folder; give a run folder written by `rescue-sim play` or serve")
+        raise ParameterError(DIRS, f" {path}: no such folder; give a run folder written by `rescue-sim play` or serve")
     if (path / "manifest.json").is_file():
         return [path]
     inside = sorted(p for p in path.iterdir() if (p / "manifest.json").is_file())
     if not inside:
-        raise UserError(
-            f"--human {path}: not a run folder (no manifest.json, nor run folders in it); give a folder written by "
-            "`rescue-sim play` or serve's play page"
+        raise ParameterError(
+            DIRS,
+            f" {path}: not a run folder (no manifest.json, nor run folders in it); give a folder written by "
+            "`rescue-sim play` or serve's play page",
         )
     return inside
 
@@ -71,9 +72,8 @@ def load_human_sessions(
 ) -> list[HumanSession]:
     """Every session of the folders, checked: each was played by a person (else refused), and each completed one is
     judged when `judges` is given (else refused with the `rescue-sim judge` line to run, in the ladder's
-    `judge_mode`). One-line UserErrors."""
+    `judge_mode`). One-line ParameterErrors naming `dirs`."""
     from judges import read_judgment
-    from personas.common.errors import UserError
 
     out: list[HumanSession] = []
     for given in dirs:
@@ -83,23 +83,25 @@ def load_human_sessions(
             for stored in folder.read_sessions():
                 sid, record = stored.session_id, stored.loaded()
                 if not reference.takes(record.supporter):
-                    raise UserError(
-                        f"--human {path}: session {sid} was played by supporter {record.supporter!r}, not by a person "
+                    raise ParameterError(
+                        DIRS,
+                        f" {path}: session {sid} was played by supporter {record.supporter!r}, not by a person "
                         f"(`{reference.spec_prefix}` or `{reference.spec_prefix}:<name>`); give only folders of played "
-                        "sessions"
+                        "sessions",
                     )
                 judgment = read_judgment(folder, sid) if folder.has_judgment(sid) else None
                 if judges and judgment is None and record.status == SessionStatus.COMPLETED:
                     unjudged.append(sid)
                 out.append(HumanSession(folder, record, judgment))
             if unjudged:
-                raise UserError(
-                    f"--human {path}: {len(unjudged)} completed session(s) not judged ({unjudged[0]}); run "
+                raise ParameterError(
+                    DIRS,
+                    f" {path}: {len(unjudged)} completed session(s) not judged ({unjudged[0]}); run "
                     f"`rescue-sim judge {path} --judges {','.join(judges)} --judge-mode {judge_mode}` first (the ladder's "
-                    "judges and mode)"
+                    "judges and mode)",
                 )
     if not out:
-        raise UserError(f"--human {', '.join(str(d) for d in dirs)}: no sessions in it; play one first")
+        raise ParameterError(DIRS, f" {', '.join(str(d) for d in dirs)}: no sessions in it; play one first")
     return out
 
 
@@ -127,7 +129,6 @@ def place_human(
 ) -> tuple[HumanReference, dict[str, HumanMetric]]:
     """The reference's pairing and, per metric with human values, its mean and distance to each rung."""
     from judges import faulted, read_judgment
-    from personas.common.errors import UserError
 
     specs = list(matrix.specs)
     ladder_values: Values = collect_values(
@@ -176,9 +177,10 @@ def place_human(
             unmatched.append(f"{where}: members played by {rec.models.get('member')}, the ladder's by {rooms[unit]}")
             continue
         if h.judgment is not None and signatures and _judge_signature(h.judgment) not in signatures:
-            raise UserError(
-                f"--human {h.folder.path}: session {rec.session_id} was judged otherwise than the ladder; re-judge "
-                f"it as the ladder was: `{_rejudge_line(h.folder, next(iter(sorted(signatures))))}`"
+            raise ParameterError(
+                Param("humans"),
+                f" {h.folder.path}: session {rec.session_id} was judged otherwise than the ladder; re-judge "
+                f"it as the ladder was: `{_rejudge_line(h.folder, next(iter(sorted(signatures))))}`",
             )
         fault = faulted(rec, h.judgment)
         if fault is not None:

@@ -10,12 +10,12 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from personas.common.errors import UserError
+from personas.common.errors import Param, ParameterError
 
 LADDER_PATH = Path(__file__).resolve().parent.parent / "data" / "ladder.yaml"
 
 
-class LadderError(UserError, ValueError):
+class LadderError(ParameterError, ValueError):
     """A ladder file or a rung selection that cannot be used; one line naming the fix."""
 
 
@@ -121,8 +121,8 @@ class Ladder(BaseModel):
             if ref.id == ref_id:
                 return ref
         declared = next((r for r in load_ladder().references if r.id == ref_id), None)
-        where = f"; it sits beside {declared.beside}: include that rung in --rungs" if declared else ""
-        raise LadderError(f"reference {ref_id}: not declared in this ladder{where}")
+        where = (f"; it sits beside {declared.beside}: include that rung in ", Param("rungs")) if declared else ()
+        raise LadderError(f"reference {ref_id}: not declared in this ladder", *where)
 
     def specs(self, model: str) -> dict[str, str]:
         """Rung id -> supporter spec for the model under test."""

@@ -128,7 +128,7 @@ def check_supporters(config: StressConfig, source: Path) -> None:
         try:
             sup = parse_supporter_spec(spec, FakeModelClient(), api_bases={})
         except SupporterSpecError as err:
-            raise UserError(f"{source}: supporters[{i}]: {str(err).removeprefix('--supporter ')}") from None
+            raise UserError(f"{source}: supporters[{i}]: {err.worded(lambda _: '').lstrip()}") from None
         if isinstance(sup, HumanSupporter):
             raise UserError(f"{source}: supporters[{i}]: human: stress runs need an automatic supporter; remove it")
 

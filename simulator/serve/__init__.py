@@ -18,6 +18,7 @@ import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from personas.common.errors import Param
 from simulator.llm.types import ModelClient
 from simulator.serve._app import build_app, check_bind, is_loopback
 from simulator.serve._play import PlayMove, PlayRooms, PlayStart
@@ -48,7 +49,9 @@ def bind_socket(host: str, port: int) -> socket.socket:
     except OSError as err:
         sock.close()
         raise ServeError(
-            f"--port {port}: cannot listen on {host}:{port} ({err.strerror or err}); pass another --port"
+            Param("port"),
+            f" {port}: cannot listen on {host}:{port} ({err.strerror or err}); pass another ",
+            Param("port"),
         ) from None
     return sock
 

@@ -34,7 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from judges.report import render_html, report_script_hash
 from judges.report._html import ASSETS as REPORT_ASSETS
-from personas.common.errors import UserError
+from personas.common.errors import Param, UserError
 from personas.library import load_library
 from simulator.llm.types import ModelClient
 from simulator.runfolder import RunFolderError
@@ -430,6 +430,8 @@ def check_bind(host: str, token: str | None) -> None:
     """Refuse a non-loopback host without a token (one line, before anything starts)."""
     if not is_loopback(host) and not token:
         raise ServeError(
-            f"--host {host}: serving beyond this machine needs a token; pass --token SECRET "
-            "(or set RESCUE_SIM_SERVE_TOKEN)"
+            Param("host"),
+            f" {host}: serving beyond this machine needs a token; pass ",
+            Param("token"),
+            " SECRET (or set RESCUE_SIM_SERVE_TOKEN)",
         )

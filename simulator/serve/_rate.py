@@ -20,8 +20,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judges.ratings import RaterItem
+from personas.common.errors import Param
 from personas.common.files import atomic_write_text
 from simulator.serve._runs import ServeError
+
+RATE = Param("rate")  # the batches come in as `serve`'s and `build_app`'s `rate`
 
 RATER = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 
@@ -70,17 +73,17 @@ def load_batch(path: str | Path) -> RatingBatch:
     path = Path(path)
     hint = "pass the items file of `rescue-sim export --format jsonl` (never its .key.json)"
     if path.name.endswith(".key.json"):
-        raise ServeError(f"--rate {path}: that is the unblinding key; {hint}")
+        raise ServeError(RATE, f" {path}: that is the unblinding key; {hint}")
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (FileNotFoundError, IsADirectoryError):
-        raise ServeError(f"--rate {path}: no such file; {hint}") from None
+        raise ServeError(RATE, f" {path}: no such file; {hint}") from None
     try:
         head = json.loads(lines[0]) if lines else {}
     except ValueError:
         head = {}
     if not isinstance(head, dict) or head.get("kind") != "instructions":
-        raise ServeError(f"--rate {path}:1: no instructions line; {hint}")
+        raise ServeError(RATE, f" {path}:1: no instructions line; {hint}")
     items = []
     for n, line in enumerate(lines[1:], start=2):
         if not line.strip():
@@ -91,7 +94,7 @@ def load_batch(path: str | Path) -> RatingBatch:
                 raise ValueError("not an item line")
             items.append(RaterItem.model_validate(raw))
         except (ValueError, ValidationError) as err:
-            raise ServeError(f"--rate {path}:{n}: not an exported item ({str(err).splitlines()[0]}); {hint}") from None
+            raise ServeError(RATE, f" {path}:{n}: not an exported item ({str(err).splitlines()[0]}); {hint}") from None
     dims = {d["id"]: d for d in head.get("dimensions", [])}
     return RatingBatch(path=path, instructions=str(head.get("text", "")), dimensions=dims, items=items)
 

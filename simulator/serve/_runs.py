@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judges.report import ReportData, SessionDetail, session_detail, with_running
-from personas.common.errors import UserError
+from personas.common.errors import ParameterError
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, RunFolderError
 from simulator.runner.pageindex import INDEX_NAME, build_index_data, index_key, named, read_index, write_index
@@ -22,8 +22,9 @@ from simulator.runner.pageindex import INDEX_NAME, build_index_data, index_key, 
 __all__ = ["INDEX_NAME", "PathRefused", "RunEntry", "RunsRoot", "ServeError"]
 
 
-class ServeError(UserError):
-    """A bad RUNS_DIR, host, token or port: one line for the person starting the server."""
+class ServeError(ParameterError):
+    """A bad RUNS_DIR, host, token, port or rating batch: one line for the person starting the server (naming the
+    parameter, which the command says as its flag)."""
 
 
 class PathRefused(Exception):
