@@ -359,6 +359,10 @@ def test_cli_refusals_are_one_line(tmp_path: Path, runs_dir: Path) -> None:
         r = runner.invoke(cli_app.app, ["serve", str(runs_dir), "--port", str(port)], env=env)
     assert r.exit_code == 2 and f"--port {port}" in r.output and "another --port" in r.output
     assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+    # --rate reaches the server: a batch that is no batch is refused before it starts
+    r = runner.invoke(cli_app.app, ["serve", str(runs_dir), "--rate", str(tmp_path / "none.jsonl")], env=env)
+    assert r.exit_code == 2 and f"--rate {tmp_path / 'none.jsonl'}: no such file" in r.output
+    assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
 
 
 def sse_events(text: str) -> list[tuple[str, dict]]:

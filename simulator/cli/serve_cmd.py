@@ -44,5 +44,11 @@ def serve(
         print_path(f"serving {escape(str(runs_dir))} (Ctrl-C stops) at", url, style="bold")
 
     run_server(
-        runs_dir, host=host, port=port, token=token, client_factory=lambda: make_client(settings), on_ready=ready
+        runs_dir,
+        host=host,
+        port=port,
+        token=token,
+        client_factory=lambda: make_client(settings),
+        rate=list(rate or ()),
+        on_ready=ready,
     )
