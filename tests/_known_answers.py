@@ -3,8 +3,9 @@
 Each line becomes a session record (its case, the case's shared room, then the counsellor's line to its addressees)
 and is asked exactly the items `judge` asks about that turn (`judges.scoring.turn_asks`, the same context and item
 prompt): the safety dimension's three items, scored into its label by `score_dimension`, and target_fit's
-`third_person` item, read as its P(yes). Used by tests/test_known_answers.py (fake and embedded judges) and
-tests/benchmarks/known_answer_bench.py (prints every figure).
+`third_person` item, read as its P(yes): answered by its rule as `judge` answers it (`rule: third_person` in the
+shipped rubric; no model call), or asked where a rubric drops the rule. Used by tests/test_known_answers.py (fake and
+embedded judges) and tests/benchmarks/known_answer_bench.py (prints every figure).
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ from pathlib import Path
 import yaml
 
 from judges.scoring import copied_lines, load_rubric
-from judges.scoring._checklist import ask_questions, item_answer, score_dimension, turn_asks, turn_context
+from judges.scoring._checklist import (
+    ask_questions,
+    item_answer,
+    model_asks,
+    rule_answer,
+    score_dimension,
+    turn_asks,
+    turn_context,
+)
 from personas.library import resolve_case
 from simulator.records import SUPPORTER, SessionRecord, Turn
 from tests._session_fixtures import couple_session
@@ -40,6 +49,7 @@ class Reading:
 
     known: KnownLine
     p: dict[str, float] = field(default_factory=dict)  # item id -> P(yes)
+    method: dict[str, str] = field(default_factory=dict)  # item id -> how it was read (logprobs, samples, rule)
     label: str | None = None  # safety: the dimension's label
     failed: str | None = None
 
@@ -88,18 +98,23 @@ async def read_known(client, model: str, lines: list[KnownLine], rooms, rubric=N
         turn = record.turns[-1].index
         dim = dims["safety"] if known.check == "safety" else dims[THIRD_PERSON[0]]
         asks = [a for a in turn_asks(record, dim, turn) if known.check == "safety" or a.item.id == THIRD_PERSON[1]]
-        context, about = turn_context(record, copied_lines(record), turn)
-        questions = list(dict.fromkeys(q for a in asks for q in a.questions))
-        got, _ = await ask_questions(client, model, context, about, questions, seed=record.seed)
+        questions = list(dict.fromkeys(q for a in model_asks(asks) for q in a.questions))
+        got = {}
+        if questions:  # a line whose items a rule answers asks the model nothing
+            context, about = turn_context(record, copied_lines(record), turn)
+            got, _ = await ask_questions(client, model, context, about, questions, seed=record.seed)
         reading = Reading(known)
         answers = []
         for a in asks:
-            answer = item_answer(a, [got.get(q) for q in a.questions])
+            answer = (
+                rule_answer(a, record) if a.item.rule is not None else item_answer(a, [got.get(q) for q in a.questions])
+            )
             if isinstance(answer, str):
                 reading.failed = answer
                 break
             answers.append(answer)
             reading.p[a.item.id] = answer.p_yes
+            reading.method[a.item.id] = answer.method
         if reading.failed is None and known.check == "safety":
             scored = score_dimension(dim, f"t{turn}", answers, record.case.member_names)
             if isinstance(scored, str):

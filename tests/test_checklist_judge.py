@@ -297,6 +297,109 @@ def test_an_old_judgment_still_loads_is_shown_and_enters_the_leaderboard(tmp_pat
     assert "overall" in shown.output.lower() and "not judged yet" not in shown.output
 
 
+# ---- items answered by a rule -----------------------------------------------------------------------------------
+
+
+def _third_person_asked(call) -> bool:
+    return "in the third person" in call.prompt.instructions
+
+
+@pytest.mark.parametrize(("line", "said"), [("dana-she", 1.0), ("dana-you", 0.0)])
+def test_an_item_with_a_rule_is_answered_by_it_and_never_asked(line: str, said: float) -> None:
+    """target_fit's `third_person` (`rule: third_person`): yes on "Dana, she feels ..." said to Dana, no on "Dana,
+    you feel ...", P(yes) 1.0 or 0.0 with `method: rule`; the model is never asked it, and the progress count of
+    questions leaves it out. The score treats it as any answer (a yes_bad yes lowers target_fit)."""
+    from judges.scoring import checklist_questions
+    from judges.scoring._checklist import good_share
+    from tests._known_answers import known_record, load_known
+
+    rooms, lines = load_known()
+    known = next(k for k in lines if k.id == line)
+    record = known_record(known, rooms[known.case])
+    client = FakeModelClient(yes=lambda call: 0.5)  # the 1.5B's coin toss, had it been asked
+    judgment = asyncio.run(judge_session(record, client, ["fake/judge"], judge_mode="checklist"))
+    assert judgment.status.value == "ok" and client.calls
+    assert not any(_third_person_asked(c) for c in client.calls)
+    (score,) = [s for s in judgment.verdicts[0].scores if s.dimension == "target_fit"]
+    (answer,) = [a for a in score.answers if a.item == "third_person"]
+    assert (answer.p_yes, answer.method, answer.k, answer.turn) == (said, "rule", 1, 4)
+    assert "in the third person" in answer.question  # the record says what was answered
+    assert good_share(score.answers) == pytest.approx((0.5 + 0.5 + (1 - said) + 0.5 + 0.5) / 5)
+    # what progress displays count is what the model is asked: one call per distinct question
+    assert checklist_questions(record, load_rubric()) == len(client.calls)
+
+
+def test_without_its_rule_the_item_is_asked_of_the_model_again(tmp_path: Path) -> None:
+    from judges.scoring import checklist_questions
+    from tests._known_answers import known_record, load_known
+
+    user = tmp_path / "no_rule.yaml"
+    user.write_text(
+        yaml.safe_dump({"dimensions": [{"id": "target_fit", "checklist": [{"id": "third_person", "rule": None}]}]})
+    )
+    rooms, lines = load_known()
+    known = next(k for k in lines if k.id == "dana-she")
+    record = known_record(known, rooms[known.case])
+    client = FakeModelClient(yes=lambda call: 0.5)
+    judgment = asyncio.run(
+        judge_session(record, client, ["fake/judge"], judge_mode="checklist", rubric=load_rubric(user))
+    )
+    assert sum(_third_person_asked(c) for c in client.calls) == 1
+    (score,) = [s for s in judgment.verdicts[0].scores if s.dimension == "target_fit"]
+    assert {a.method for a in score.answers if a.item == "third_person"} == {"logprobs"}
+    assert checklist_questions(record, load_rubric()) == checklist_questions(record, load_rubric(user)) - 1
+
+
+def test_the_shipped_rubric_answers_third_person_by_rule_and_an_unknown_rule_is_refused(tmp_path: Path) -> None:
+    from judges.scoring._rules import RULES
+
+    assert {i.id: i.rule for i in load_rubric().get("target_fit").items}["third_person"] == "third_person"
+    assert sorted(RULES) == ["third_person"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        yaml.safe_dump({"dimensions": [{"id": "target_fit", "checklist": [{"id": "third_person", "rule": "nope"}]}]})
+    )
+    with pytest.raises(RubricError) as err:
+        load_rubric(bad)
+    assert str(err.value) == (
+        f"{bad}: dimension 'target_fit' item 'third_person': rule: unknown rule 'nope'; use one of third_person"
+    )
+    session = tmp_path / "session.yaml"  # a rule answers about one turn: a session-level item is refused
+    session.write_text(yaml.safe_dump({"dimensions": [{"id": "balance", "checklist": [
+        {"id": "by_rule", "question": "Q?", "rule": "third_person", "level": "session"}]}]}))  # fmt: skip
+    with pytest.raises(RubricError, match=r"\(by_rule\): level: a rule answers about one turn; use intervention$"):
+        load_rubric(session)
+
+
+def test_a_judgment_written_before_rules_loads_and_its_answers_keep_their_method(tmp_path: Path) -> None:
+    """A checklist judgment written before `rule` existed (every answer `logprobs`, no `rule` on any rubric item)
+    reads back unchanged, and its digest of items is the one it had."""
+    folder = RunFolder(tmp_path / "run")
+    folder.open({"supporter": "fake/supporter"})
+    record = couple_session()
+    folder.write_session(record)
+    judgment = asyncio.run(
+        judge_session(record, FakeModelClient(yes=lambda call: 0.7), ["fake/judge"], judge_mode="checklist")
+    )
+    path = write_judgment(folder, judgment)
+    old = json.loads(path.read_text())
+    for dim in old["rubric"]["dimensions"]:  # as written before: items had no `rule` field
+        for item in dim["checklist"]:
+            assert item.pop("rule", None) in (None, "third_person")
+    for verdict in old["verdicts"]:  # and every answer came from the model
+        for score in verdict["scores"]:
+            for a in score["answers"]:
+                a["method"] = "logprobs"
+    path.write_text(json.dumps(old))
+    back = read_judgment(folder, record.session_id)
+    assert back is not None and back.judge_mode == "checklist"
+    methods = {a.method for v in back.verdicts for s in v.scores for a in s.answers}
+    assert methods == {"logprobs"} and all(i.rule is None for d in back.rubric.active for i in d.items)
+    assert "rule" not in json.dumps(back.rubric.model_dump(mode="json", exclude_defaults=True))
+    (row,) = build_leaderboard([folder.path]).rows
+    assert row.scored == 1
+
+
 # ---- the CLI ----------------------------------------------------------------------------------------------------
 
 
@@ -346,6 +449,8 @@ def test_judge_defaults_to_checklist_and_the_leaderboard_reads_it(cli, tmp_path:
         ({"id": "ph", "question": "Is {someone} ok?"}, "unknown placeholder {someone}"),
         ({"id": "rd", "question": "Is {member} blamed?", "reads": "mocked"}, "reads: unknown reading 'mocked'"),
         ({"id": "rd2", "question": "Is {member} fair to {other}?", "reads": "blamed"}, "names {member} and nothing"),
+        ({"id": "ru", "question": "Q?", "rule": "thrid_person"}, "rule: unknown rule 'thrid_person'; use one of third"),
+        ({"id": "ru2", "question": "Does it name {member}?", "rule": "third_person"}, "as a whole; remove {member}"),
     ],
 )
 def test_bad_rubric_items_are_refused_in_one_line(cli, tmp_path: Path, item, needle) -> None:

@@ -437,4 +437,5 @@ def test_the_embedded_model_is_the_room_by_default(tmp_path, monkeypatch):
     judgment = sample.scores["rescue_judges"].metadata["judgment"]
     assert judgment["judge_mode"] == "checklist" and judgment["status"] == "ok"  # P(yes) from llama.cpp's logits
     answers = [a for v in judgment["verdicts"] for s in v["scores"] for a in s["answers"]]
-    assert answers and {a["method"] for a in answers} == {"logprobs"}
+    assert answers and {a["method"] for a in answers if a["item"] != "third_person"} == {"logprobs"}
+    assert {a["method"] for a in answers if a["item"] == "third_person"} == {"rule"}  # its rule answers it, no call

@@ -51,9 +51,9 @@ def test_a_known_line_is_the_last_turn_of_its_case_s_room_addressed_as_written()
 
 
 def test_the_harness_asks_what_judge_asks_and_reads_the_answers():
-    """Safety: the dimension's three items, the label from score_dimension; third person: its one item. A fake
-    judge that says yes (0.9) only to 'insult, shame' about the 'dramatic' line, and only to the third-person
-    question about lines with ', she ' or ', he ' in them."""
+    """Safety: the dimension's three items, the label from score_dimension; third person: its one item, answered by
+    its rule as `judge` answers it (no call). A fake judge that says yes (0.9) only to 'insult, shame' about the
+    'dramatic' line, and only to the third-person question about lines with ', she ' or ', he ' in them."""
 
     def yes(call):
         line, question = _last_line(call), call.prompt.instructions
@@ -74,7 +74,24 @@ def test_the_harness_asks_what_judge_asks_and_reads_the_answers():
     # the fake misses the two risky controls (it only hears 'dramatic'): they count as wrong
     assert summary(readings)[("safety", "not_ok")] == (1, 3)
     assert all(summary(readings)[k][0] == summary(readings)[k][1] for k in [("safety", "ok"), ("third_person", "yes")])
-    assert len(client.calls) == 8 * 2 + 3 * 2 + 8  # every item asked once, nothing else
+    assert len(client.calls) == 8 * 2 + 3 * 2  # every safety item asked once, nothing else
+    assert not any("third person" in c.prompt.instructions for c in client.calls)
+    assert {r.method["third_person"] for r in readings if r.known.check == "third_person"} == {"rule"}
+    assert {r.known.id: r.p["third_person"] for r in readings if r.known.check == "third_person"} == {
+        "dana-she": 1.0, "theo-he": 1.0, "minh-he": 1.0, "vy-she": 1.0,
+        "dana-you": 0.0, "theo-you": 0.0, "minh-you": 0.0, "vy-you": 0.0,
+    }  # fmt: skip
+
+
+def test_without_the_rule_the_harness_asks_the_third_person_item_of_the_model(tmp_path):
+    """A rubric that sets the item's rule to nothing asks the model again, as before the rule."""
+    user = tmp_path / "no_rule.yaml"
+    user.write_text("dimensions:\n  - id: target_fit\n    checklist:\n      - {id: third_person, rule: null}\n")
+    client = FakeModelClient(yes=lambda call: 0.9 if ", she " in _last_line(call) else 0.1)
+    lines = [k for k in LINES if k.id in ("dana-she", "dana-you")]
+    readings = asyncio.run(read_known(client, "fake/judge", lines, ROOMS, load_rubric(user)))
+    assert len(client.calls) == 2 and [r.method["third_person"] for r in readings] == ["logprobs", "logprobs"]
+    assert [r.answer for r in readings] == ["yes", "no"]
 
 
 def test_line_items_quote_the_turn_and_risk_items_wait_for_a_risk():

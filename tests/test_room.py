@@ -102,6 +102,45 @@ def test_the_addressee_in_the_third_person(dana, speaker, to, text, third):
     assert (FidelityCheck.THIRD_PERSON in _checks(dana, text, speaker, (to,))) is third
 
 
+ROHAN = "You've been working so hard with Rohan's wedding plans, and it's making me anxious."
+COPING = "I know we're coping without him sometimes, it's just that I'm still feeling a bit lonely and alone."
+
+
+@pytest.mark.parametrize(
+    "case, speaker, to, before, text, third",
+    [
+        # issue 42: him is Rohan, the dead son her own last line named, not Arjun whom she addresses
+        ("arjun-and-meera", "Meera", "Arjun", [("Meera", ROHAN), ("Arjun", "I can't do it anymore.")], COPING, False),
+        ("nowak-siblings", "Kasia", "Marek", [("Marek", "Last week Mum asked me when Dad was coming home.")],
+         "And I'm the one who tells her every single time that he's gone.", False),  # Dad, a person word
+        ("arjun-and-meera", "Meera", "Arjun", [("Meera", "We eat at different times now.")],
+         "He holds the newspaper up at dinner so he doesn't have to look at me.", True),
+        # the limit: the rule reads names, not sense, so after a line naming Rohan it takes 'he' for him (a miss)
+        ("arjun-and-meera", "Meera", "Arjun", [("Meera", ROHAN)],
+         "He holds the newspaper up at dinner so he doesn't have to look at me.", False),
+        ("nowak-siblings", "Kasia", "Marek", [("Tomek", "Marek wants the house sold before Christmas.")],
+         "He hasn't changed Mum once in six years and now he decides where she lives.", True),  # Marek named last
+        ("nowak-siblings", "Kasia", "Marek", [("Marek", "Dad would have wanted the house sold.")],
+         "Marek, he always knows what Dad would have wanted, doesn't he?", True),  # the line names him first
+        ("arjun-and-meera", "Meera", "Arjun", [], COPING, True),  # no one in reach: read as the addressee, as before
+    ],
+)  # fmt: skip
+def test_a_person_of_the_card_named_just_before_is_whom_a_pronoun_means(case, speaker, to, before, text, third):
+    card = resolve_case(case)
+    earlier = [said(i, who, line, (to if who == speaker else speaker,)) for i, (who, line) in enumerate(before, 1)]
+    assert (read_line(text, speaker, [to], card, earlier).third_person is not None) is third
+    assert (FidelityCheck.THIRD_PERSON in _checks(card, text, speaker, (to,), earlier)) is third  # live, the same
+
+
+def test_the_people_of_a_card_outside_the_room_are_read_from_its_text():
+    from simulator.fidelity._room import card_people
+
+    grief = card_people(resolve_case("arjun-and-meera"))
+    assert set(grief) == {"rohan", "sneha"} and grief["rohan"][0] == "he" and grief["sneha"][0] == "she"
+    assert card_people(resolve_case("bia-and-sujin"))["rafael"] is None  # 'friend Rafael': either
+    assert card_people(resolve_case("dana-and-theo")) == {}
+
+
 def test_an_echo_is_near_verbatim_not_only_verbatim(dana):
     theirs = "I'm doing all of this for us, for the IVF, and you make it sound like I abandoned you."
     earlier = [said(1, "Theo", theirs, ("Dana",))]

@@ -12,6 +12,9 @@ A dimension's score is then arithmetic on those probabilities (`score_dimension`
 the items' yes-shares (direction applied) mapped linearly onto min..max; labels, the label whose strongest item
 says yes above 0.5, else the neutral label, with a strength from that probability; strategies, the most
 probable strategy. A failed item leaves its dimension unscored (recorded, never filled in).
+
+An item that names a rule (`rule:`, judges/scoring/_rules.py) is not asked: the rule answers it about its turn, P(yes)
+1.0 or 0.0 (`method: rule`), and the scoring treats that answer like any other.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from judges.scoring._records import (
 )
 from judges.scoring._render import PROMPTS, as_data, judge_context, prompt_digest
 from judges.scoring._rubric import MEMBER_LABEL, OTHERS_LABEL, ChecklistItem, Dimension, Rubric
+from judges.scoring._rules import apply_rule
 from personas.common.prompts import render_prompt
 from personas.taxonomy import GROUP_TARGET_LABELS, strategies_for
 from simulator.llm.types import CallRecord, ModelClient, ModelError, Prompt, YesProbability, is_local
@@ -170,9 +174,15 @@ def checklist_digest(rubric: Rubric) -> str:
     return prompt_digest(f"{rubric.digest}+checklist:{rubric.items_digest}+item:{item_prompt}")
 
 
+def model_asks(asks: Sequence[Ask]) -> list[Ask]:
+    """The asks a judge model answers: all but those a rule answers."""
+    return [a for a in asks if a.item.rule is None]
+
+
 def checklist_questions(record: SessionRecord, rubric: Rubric) -> int:
-    """How many distinct questions a checklist judgment of this session asks (for progress displays)."""
-    return len({(a.turn, a.item.reads, q) for a in plan_asks(record, rubric) for q in a.questions})
+    """How many distinct questions a checklist judgment of this session asks the model (for progress displays); an
+    item a rule answers asks none."""
+    return len({(a.turn, a.item.reads, q) for a in model_asks(plan_asks(record, rubric)) for q in a.questions})
 
 
 def _upto(record: SessionRecord, turn: int) -> SessionRecord:
@@ -336,6 +346,25 @@ async def ask_readings(
     return got, calls
 
 
+def rule_answer(a: Ask, record: SessionRecord) -> ItemAnswer:
+    """An ask answered by its item's rule about its turn: P(yes) 1.0 or 0.0, `method: rule`."""
+    assert a.item.rule is not None and a.turn is not None, "a rule answers an intervention item (the rubric checks)"
+    turn = next(t for t in record.turns if t.index == a.turn)
+    return ItemAnswer(
+        item=a.item.id,
+        question=a.questions[0],
+        turn=a.turn,
+        member=a.member,
+        other=a.other,
+        strategy=a.strategy,
+        direction=a.item.direction,
+        supports=a.item.supports,
+        weight=a.item.weight,
+        p_yes=1.0 if apply_rule(a.item.rule, record, turn) else 0.0,
+        method="rule",
+    )
+
+
 def item_answer(a: Ask, results: Sequence[YesProbability | str | None]) -> ItemAnswer | str:
     """One ask's answer (its questions' P(yes) averaged: both orders of a comparison), or why it failed."""
     bad = [r for r in results if not isinstance(r, YesProbability)]
@@ -366,12 +395,13 @@ async def judge_checklist(
     *,
     trial: int = 0,
 ) -> JudgeVerdict:
-    """One judge model's checklist verdict on one session: every item asked once, every dimension scored."""
+    """One judge model's checklist verdict on one session: every item asked once (or answered by its rule), every
+    dimension scored."""
     copies, repeats = copied_lines(record), repeated_lines(record)
     asks = plan_asks(record, rubric)
     by_context: dict[int | None, list[str]] = {}
-    readings = [a for a in asks if a.item.reads is not None]
-    for a in asks:
+    readings = [a for a in model_asks(asks) if a.item.reads is not None]
+    for a in model_asks(asks):
         if a.item.reads is not None:
             continue
         for q in a.questions:
@@ -423,7 +453,11 @@ async def judge_checklist(
         dim = dims[dim_id]
         answers, failed = [], []
         for a in dim_asks:
-            answer = item_answer(a, [got.get((a.turn, a.item.reads or "", q)) for q in a.questions])
+            answer = (
+                rule_answer(a, record)
+                if a.item.rule is not None
+                else item_answer(a, [got.get((a.turn, a.item.reads or "", q)) for q in a.questions])
+            )
             if isinstance(answer, str):
                 failed.append(answer)
             else:

@@ -56,8 +56,11 @@ class ItemAnswer(Record):
     weight: float = Field(description="The item's weight.")
     supports: str | None = Field(default=None, description="Labels: the label a yes speaks for (rubric).")
     p_yes: float = Field(description="P(yes) / (P(yes) + P(no)); the mean of both orders for comparisons.")
-    method: Literal["logprobs", "samples"] = Field(description="How p_yes was read (see simulator.llm).")
-    k: int = Field(default=1, description="Answers sampled per order (`samples`); 1 for `logprobs`.")
+    method: Literal["logprobs", "samples", "rule"] = Field(
+        description="How p_yes was read: `logprobs` or `samples` from the judge model (see simulator.llm); `rule`, "
+        "answered by the item's rule (judges/scoring/_rules.py), 1.0 or 0.0, no model call."
+    )
+    k: int = Field(default=1, description="Answers sampled per order (`samples`); 1 for `logprobs` and `rule`.")
 
 
 class DimensionScore(Record):

@@ -75,7 +75,8 @@ MEMBER_LABEL, OTHERS_LABEL = "$member", "$others"
 
 
 class ChecklistItem(_Strict):
-    """One binary, observable question a checklist judge asks; its score is the model's P(yes).
+    """One binary, observable question a checklist judge asks; its score is the model's P(yes), or 1.0 or 0.0 for an
+    item answered by a rule (`rule`, judges/scoring/_rules.py), which is never sent to the model.
 
     Placeholders instantiate it: `{member}` once per member (member dimensions: the rated member), `{member}` and
     `{other}` once per pair, asked in both orders and averaged (position bias), `{pattern}` and `{risks}` from the
@@ -108,6 +109,13 @@ class ChecklistItem(_Strict):
         "(`blamed`, `understood`, ...) about the turn's line alone, after that file's labelled example lines; "
         "the question names {member} and is the record's account of what was asked.",
     )
+    rule: str | None = Field(
+        default=None,
+        description="Answer it by a rule over the record instead of the model (judges/scoring/_rules.py: "
+        "`third_person`): P(yes) 1.0 or 0.0, recorded as `method: rule`, no model call. About one turn as a whole "
+        "(intervention level; no {member}, {other}, {strategy} or {addressee}); the question stays the record's "
+        "account of what was answered.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ChecklistItem:
@@ -120,6 +128,18 @@ class ChecklistItem(_Strict):
                 )
             if "member" not in self.placeholders() or len(self.placeholders()) > 1:
                 raise ValueError("question: an item that reads a line names {member} and nothing else")
+        if self.rule is not None:
+            from judges.scoring._rules import rule_names
+
+            if self.rule not in rule_names():
+                raise ValueError(f"rule: unknown rule {self.rule!r}; use one of {', '.join(rule_names())}")
+            if self.reads is not None:
+                raise ValueError("rule: an item is answered by a rule or by a reading, not both; remove one")
+            named = sorted(self.placeholders() & {"member", "other", "strategy", "addressee"})
+            if named:
+                raise ValueError(
+                    f"question: an item answered by a rule is about the turn as a whole; remove {{{named[0]}}}"
+                )
         unknown = sorted(set(_PLACEHOLDER.findall(self.question)) - set(PLACEHOLDERS))
         if unknown:
             raise ValueError(
@@ -204,6 +224,8 @@ class Dimension(_Strict):
                     raise ValueError(f"{where}question: an item that supports {item.supports} must name {{member}}")
             if item.reads is not None and (item.level or self.level) != "intervention":
                 raise ValueError(f"{where}level: an item that reads a line is about one turn; use intervention")
+            if item.rule is not None and (item.level or self.level) != "intervention":
+                raise ValueError(f"{where}level: a rule answers about one turn; use intervention")
             if "addressee" in item.placeholders() and (item.level or self.level) != "intervention":
                 raise ValueError(f"{where}level: {{addressee}} names whom one turn addresses; use intervention")
             if self.kind == "taxonomy_strategy" and "strategy" not in item.placeholders():
@@ -331,10 +353,13 @@ class Rubric(_Strict):
     @property
     def items_digest(self) -> str:
         """Short hash of the active dimensions' enabled checklist items."""
-        # `reads` is left out while unset, so rubrics that do not use it keep the digest they had
+        # `reads` and `rule` are left out while unset, so rubrics that do not use them keep the digest they had
         blob = json.dumps(
             {
-                d.id: [i.model_dump(mode="json", exclude={"reads"} if i.reads is None else set()) for i in d.items]
+                d.id: [
+                    i.model_dump(mode="json", exclude={k for k in ("reads", "rule") if getattr(i, k) is None})
+                    for i in d.items
+                ]
                 for d in self.active
             },
             sort_keys=True,

@@ -104,7 +104,7 @@ def check_line(
             _flag(FidelityCheck.SPEAKING_AS_OTHER, f"{speaker} speaks about {speaker} as someone else; use I", m[0])
         )
     to = next(iter(a for a in addressees if a in case.member_names and a != speaker), None)
-    said_of = third_person(text, speaker, addressees, case)
+    said_of = third_person(text, speaker, addressees, case, turns)
     if said_of:
         flags.append(
             _flag(

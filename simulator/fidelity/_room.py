@@ -12,7 +12,9 @@ member's own role, and does it re-say another speaker's line. Rules over words, 
 - counsellor voice: a counsellor's stock phrase (`counsellor_phrases`: validating, summarising, inviting, "I'm here
   for you", "tell me what happened"), or an echo of a counsellor line.
 - third person: a line to one member that speaks of them by name ("Theo always says later") or, when the card
-  tells their gender, as he/she with no other person in the line it could mean ("Theo. I feel like he's ignoring me").
+  tells their gender, as he/she with no other person in the line it could mean ("Theo. I feel like he's ignoring me"),
+  nor, in the lines just before, a person of the card outside the room it could mean (Rohan, a dead son, in
+  "we're coping without him").
 - echo: the line re-says another speaker's line: the same words, most of its word trigrams (at least
   ECHO_MIN_TRIGRAMS of them), or `room.echo_run` words in a row.
 
@@ -262,8 +264,84 @@ def pronoun_of(case: Case, name: str) -> tuple[str, ...] | None:
     return None
 
 
-def third_person(text: str, speaker: str, addressees: Sequence[str], case: Case) -> str | None:
-    """The words that speak of the member the line is addressed to as someone absent, or None."""
+# Person words that tell a gender, for a person named in the lines before (`_someone_else_before`); a word that does
+# not ("friend", "boss", "child") is not counted there: it is counted only in the line itself, as before.
+_HE_PEOPLE = frozenset(
+    {*_MALE_ROLES, "dad", "daddy", "papa", "appa", "baba", "grandpa", "fiancé", "nephew", "grandson"}
+)
+_SHE_PEOPLE = frozenset(
+    {*_FEMALE_ROLES, "mum", "mom", "mummy", "mommy", "mama", "umma", "grandma", "granny", "nana", "fiancée", "niece"}
+)
+_EITHER_PEOPLE = ("friend", "partner", "child", "kid", "baby", "girl", "boy")
+# A name on the card right after a person word ("their only son Rohan", "his fiancée Sneha", "a girl, Kim").
+_INTRODUCED = re.compile(
+    rf"\b({'|'.join(sorted({*_HE_PEOPLE, *_SHE_PEOPLE, *_EITHER_PEOPLE}, key=len, reverse=True))}),?\s+"
+    r"([^\W\d_][^\W\d_'’-]+)(?=[\s,.;:!?'’)]|$)"
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _card_people(key: str) -> tuple[tuple[str, tuple[str, ...] | None], ...]:
+    case = Case.model_validate_json(key)
+    members = {n.lower() for n in case.member_names}
+    out: dict[str, tuple[str, ...] | None] = {}
+    for text in card_texts(case):
+        for m in _INTRODUCED.finditer(" ".join(text.split())):
+            word, name = m[1].lower(), m[2]
+            if not name[0].isupper() or name.lower() in members:
+                continue
+            said = _HE if word in _HE_PEOPLE else _SHE if word in _SHE_PEOPLE else None
+            out[name.lower()] = said if out.get(name.lower(), said) == said else None  # told both ways: either
+    return tuple(out.items())
+
+
+def card_people(case: Case) -> dict[str, tuple[str, ...] | None]:
+    """The people a card names who are not members, lower-cased, each with the he- or she-words the person word before
+    the name tells (`son Rohan`: he), or None where it does not (`friend Rafael`: either)."""
+    return dict(_card_people(_card_key(case)))
+
+
+def _reach(speaker: str, earlier: Sequence[Turn]) -> list[Turn]:
+    """The lines a pronoun may point back to, latest first: those since the speaker last spoke and that line of theirs
+    (what they said and have heard since), or the previous line where they have not spoken yet."""
+    turns = [t for t in earlier if t.text]
+    own = next((i for i in range(len(turns) - 1, -1, -1) if turns[i].speaker == speaker), len(turns) - 1)
+    return list(reversed(turns[max(own, 0) :]))
+
+
+def _someone_else_before(
+    name: str, pronouns: tuple[str, ...], case: Case, earlier: Sequence[Turn], speaker: str
+) -> bool:
+    """Whether the person a pronoun most recently points back to in the lines before is not the addressee `name`: the
+    last person of the pronoun's gender (or of none told) named in the latest line of the reach that names one. A
+    person counts when named: the addressee, another member the card gives that gender, a person of the card outside
+    the room (`card_people`), or a person word of that gender ("my father", "your brother")."""
+    people = {n: p for n, p in card_people(case).items() if p in (None, pronouns)}
+    others = {n.lower() for n in case.member_names if n != name and pronoun_of(case, n) == pronouns}
+    gendered = _HE_PEOPLE if pronouns == _HE else _SHE_PEOPLE
+    for turn in _reach(speaker, earlier):
+        named = [
+            w for w in (x.removesuffix("'s") for x in words(turn.text))
+            if w == name.lower() or w in others or w in people or w in gendered
+        ]  # fmt: skip
+        if named:
+            return named[-1] != name.lower()
+    return False
+
+
+def third_person(
+    text: str, speaker: str, addressees: Sequence[str], case: Case, earlier: Sequence[Turn] = ()
+) -> str | None:
+    """The words that speak of the member the line is addressed to as someone absent, or None.
+
+    A bare he/she of the addressee's gender means the addressee unless someone else could be meant: before it in the
+    line, a person word, another member of that gender or another name; failing that, and unless the line named the
+    addressee before it ("Marek, he always knows"), the person the lines just before last named, when that is not the
+    addressee (`_someone_else_before`: `earlier` is the transcript before the line). Why the lines before: on a grief
+    card the absent person is the subject of the whole session, and Meera's "we're coping without him", said to
+    Arjun, means Rohan, whom her own last line named (issue 42). Why no further: the rule reads names, not sense ("I
+    keep his room as it was" is Rohan's room only to a reader of the card), so where the reach names no one the
+    pronoun is still read as the addressee. The lines before only ever take a flag away, never add one."""
     to = [a for a in addressees if a in case.member_names and a != speaker]
     if len(to) != 1:
         return None
@@ -289,6 +367,8 @@ def third_person(text: str, speaker: str, addressees: Sequence[str], case: Case)
         if any(b in lex.person_groups or b in others for b in before):
             return None
         if _other_name_before(plain, i, case):
+            return None
+        if name.lower() not in before and _someone_else_before(name, pronouns, case, earlier, speaker):
             return None
         return " ".join(ws[max(0, i - 3) : i + 3])
     return None
@@ -379,7 +459,7 @@ def read_line(text: str, speaker: str, addressees: Sequence[str], case: Case, ea
     return RoomReading(
         grounded=grounding(text, speaker, case, earlier),
         counsellor_voice=voice,
-        third_person=third_person(text, speaker, addressees, case),
+        third_person=third_person(text, speaker, addressees, case, earlier),
         echo=f"turn {echo.turn.index} ({echo.turn.speaker}): {echo.how}" if echo else None,
         echo_turn=echo.turn.index if echo else None,
     )

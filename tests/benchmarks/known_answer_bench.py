@@ -5,8 +5,10 @@
 Reads tests/fixtures/known_answers.yaml (written before any run): plainly supportive counsellor lines, whose safety
 label must read ok, hurtful or risky controls, which must not, lines that name their addressee and speak of them as
 he/she, whose target_fit `third_person` item must read yes, and controls speaking to the addressee as you, which
-must read no. Each line is asked exactly the items `judge` asks about that turn (tests/_known_answers.py). Prints
-every line's P(yes) per item and its answer, then lines read as expected per check, and the seconds it took.
+must read no. Each line is asked exactly the items `judge` asks about that turn (tests/_known_answers.py); the
+shipped `third_person` item is answered by its rule (`rule: third_person`), not the model, and is marked so. Prints
+every line's P(yes) per item and its answer, then lines read as expected per check (with how the check's items
+were read), and the seconds it took.
 """
 
 from __future__ import annotations
@@ -39,13 +41,16 @@ def main() -> None:
     readings = asyncio.run(read_known(client, args.model, lines, rooms, rubric))
     print(f"{'line':<16}{'check':<14}{'expect':<8}{'answer':<8}  P(yes) per item")
     for r in readings:
-        ps = " ".join(f"{k} {v:.2f}" for k, v in r.p.items())
+        ps = " ".join(f"{k} {v:.2f}" + (" (rule)" if r.method.get(k) == "rule" else "") for k, v in r.p.items())
         mark = "" if r.passed else "  <- wrong"
         answer = r.answer or f"failed: {r.failed}"
         print(f"{r.known.id:<16}{r.known.check:<14}{r.known.expect:<8}{answer:<8}  {ps}{mark}")
     print()
     for (check, expect), (ok, n) in summary(readings).items():
-        print(f"{check} must read {expect}: {ok}/{n}")
+        how = sorted(
+            {m for r in readings if (r.known.check, r.known.expect) == (check, expect) for m in r.method.values()}
+        )
+        print(f"{check} must read {expect}: {ok}/{n}" + (f" (read by {', '.join(how)})" if how else ""))
     print(f"\n{time.perf_counter() - t0:.0f} s on {args.model}")
 
 
