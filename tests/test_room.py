@@ -16,11 +16,11 @@ from personas.library import resolve_case
 from simulator.director import card_beats, choose_beat
 from simulator.engine import SessionConfig, run_session
 from simulator.faults import detect_faults
-from simulator.fidelity import check_line, read_line
 from simulator.llm.fake import FakeModelClient
 from simulator.members import member_turn
 from simulator.records import FaultKind, FidelityCheck, SessionRecord, Turn
 from simulator.supporters import SilentSupporter
+from simulator.turn_checks import check_line, read_line
 from simulator.view import build_view
 from tests._sim_fakes import RoomScript
 

@@ -60,10 +60,10 @@ from personas.common.prompts import render_prompt
 from personas.common.records import Record
 from personas.rescue import GoldRow, GoldTrajectory
 from personas.taxonomy import SUPPORTER_NAME
-from simulator.fidelity import words
 from simulator.llm.types import ModelClient, YesProbability
 from simulator.records import SessionRecord
 from simulator.runfolder import RunFolder, RunFolderError
+from simulator.turn_checks import words
 
 REAL_OR_SIMULATED_SCHEMA_VERSION = 1
 MIN_WORDS = 3  # lines shorter than this (either side) are not paired

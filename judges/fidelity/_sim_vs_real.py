@@ -32,8 +32,8 @@ from judges.stats._distances import js_distance, wasserstein
 from personas.common.records import Record
 from personas.rescue import GoldRow, GoldTrajectory, gold_from_sample, load_gold, load_rescue
 from personas.taxonomy import MEMBER_MOVES, RESCUE_UTTERANCE_MOVES, SUPPORTER_NAME, patterns_for
-from simulator.fidelity import words
 from simulator.records import SessionRecord, Turn
+from simulator.turn_checks import words
 
 Metric = Literal["jensen_shannon", "wasserstein"]
 

@@ -1,4 +1,4 @@
-"""The room measures of issue 42 (simulator.fidelity.read_line), measured where the answer is known.
+"""The room measures of issue 42 (simulator.turn_checks.read_line), measured where the answer is known.
 
     python tests/benchmarks/room_bench.py known                 # the hand-labelled lines of data/room_lines.yaml
     python tests/benchmarks/room_bench.py rescue [--src FILE]   # RESCUE's real member lines
@@ -37,7 +37,7 @@ def _turn(i: int, speaker: str, text: str, to: list[str]):
 
 def known() -> None:
     from personas.library import resolve_case
-    from simulator.fidelity import read_line
+    from simulator.turn_checks import read_line
 
     lines = yaml.safe_load((HERE / "data" / "room_lines.yaml").read_text())["lines"]
     counts = {m: {"hit": 0, "false_alarm": 0, "miss": 0, "right_no": 0} for m in MEASURES}
@@ -115,7 +115,7 @@ def known_ask(model: str | None) -> None:
 def rescue(src: Path) -> None:
     from personas.rescue import case_from_sample, load_rescue
     from personas.taxonomy import SUPPORTER_NAME
-    from simulator.fidelity import read_line
+    from simulator.turn_checks import read_line
 
     samples = load_rescue(src)
     total = {m: 0 for m in MEASURES}

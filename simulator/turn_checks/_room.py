@@ -30,7 +30,9 @@ from dataclasses import dataclass
 import yaml
 
 from personas.case import Case
-from simulator.fidelity._text import (
+from simulator.llm.tokenizers import common_words
+from simulator.records import Turn
+from simulator.turn_checks._text import (
     _ADVERBS,
     _SELF_VERBS,
     LEXICON_PATH,
@@ -40,8 +42,6 @@ from simulator.fidelity._text import (
     trigrams,
     words,
 )
-from simulator.llm.tokenizers import common_words
-from simulator.records import Turn
 
 # An echo by overlap needs this many shared word trigrams: on RESCUE's real lines, a short reply sharing two ("how
 # you are with me") reached the near-duplicate overlap with the line it answered (tests/benchmarks/room_bench.py).
