@@ -8,7 +8,7 @@ Imports only `personas` and simulator's records, model client types, transcript 
 __rescue_sim__ = True
 
 from judges.boards._leaderboard import DimensionSummary, Leaderboard, SupporterRow, build_leaderboard
-from judges.fidelity._audit import (
+from judges.room_audit._audit import (
     FIDELITY_SCHEMA_VERSION,
     NULL_DRIFT_THRESHOLD,
     CaseDrift,
@@ -21,8 +21,8 @@ from judges.fidelity._audit import (
     fidelity_report,
     null_drift,
 )
-from judges.fidelity._sim_vs_real import ComparisonRow, SimVsReal, TransitionRow, compare_runs_with_rescue, load_golds
-from judges.fidelity._turn_taking import FloorComparison, TurnTaking, TurnTakingRow, floor_by_group, turn_taking
+from judges.room_audit._sim_vs_real import ComparisonRow, SimVsReal, TransitionRow, compare_runs_with_rescue, load_golds
+from judges.room_audit._turn_taking import FloorComparison, TurnTaking, TurnTakingRow, floor_by_group, turn_taking
 from judges.scoring._checklist import checklist_digest, checklist_questions, judge_checklist
 from judges.scoring._faults import FaultedSession, FaultTally, faulted
 from judges.scoring._judge import (

@@ -21,7 +21,7 @@ turns it into faults, each with its turn, member and a quote from the record:
 - `member_silent`: a member who never spoke in a session of enough member turns: the room became a dyad (or a
   smaller family) and measures support for fewer people than the case has;
 - `member_dominates`: one member holding more of the speaking turns than real rooms show (the share per group is
-  data from RESCUE's speaker shares, `faults.dominant_share`; `judges.fidelity.rescue_speaker_shares` recomputes
+  data from RESCUE's speaker shares, `faults.dominant_share`; `judges.room_audit.rescue_speaker_shares` recomputes
   it). Neither is raised under a stressor that quiets a member by design (`faults.room_exempt_perturbations`).
 """
 

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from judges import audit_record, fidelity_report
-from judges.fidelity._sim_vs_real import compare, load_golds
+from judges.room_audit._sim_vs_real import compare, load_golds
 from judges.stats import js_distance
 from personas.library import resolve_case
 from personas.rescue import case_from_sample, gold_from_sample, load_rescue

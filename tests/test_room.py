@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from judges.fidelity import audit_record, room_turns
+from judges.room_audit import audit_record, room_turns
 from personas.case import parse_case
 from personas.library import resolve_case
 from simulator.director import card_beats, choose_beat
@@ -336,7 +336,7 @@ def view_strategy(case):
 
 
 def test_the_questions_ask_only_what_the_rule_left_unflagged_and_record_failures(dana):
-    from judges.fidelity import ask_room, questions_for
+    from judges.room_audit import ask_room, questions_for
     from tests._stress_fixtures import record
 
     rec = record(dana, [("m", "Dana", "You took the promotion and now he's never home."),

@@ -284,7 +284,7 @@ def test_the_same_difference_on_a_few_units_is_no_separation():
     assert "no spread to estimate; a sign test needs 6" in few.note
     assert not analyse_metric(_metric(["a", "b"]), ladder_of(5)).separates_top_bottom
     assert analyse_metric(_metric(["a", "b"]), ladder_of(6)).separates_top_bottom
-    # the same rule for the trajectory separation of the room (judges.fidelity): one function decides both
+    # the same rule for the trajectory separation of the room (judges.room_audit): one function decides both
     assert not difference_separates([1.0, 1.0], (1.0, 1.0)) and difference_separates([1.0] * 6, (1.0, 1.0))
     assert difference_separates([0.9, 1.1, 1.0], (0.8, 1.2)) and not difference_separates([0.9, 1.1], (-0.1, 2.1))
 

@@ -15,10 +15,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from judges.fidelity._audit import FidelitySummary, fidelity_by_supporter
 from judges.ratings._agreement import HumanAgreement
 from judges.ratings._ppi import PPIEstimate
 from judges.ratings._store import BatchSummary
+from judges.room_audit._audit import FidelitySummary, fidelity_by_supporter
 from judges.scoring._facts import copied_lines, repeated_lines
 from judges.scoring._faults import FaultedSession, FaultTally, faulted
 from judges.scoring._panel import labelled_shares, session_values
@@ -183,7 +183,7 @@ class Leaderboard(Record):
     )
     fidelity: dict[str, FidelitySummary] = Field(
         default_factory=dict,
-        description="With `fidelity=True`: per supporter, how person-like the simulated room was (judges.fidelity).",
+        description="With `fidelity=True`: per supporter, how person-like the simulated room was (judges.room_audit).",
     )
 
 

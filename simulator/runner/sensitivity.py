@@ -6,7 +6,7 @@ expected to order. `sensitivity_config` turns a model, cases, seeds and perturba
 with one supporter per rung; `run_sensitivity` runs and judges it with the stress runner (`run_stress`, so
 `run_specs`: concurrent, resumable) and `analyse` compares observed and declared orders.
 
-Beside the metrics, whether the room answered each rung (`judges.fidelity.responsiveness`: members' state
+Beside the metrics, whether the room answered each rung (`judges.room_audit.responsiveness`: members' state
 changes and moves after the rung's turns against the silent rung's null drift, over the same units) and the
 trajectory separation of the top rung from `sides` (final self-reported state, paired over units).
 
@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from judges import FaultTally
-from judges.fidelity import ResponsivenessReport
+from judges.room_audit import ResponsivenessReport
 from personas.common.errors import UserError
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, config_hash
@@ -181,7 +181,7 @@ def room_responsiveness(
     ladder: Ladder, model: str, folder: RunFolder, specs: Sequence[SessionSpec]
 ) -> ResponsivenessReport | None:
     """Did the members answer each rung? Completed sessions, case x seed units, top rung vs `sides` separated."""
-    from judges.fidelity import responsiveness, session_responsiveness
+    from judges.room_audit import responsiveness, session_responsiveness
 
     rungs = ladder.specs(model)
     sessions = [

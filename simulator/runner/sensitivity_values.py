@@ -23,7 +23,7 @@ def unit_of(spec: SessionSpec | Any) -> str:
 def metric_values(ladder: Ladder, record: Any, judgment: Any, check: Any) -> dict[str, float]:
     """Each headline metric's value for one completed session (absent where the session gives it none)."""
     from judges import session_values, trajectory_metrics
-    from judges.fidelity import blamed_share, heard_gain
+    from judges.room_audit import blamed_share, heard_gain
     from judges.stress import CheckStatus, critical_failure
 
     judged = session_values(judgment) if judgment is not None else {}

@@ -1,7 +1,7 @@
 """Per-turn fidelity checks on member turns: cheap, deterministic, no model call.
 
 A member turn is checked before it is accepted (simulator.members re-asks a failing part with the reason, then
-accepts it flagged), and the same functions audit saved sessions after the fact (judges.fidelity), so old and
+accepts it flagged), and the same functions audit saved sessions after the fact (judges.room_audit), so old and
 new records are measured alike. Thresholds are module constants, documented here:
 
 - repeats: the overlap coefficient of two turns' word-trigram sets, |A ∩ B| / min(|A|, |B|), compared with every

@@ -1,6 +1,6 @@
 """The room measures of a member line (issue 42): does it bring this case's own material, is it said in the
 member's own role, and does it re-say another speaker's line. Rules over words, no model call, so they run live
-(a failing line is re-asked) and on saved records alike (`judges.fidelity` audits old sessions the same way).
+(a failing line is re-asked) and on saved records alike (`judges.room_audit` audits old sessions the same way).
 
 - grounded: the line carries a word specific to this case (a word of the card's problem, history, setting,
   backgrounds, needs and fears, triggers, softeners, private knowledge, agenda or viewpoints that at most

@@ -77,7 +77,7 @@ async def _run(
 
 
 def _report(folders: list[Path]) -> None:
-    from judges.fidelity._audit import audit_record
+    from judges.room_audit._audit import audit_record
     from simulator.records import SessionRecord
 
     print(

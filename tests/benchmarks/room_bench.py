@@ -63,11 +63,11 @@ def known() -> None:
 
 
 def known_ask(model: str | None) -> None:
-    """The yes/no questions (judges.fidelity.ask_room) on the known-answer lines: every line asked every question
+    """The yes/no questions (judges.room_audit.ask_room) on the known-answer lines: every line asked every question
     (not only where the rule is silent), so each question is measured on its own against the labels."""
     import asyncio
 
-    from judges.fidelity._room_questions import YES, room_questions
+    from judges.room_audit._room_questions import YES, room_questions
     from judges.scoring._checklist import CHECKLIST_PROMPTS, SAMPLES
     from judges.scoring._render import judge_context
     from personas.common.prompts import render_prompt
@@ -160,7 +160,7 @@ def rescue(src: Path) -> None:
 
 
 def sessions(folders: list[Path]) -> None:
-    from judges.fidelity import audit_record
+    from judges.room_audit import audit_record
     from simulator.records import SessionRecord
 
     for folder in folders:

@@ -22,14 +22,14 @@ from pathlib import Path
 
 from pydantic import Field
 
-from judges.fidelity._responsiveness import (
+from judges.room_audit._responsiveness import (
     ResponsivenessReport,
     default_pairs,
     responsiveness,
     session_responsiveness,
 )
-from judges.fidelity._sim_vs_real import SimVsReal, compare_runs_with_rescue, load_golds, missing_samples
-from judges.fidelity._turn_taking import FloorComparison, floor_by_group
+from judges.room_audit._sim_vs_real import SimVsReal, compare_runs_with_rescue, load_golds, missing_samples
+from judges.room_audit._turn_taking import FloorComparison, floor_by_group
 from judges.scoring._faults import faulted
 from judges.scoring._store import read_judgment
 from judges.scoring._trajectory import distress, insider_outsider_gap, relation_change
