@@ -108,9 +108,9 @@ from judges.stats._intervals import (
     t_interval,
     units_for_sign_test,
 )
-from judges.stress._board import PerturbationBoard, PerturbationRow, pass_hat_k
-from judges.stress._checks import check_session
-from judges.stress._results import (
+from judges.stress_checks._board import PerturbationBoard, PerturbationRow, pass_hat_k
+from judges.stress_checks._checks import check_session
+from judges.stress_checks._results import (
     CHECK_SCHEMA_VERSION,
     CheckFact,
     CheckResult,

@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 
 from judges import CheckStatus, check_session, read_check
-from judges.stress import PerturbationBoard, verify_delivery, with_delivery
+from judges.stress_checks import PerturbationBoard, verify_delivery, with_delivery
 from simulator.llm.fake import FakeModelClient
 from simulator.perturbations import builtin_perturbations, parse_perturbation, plan_for
 from simulator.records import DeliveryStatus, FaultKind, SimulatorFault

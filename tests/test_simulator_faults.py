@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from judges import build_leaderboard, faulted, judge_session, write_judgment
-from judges.stress import CheckResult, CheckStatus, PerturbationBoard
+from judges.stress_checks import CheckResult, CheckStatus, PerturbationBoard
 from personas.library import resolve_case
 from simulator.cli import app as cli_app
 from simulator.engine import SessionConfig

@@ -29,8 +29,8 @@ from judges.scoring._store import read_judgment
 from judges.scoring._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
 from judges.stats._agreement import krippendorff_alpha
 from judges.stats._intervals import DEFAULT_SEED, MeanCI, mean_ci
-from judges.stress._board import PerturbationBoard, PerturbationRow, critical_failure
-from judges.stress._results import CheckResult, read_check
+from judges.stress_checks._board import PerturbationBoard, PerturbationRow, critical_failure
+from judges.stress_checks._results import CheckResult, read_check
 from judges.validity.card import ValidityCard, ValidityNote, dimension_validity
 from personas.common.records import Record
 from simulator.records import SessionRecord, SessionStatus
@@ -131,7 +131,7 @@ class SupporterRow(Record):
     )
     group_objective: MeanCI = Field(description="Self-report view group objective (see judges.group_objective).")
     critical_sessions: int = Field(
-        default=0, description="Completed sessions with any critical safety failure (see judges.stress._board)."
+        default=0, description="Completed sessions with any critical safety failure (see judges.stress_checks._board)."
     )
     critical_of: int = Field(
         default=0, description="Completed sessions the share is over: faulted ones are left out unless included."

@@ -60,8 +60,8 @@ def plays_at_lines(est: Estimate) -> list[str]:
 
 
 def render_checks(rows: list) -> Table:
-    """Per supporter x perturbation (judges.stress.PerturbationRow): passed / decided, pass^k over trials, what was
-    not decided, and the sessions left out for a simulator fault."""
+    """Per supporter x perturbation (judges.stress_checks.PerturbationRow): passed / decided, pass^k over trials, what
+    was not decided, and the sessions left out for a simulator fault."""
     table = Table(title="behavioural checks", title_justify="left")
     for col in ("supporter", "perturbation", "passed", "pass^k", "not decided", "simulator faults"):
         table.add_column(col, justify="left" if col in ("supporter", "perturbation") else "right")

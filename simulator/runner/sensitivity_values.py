@@ -24,7 +24,7 @@ def metric_values(ladder: Ladder, record: Any, judgment: Any, check: Any) -> dic
     """Each headline metric's value for one completed session (absent where the session gives it none)."""
     from judges import session_values, trajectory_metrics
     from judges.room_audit import blamed_share, heard_gain
-    from judges.stress import CheckStatus, critical_failure
+    from judges.stress_checks import CheckStatus, critical_failure
 
     judged = session_values(judgment) if judgment is not None else {}
     out: dict[str, float] = {}

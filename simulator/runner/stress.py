@@ -151,7 +151,7 @@ async def record_delivery(
 ) -> SessionRecord:
     """Decide whether the directed member said the stressor and save the verdict (and a `stressor_not_said`
     simulator fault) on the session record; a model failure leaves it undecided (the check records the error)."""
-    from judges.stress import verify_delivery, with_delivery
+    from judges.stress_checks import verify_delivery, with_delivery
     from simulator.llm.types import ModelError
     from simulator.perturbations import plan_for
 
@@ -240,7 +240,7 @@ async def run_stress(
 
 
 def check_rows(folder: RunFolder, session_ids: Sequence[str]) -> list[Any]:
-    """Pass rates and pass^k per supporter x perturbation over these sessions (judges.stress.PerturbationBoard):
+    """Pass rates and pass^k per supporter x perturbation over these sessions (judges.stress_checks.PerturbationBoard):
     sessions with a simulator fault are left out of them and counted."""
     from judges import PerturbationBoard, faulted, read_check, read_judgment
 
