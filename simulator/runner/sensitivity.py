@@ -11,7 +11,7 @@ changes and moves after the rung's turns against the silent rung's null drift, o
 trajectory separation of the top rung from `sides` (final self-reported state, paired over units).
 
 The ladder lives in `simulator.runner.sensitivity_ladder`, the statistics and the report model in
-`simulator.runner.sensitivity_analysis`, each session's metric values in `simulator.runner.sensitivity_values`;
+`simulator.runner.sensitivity_stats`, each session's metric values in `simulator.runner.sensitivity_values`;
 their names are importable from here as before. `--human` folders (the unranked `human` reference beside M) are
 read by `simulator.runner.sensitivity_human`.
 """
@@ -29,7 +29,8 @@ from judges.room_audit import ResponsivenessReport
 from personas.common.errors import UserError
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, config_hash
-from simulator.runner.sensitivity_analysis import (
+from simulator.runner.sensitivity_ladder import LADDER_PATH, Ladder, LadderError, LadderMetric, Rung, load_ladder
+from simulator.runner.sensitivity_stats import (
     CONFIDENCE,
     MIN_SHARED,
     POWER,
@@ -48,7 +49,6 @@ from simulator.runner.sensitivity_analysis import (
     pair_stat,
     sessions_for_power,
 )
-from simulator.runner.sensitivity_ladder import LADDER_PATH, Ladder, LadderError, LadderMetric, Rung, load_ladder
 from simulator.runner.sensitivity_values import collect_values, mean_by_unit, metric_values, unit_of
 from simulator.runner.session import SessionSpec
 from simulator.runner.stress_config import StressConfig, unrecorded

@@ -9,8 +9,8 @@ from typing import Any
 from judges import FaultTally
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder
-from simulator.runner.sensitivity_analysis import Values
 from simulator.runner.sensitivity_ladder import Ladder, LadderError
+from simulator.runner.sensitivity_stats import Values
 from simulator.runner.session import SessionSpec
 
 

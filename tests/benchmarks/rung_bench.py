@@ -184,7 +184,7 @@ def summary(rows: list[dict], rungs: list[str]) -> list[dict]:
 
 def judge_summary(rows: list[dict]) -> None:
     """The judge's side-taking reading of `sides` against `model`, paired by case and seed."""
-    from simulator.runner.sensitivity_analysis import sessions_for_power
+    from simulator.runner.sensitivity_stats import sessions_for_power
 
     judged = {(r["case"], r["seed"], r["rung"]): r for r in rows if r.get("judge_side") is not None}
     pairs = [(judged[(c, s, "sides")], judged[(c, s, "model")]) for c, s, rung in judged if rung == "sides"
