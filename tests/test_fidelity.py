@@ -10,7 +10,7 @@ from pydantic import create_model
 
 from personas.library import resolve_case
 from personas.taxonomy import MEMBER_MOVES, SOFTENING_MOVES
-from simulator.engine import SessionConfig, run_session
+from simulator.engine import run_session
 from simulator.llm.fake import FakeModelClient, FakeReply
 from simulator.members import (
     DIRECTED_REASKS,
@@ -23,6 +23,7 @@ from simulator.members import (
     state_word_caps,
 )
 from simulator.records import FidelityCheck, SessionRecord, Turn
+from simulator.session_state import SessionConfig
 from simulator.supporters import SilentSupporter
 from simulator.turn_checks import (
     NEAR_DUPLICATE_OVERLAP,

@@ -14,11 +14,12 @@ from judges.room_audit import audit_record, room_turns
 from personas.case import parse_case
 from personas.library import resolve_case
 from simulator.director import card_beats, choose_beat
-from simulator.engine import SessionConfig, run_session
+from simulator.engine import run_session
 from simulator.faults import detect_faults
 from simulator.llm.fake import FakeModelClient
 from simulator.members import member_turn
 from simulator.records import FaultKind, FidelityCheck, SessionRecord, Turn
+from simulator.session_state import SessionConfig
 from simulator.supporters import SilentSupporter
 from simulator.turn_checks import check_line, read_line
 from simulator.view import build_view

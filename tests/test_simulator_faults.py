@@ -14,7 +14,6 @@ from judges import build_leaderboard, faulted, judge_session, write_judgment
 from judges.stress_checks import CheckResult, CheckStatus, PerturbationBoard
 from personas.library import resolve_case
 from simulator.cli import app as cli_app
-from simulator.engine import SessionConfig
 from simulator.faults import FaultThresholds, detect_faults, fault_thresholds, with_faults
 from simulator.llm.fake import FakeModelClient
 from simulator.perturbations import builtin_perturbations, plan_for
@@ -30,6 +29,7 @@ from simulator.records import (
 )
 from simulator.runfolder import RunFolder
 from simulator.runner.session import SessionSpec, run_one
+from simulator.session_state import SessionConfig
 from simulator.supporters import ModelSupporter
 from simulator.turn_checks import check_line, check_state, session_language
 from tests._session_fixtures import couple_session, fill_reply

@@ -38,8 +38,9 @@ async def _run(
 ) -> None:
     import simulator
     from personas.library import resolve_case
-    from simulator.engine import SessionConfig, run_session
+    from simulator.engine import run_session
     from simulator.llm.client import LiteLLMClient, ModelSettings
+    from simulator.session_state import SessionConfig
     from simulator.supporters import ScriptedSupporter
 
     code = str(Path(simulator.__file__).resolve().parents[1])

@@ -68,7 +68,8 @@ async def _decide(supporter, view):
 
 async def _opening(client, case):
     """The room's own first two member turns, with nobody in the counsellor's chair."""
-    from simulator.engine import SessionConfig, run_session
+    from simulator.engine import run_session
+    from simulator.session_state import SessionConfig
     from simulator.supporters import SilentSupporter
 
     rec = await run_session(case, SilentSupporter(), client, SessionConfig(max_turns=2, seed=0), session_id="bench")
