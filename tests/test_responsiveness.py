@@ -218,7 +218,7 @@ def test_sensitivity_reports_responsiveness_per_rung_and_claims_nothing_on_a_sam
 
     from simulator.cli import app as cli_app
     from simulator.llm.fake import FakeModelClient
-    from simulator.runner.sensitivity import SensitivityReport
+    from simulator.runner.sensitivity_stats import SensitivityReport
     from tests._stress_fixtures import any_schema_reply
 
     same = any_schema_reply()
@@ -455,7 +455,7 @@ def test_sensitivity_separates_a_blaming_rung_by_the_rooms_reading_on_six_units(
 
     from simulator.cli import app as cli_app
     from simulator.llm.fake import FakeModelClient
-    from simulator.runner.sensitivity import SensitivityReport
+    from simulator.runner.sensitivity_stats import SensitivityReport
     from tests._stress_fixtures import any_schema_reply
     from tests.test_delivery import ROOM_LINES
 

@@ -23,7 +23,7 @@ from simulator.cli._common import (
 from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
 
 if TYPE_CHECKING:
-    from simulator.runner.sensitivity import MetricResult, SensitivityReport
+    from simulator.runner.sensitivity_stats import MetricResult, SensitivityReport
     from simulator.runner.stress_setup import SensitivityPlan
 
 

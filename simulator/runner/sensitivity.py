@@ -12,8 +12,7 @@ trajectory separation of the top rung from `sides` (final self-reported state, p
 
 The ladder lives in `simulator.runner.sensitivity_ladder`, the statistics and the report model in
 `simulator.runner.sensitivity_stats`, each session's metric values in `simulator.runner.sensitivity_values`;
-their names are importable from here as before. `--human` folders (the unranked `human` reference beside M) are
-read by `simulator.runner.sensitivity_human`.
+`--human` folders (the unranked `human` reference beside M) are read by `simulator.runner.sensitivity_human`.
 """
 
 from __future__ import annotations
@@ -29,69 +28,27 @@ from judges.room_audit import ResponsivenessReport
 from personas.common.errors import UserError
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, config_hash
-from simulator.runner.sensitivity_ladder import LADDER_PATH, Ladder, LadderError, LadderMetric, Rung, load_ladder
+from simulator.runner.sensitivity_ladder import Ladder
 from simulator.runner.sensitivity_stats import (
-    CONFIDENCE,
-    MIN_SHARED,
-    POWER,
-    SENSITIVITY_SCHEMA_VERSION,
-    Z_ALPHA,
-    Z_POWER,
-    MetricResult,
-    PairStat,
-    RungStat,
     SensitivityReport,
-    Values,
     analyse,
-    analyse_metric,
-    failures_of,
-    kendall_tau,
-    pair_stat,
-    sessions_for_power,
 )
-from simulator.runner.sensitivity_values import collect_values, mean_by_unit, metric_values, unit_of
+from simulator.runner.sensitivity_values import collect_values, unit_of
 from simulator.runner.session import SessionSpec
 from simulator.runner.stress_config import StressConfig, unrecorded
 
 __all__ = [
-    "CONFIDENCE",
     "DEFAULT_CASES",
     "DEFAULT_PERTURBATIONS",
     "DEFAULT_SEEDS",
     "DEFAULT_TURNS",
-    "LADDER_PATH",
-    "MIN_SHARED",
-    "POWER",
     "REPORT_NAME",
-    "SENSITIVITY_SCHEMA_VERSION",
-    "Z_ALPHA",
-    "Z_POWER",
-    "Ladder",
-    "LadderError",
-    "LadderMetric",
-    "MetricResult",
-    "PairStat",
-    "Rung",
-    "RungStat",
     "SensitivityError",
-    "SensitivityReport",
-    "Values",
-    "analyse",
-    "analyse_metric",
-    "collect_values",
     "default_out_dir",
-    "failures_of",
-    "kendall_tau",
-    "load_ladder",
-    "mean_by_unit",
-    "metric_values",
-    "pair_stat",
     "report_from_folder",
     "room_responsiveness",
     "run_sensitivity",
     "sensitivity_config",
-    "sessions_for_power",
-    "unit_of",
     "write_report",
 ]
 

@@ -14,8 +14,8 @@ from personas.common.errors import UserError
 
 if TYPE_CHECKING:
     from simulator.llm.client import ModelSettings
-    from simulator.runner.sensitivity import Ladder
     from simulator.runner.sensitivity_human import HumanSession
+    from simulator.runner.sensitivity_ladder import Ladder
     from simulator.runner.stress_config import Matrix, StressConfig
     from simulator.runner.stress_estimate import Estimate
 
@@ -81,7 +81,8 @@ def plan_sensitivity(
     `cases` x `seeds` (`0,1` or `0-4`) x `perturbations` (`none`: unperturbed); the room is `room_model`. Every
     supporter spec is checked (no model is called); the run folder is `out_dir`, else
     `runs/sensitivity-<model>-<hash>`."""
-    from simulator.runner.sensitivity import default_out_dir, load_ladder, sensitivity_config
+    from simulator.runner.sensitivity import default_out_dir, sensitivity_config
+    from simulator.runner.sensitivity_ladder import load_ladder
     from simulator.runner.stress import build_matrix
 
     full = load_ladder()
