@@ -261,7 +261,7 @@ def _models_line(plan: SensitivityPlan, settings) -> None:
 def _show_matrix(plan: SensitivityPlan) -> None:
     """`--dry-run`: the ladder matrix, its estimate, and the run folder it would write."""
     from simulator.cli.stress_cmd import plays_at_lines, render_estimate
-    from simulator.runner.stress import estimate
+    from simulator.runner.stress_estimate import estimate
 
     ladder, matrix, config, variants = plan.ladder, plan.matrix, plan.config, plan.variants
     console.print(

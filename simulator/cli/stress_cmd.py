@@ -23,7 +23,7 @@ from simulator.cli._common import (
 )
 
 if TYPE_CHECKING:
-    from simulator.runner.stress import Estimate
+    from simulator.runner.stress_estimate import Estimate
     from simulator.runner.stress_setup import StressPlan
 
 
@@ -132,7 +132,7 @@ def stress(
     from personas.common.errors import UserError
     from simulator.cli._models import make_client, model_settings, models_line
     from simulator.runner.ray_cluster import RayOptions, forwarded_env, parse_env_names
-    from simulator.runner.stress import load_stress_config
+    from simulator.runner.stress_config import load_stress_config
     from simulator.runner.stress_setup import matrix_roles, plan_stress, stress_models
 
     if executor not in ("local", "ray"):

@@ -35,7 +35,8 @@ class StressPlan:
 def plan_stress(config: StressConfig, source: Path, out_dir: Path | None = None) -> StressPlan:
     """The matrix of `config` (read from `source`, whose folder its relative paths start from), every supporter spec
     checked (no model is called), the estimate and the run folder (`out_dir`, else `runs/stress-<name>-<hash>`)."""
-    from simulator.runner.stress import build_matrix, default_out_dir, estimate
+    from simulator.runner.stress_config import build_matrix, default_out_dir
+    from simulator.runner.stress_estimate import estimate
 
     base = source.resolve().parent
     matrix = build_matrix(config, base, source)
@@ -83,7 +84,7 @@ def plan_sensitivity(
     `runs/sensitivity-<model>-<hash>`."""
     from simulator.runner.sensitivity import default_out_dir, sensitivity_config
     from simulator.runner.sensitivity_ladder import load_ladder
-    from simulator.runner.stress import build_matrix
+    from simulator.runner.stress_config import build_matrix
 
     full = load_ladder()
     ladder = full.subset([r.id for r in full.rungs] if rungs == ["all"] else rungs)
