@@ -8,85 +8,17 @@ Imports only `personas` and simulator's records, model client types, transcript 
 __rescue_sim__ = True
 
 from judges.boards._leaderboard import DimensionSummary, Leaderboard, SupporterRow, build_leaderboard
-from judges.fidelity._audit import (
-    FIDELITY_SCHEMA_VERSION,
-    NULL_DRIFT_THRESHOLD,
-    CaseDrift,
-    FidelityReport,
-    FidelitySummary,
-    SelfSoftening,
-    SessionFidelity,
-    audit_record,
-    audit_turn,
-    fidelity_report,
-    null_drift,
-)
-from judges.fidelity._sim_vs_real import ComparisonRow, SimVsReal, TransitionRow, compare_runs_with_rescue, load_golds
-from judges.fidelity._turn_taking import FloorComparison, TurnTaking, TurnTakingRow, floor_by_group, turn_taking
-from judges.scoring._checklist import checklist_digest, checklist_questions, judge_checklist
-from judges.scoring._faults import FaultedSession, FaultTally, faulted
-from judges.scoring._judge import (
-    SessionJudge,
-    interventions_of,
-    judge,
-    judge_calls,
-    judge_session,
-    judge_units,
-    judging_mode,
-    registered_judges,
-    rubric_judge,
-)
-from judges.scoring._panel import (
-    DISAGREEMENT_POINTS,
-    aggregate_scores,
-    dimension_agreement,
-    panel_agreement,
-    session_values,
-    simulator_check,
-)
-from judges.scoring._records import (
-    JUDGMENT_SCHEMA_VERSION,
-    AggregateScore,
-    DimensionAgreement,
-    DimensionScore,
-    Evidence,
-    ItemAnswer,
-    JudgeFailure,
-    JudgeVerdict,
-    JudgmentStatus,
-    PairKappa,
-    SessionJudgment,
-)
-from judges.scoring._repeat import (
-    STABILITY_SCHEMA_VERSION,
-    DimensionStability,
-    JudgeStability,
-    dimension_stability,
-    judge_stability,
-    read_stability,
-    read_trials,
-    stability_path,
-    trial_path,
-    write_stability,
-    write_trial,
-)
-from judges.scoring._rubric import DEFAULT_RUBRIC, Dimension, Rubric, RubricError, Strength, load_rubric
+from judges.room_audit._audit import FidelityReport, FidelitySummary, audit_record, fidelity_report
+from judges.room_audit._sim_vs_real import SimVsReal
+from judges.room_audit._turn_taking import FloorComparison, TurnTaking, TurnTakingRow
+from judges.scoring._faults import FaultTally, faulted
+from judges.scoring._judge import judge_session, judge_units, judging_mode, registered_judges, rubric_judge
+from judges.scoring._panel import aggregate_scores, dimension_agreement, panel_agreement, session_values
+from judges.scoring._records import DimensionScore, Evidence, JudgeVerdict, JudgmentStatus, SessionJudgment
+from judges.scoring._repeat import judge_stability, read_stability, read_trials, write_stability, write_trial
+from judges.scoring._rubric import RubricError, load_rubric
 from judges.scoring._store import judgment_path, read_judgment, write_judgment
 from judges.scoring._trajectory import (
-    DEFAULT_GAMMA,
-    DEFAULT_LAMBDA,
-    AttentionShares,
-    FeltHeard,
-    GroupObjective,
-    InsiderOutsiderGap,
-    MemberAttention,
-    MemberDistress,
-    MemberGap,
-    PairChange,
-    PairGap,
-    PatternShares,
-    RelationChange,
-    TrajectoryMetrics,
     attention_shares,
     distress,
     felt_heard,
@@ -105,84 +37,40 @@ from judges.stats._intervals import (
     gini,
     mean_ci,
     paired_difference_ci,
-    t_interval,
     units_for_sign_test,
 )
-from judges.stress._board import PerturbationBoard, PerturbationRow, pass_hat_k
-from judges.stress._checks import check_session
-from judges.stress._results import (
-    CHECK_SCHEMA_VERSION,
-    CheckFact,
-    CheckResult,
-    CheckStatus,
-    CheckVerdict,
-    JudgeProbe,
-    Quote,
-    check_path,
-    read_check,
-    write_check,
-)
-from judges.validity import ValidityCard, ValidityNote, dimension_validity, validate, validity_for
-from judges.validity._labels import (
-    JudgeValidation,
-    LabelStats,
-    StrategyItem,
-    ValidationItem,
-    classification_report,
-    strategy_items,
-    strategy_labeler,
-    target_items,
-    target_preference,
-    validate_judge,
-    validate_targets,
-)
+from judges.stress_checks._board import PerturbationBoard, pass_hat_k
+from judges.stress_checks._checks import check_session
+from judges.stress_checks._results import CheckResult, CheckStatus, JudgeProbe, read_check, write_check
+from judges.validity import validity_for
+from judges.validity._labels import JudgeValidation, strategy_items, validate_judge
 
 __all__ = [
     # rubrics
-    "DEFAULT_RUBRIC",
-    "Dimension",
-    "Rubric",
     "RubricError",
-    "Strength",
     "load_rubric",
     # simulator faults: left out of supporter scores
     "FaultTally",
-    "FaultedSession",
     "faulted",
     # judging
-    "SessionJudge",
-    "judge",
     "registered_judges",
     "rubric_judge",
-    "judge_calls",
     "judge_session",
     "judge_units",
-    "checklist_digest",
-    "checklist_questions",
-    "judge_checklist",
-    "ItemAnswer",
     "judging_mode",
-    "interventions_of",
     "write_judgment",
     "read_judgment",
     "judgment_path",
     # records
-    "JUDGMENT_SCHEMA_VERSION",
     "SessionJudgment",
     "JudgeVerdict",
     "JudgmentStatus",
-    "JudgeFailure",
     "DimensionScore",
     "Evidence",
-    "AggregateScore",
-    "DimensionAgreement",
-    "PairKappa",
     # panels and agreement
-    "DISAGREEMENT_POINTS",
     "aggregate_scores",
     "panel_agreement",
     "dimension_agreement",
-    "simulator_check",
     "cohen_kappa",
     "krippendorff_alpha",
     "majority",
@@ -190,58 +78,30 @@ __all__ = [
     # statistics
     "MeanCI",
     "bootstrap_ci",
-    "t_interval",
     "difference_separates",
     "paired_difference_ci",
     "units_for_sign_test",
     "mean_ci",
     "gini",
     # trajectory metrics
-    "DEFAULT_GAMMA",
-    "DEFAULT_LAMBDA",
-    "TrajectoryMetrics",
     "trajectory_metrics",
     "per_turn",
-    "RelationChange",
-    "PairChange",
     "relation_change",
-    "MemberDistress",
     "distress",
-    "PatternShares",
     "pattern_shares",
-    "GroupObjective",
     "group_objective",
-    "AttentionShares",
-    "MemberAttention",
     "attention_shares",
-    "FeltHeard",
     "felt_heard",
-    "InsiderOutsiderGap",
-    "MemberGap",
-    "PairGap",
     "insider_outsider_gap",
     # fidelity of the simulated room
-    "FIDELITY_SCHEMA_VERSION",
-    "NULL_DRIFT_THRESHOLD",
     "FidelityReport",
     "FidelitySummary",
-    "SessionFidelity",
-    "SelfSoftening",
-    "CaseDrift",
     "audit_record",
-    "audit_turn",
     "fidelity_report",
-    "null_drift",
     "SimVsReal",
-    "ComparisonRow",
-    "TransitionRow",
-    "compare_runs_with_rescue",
-    "load_golds",
     "FloorComparison",
     "TurnTaking",
     "TurnTakingRow",
-    "floor_by_group",
-    "turn_taking",
     # leaderboard
     "Leaderboard",
     "SupporterRow",
@@ -249,48 +109,24 @@ __all__ = [
     "build_leaderboard",
     "session_values",
     # repeated judgments
-    "STABILITY_SCHEMA_VERSION",
-    "DimensionStability",
-    "JudgeStability",
-    "dimension_stability",
     "judge_stability",
     "read_stability",
     "read_trials",
-    "stability_path",
-    "trial_path",
     "write_stability",
     "write_trial",
     # perturbation checks
-    "CHECK_SCHEMA_VERSION",
     "CheckResult",
     "CheckStatus",
-    "CheckFact",
-    "CheckVerdict",
     "JudgeProbe",
-    "Quote",
     "check_session",
-    "check_path",
     "read_check",
     "write_check",
     "pass_hat_k",
     "PerturbationBoard",
-    "PerturbationRow",
     # judge validation
     "JudgeValidation",
-    "ValidationItem",
-    "LabelStats",
-    "StrategyItem",
     "strategy_items",
-    "strategy_labeler",
-    "classification_report",
     "validate_judge",
-    "target_items",
-    "target_preference",
-    "validate_targets",
     # validity cards (rescue-sim gold sessions)
-    "ValidityCard",
-    "ValidityNote",
-    "validate",
     "validity_for",
-    "dimension_validity",
 ]

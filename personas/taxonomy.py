@@ -151,7 +151,7 @@ MEMBER_MOVES: dict[str, str] = {
     "repair_attempt": "Reach toward another member: apologise, acknowledge, offer or ask to reconnect.",
     "soften": "Drop some defence and let in what was said; less heat, more openness.",
 }
-# Moves that lower the temperature: they need an earning cause in the supporter's last turn (see simulator.fidelity).
+# Moves that lower the temperature: they need an earning cause in the supporter's last turn (see simulator.turn_checks).
 SOFTENING_MOVES = frozenset({"repair_attempt", "soften"})
 # RESCUE's client-row `utterance_type` read as the nearest member move (for comparing simulated rooms with real
 # ones). Coarse by design: `recollection` (recounting what happened) and `reflection` (thinking aloud about

@@ -179,7 +179,7 @@ async def judge_run(
 def load_stress(path: str | Path) -> StressConfig:
     """A stress config (supporters x cases x perturbations x seeds x trials) read and validated from YAML; a
     config that cannot work is refused here, with the key and the fix, before any model is called."""
-    from simulator.runner.stress import load_stress_config
+    from simulator.runner.stress_config import load_stress_config
 
     return load_stress_config(path)
 
@@ -196,7 +196,8 @@ async def stress(
 
     A config given as a path reads its relative paths (cards, perturbations, rubric) from its folder; a
     `StressConfig` object reads them from the working directory."""
-    from simulator.runner.stress import build_matrix, default_out_dir, run_stress
+    from simulator.runner.stress import run_stress
+    from simulator.runner.stress_config import build_matrix, default_out_dir
 
     if isinstance(config, str | Path):
         source: str | Path = Path(config)

@@ -27,8 +27,8 @@ import re
 from collections.abc import Sequence
 
 from personas.case import Case
-from simulator.fidelity import ITEM_WORDS, case_words, content_words, grounding, stem
 from simulator.records import Beat, Turn
+from simulator.turn_checks import ITEM_WORDS, case_words, content_words, grounding, stem
 
 WEIGHTS = {"agenda": 4, "grievance": 2, "fact": 2, "secret": 1}
 SECRET_FROM_TURN = 3  # a member's own turn from which private knowledge may be drawn
@@ -37,7 +37,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")  # whole sentences: a piece cut at ';' 
 
 def _material(case: Case, text: str) -> list[str]:
     """The words of `text` that would ground a line bringing it up: its words specific to the case, when it has
-    any, else its content words when there are ITEM_WORDS of them (simulator.fidelity.grounding reads both)."""
+    any, else its content words when there are ITEM_WORDS of them (simulator.turn_checks.grounding reads both)."""
     ws = list(dict.fromkeys(content_words(text, case.member_names)))
     specific = case_words(case).specific
     own = [w for w in ws if stem(w) in specific]

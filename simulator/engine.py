@@ -5,7 +5,7 @@
 Nodes come from factories that close over their fixed dependencies (case, model client, supporter, config),
 return only the keys they change, and never mutate their input. A model failure inside a node ends the
 session as `failed` with its reason; nothing is filled in for it. The nodes live in `simulator.nodes`, the
-config, state and reducers in `simulator.session_state`; this module wires and runs them (and re-exports both).
+config, state and reducers in `simulator.session_state`; this module wires and runs them.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from personas.case import Case
 from simulator.llm.types import ModelClient
-from simulator.nodes import (  # noqa: F401  (re-exported: the engine is where callers look)
-    SAFETY_GRACE,
+from simulator.nodes import (
     failure_update,
     make_end_check_node,
     make_floor_node,
@@ -35,14 +34,10 @@ from simulator.records import (
     SessionStatus,
 )
 from simulator.redact import redact
-from simulator.session_state import (  # noqa: F401  (re-exported)
+from simulator.session_state import (
     SessionConfig,
     SessionState,
-    StageDirection,
-    add_turns,
-    derive_seed,
     initial_state,
-    merge_safety,
 )
 from simulator.supporters import HumanSupporter, Supporter
 from simulator.tracker import prompt_digest as tracker_prompt_digest

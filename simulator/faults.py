@@ -1,7 +1,7 @@
 """Simulator faults: the record's own evidence that the simulated room malfunctioned (no model call).
 
 A pure function over a SessionRecord, so it runs when a session ends (simulator.runner.session) and on records
-saved before it existed. It reuses what the engine already recorded per turn (simulator.fidelity's flags on the
+saved before it existed. It reuses what the engine already recorded per turn (simulator.turn_checks's flags on the
 accepted member turns, the re-asks before them, the tracker's failure, the stressor's delivery verdict) and
 turns it into faults, each with its turn, member and a quote from the record:
 
@@ -9,7 +9,7 @@ turns it into faults, each with its turn, member and a quote from the record:
   member naming themselves as someone else, or speaking of the member they address in the third person, still
   there after the re-ask;
 - `ungrounded_room`: a session played with the director (simulator.director) whose member lines bring this
-  case's own material (simulator.fidelity.grounding) on fewer than `room.ungrounded_share` of them: the room did
+  case's own material (simulator.turn_checks.grounding) on fewer than `room.ungrounded_share` of them: the room did
   not play its case;
 - `speaks_for_another`: a member line carrying another member's speaker tag, still there after the re-ask;
 - `repeat_after_reask`: a member line re-asked and still repeating an earlier turn or echoing another speaker's;
@@ -21,7 +21,7 @@ turns it into faults, each with its turn, member and a quote from the record:
 - `member_silent`: a member who never spoke in a session of enough member turns: the room became a dyad (or a
   smaller family) and measures support for fewer people than the case has;
 - `member_dominates`: one member holding more of the speaking turns than real rooms show (the share per group is
-  data from RESCUE's speaker shares, `faults.dominant_share`; `judges.fidelity.rescue_speaker_shares` recomputes
+  data from RESCUE's speaker shares, `faults.dominant_share`; `judges.room_audit.rescue_speaker_shares` recomputes
   it). Neither is raised under a stressor that quiets a member by design (`faults.room_exempt_perturbations`).
 """
 
@@ -36,7 +36,6 @@ from dataclasses import dataclass
 import yaml
 
 from personas.taxonomy import SUPPORTER_NAME
-from simulator.fidelity import LEXICON_PATH, REPEATS, grounding, room_lexicon, tagged_speaker
 from simulator.records import (
     DeliveryStatus,
     FaultKind,
@@ -46,6 +45,7 @@ from simulator.records import (
     SimulatorFault,
     Turn,
 )
+from simulator.turn_checks import LEXICON_PATH, REPEATS, grounding, room_lexicon, tagged_speaker
 
 QUOTE_MAX = 200
 _TRACKER_FAILURE = re.compile(r"^tracker after turn (\d+)\b")
@@ -295,7 +295,7 @@ def _delivery_fault(record: SessionRecord) -> list[SimulatorFault]:
 
 
 def _grounding_fault(record: SessionRecord) -> list[SimulatorFault]:
-    """Session-wide: members who kept off their own case (simulator.fidelity.grounding) on too many lines."""
+    """Session-wide: members who kept off their own case (simulator.turn_checks.grounding) on too many lines."""
     lex = room_lexicon()
     lines = [(i, t) for i, t in enumerate(record.turns) if t.kind == "member" and t.text.strip()]
     # only rooms the director played: a record made before it keeps the faults it was scored with (its grounding

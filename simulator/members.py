@@ -7,7 +7,7 @@ lower intensity or tension, or raise warmth, by at most MAX_SOFTEN_STEP points.
 Each turn also picks a move (personas.taxonomy.MEMBER_MOVES) in its self-report. Softening moves are only on
 offer when the supporter has spoken since this member last did, and need a `cue` (the supporter's words that
 fit one of the member's softeners); an unearned one is re-asked, and if it stays unearned the state may not
-soften at all that turn. Both parts of the turn pass the fidelity checks (simulator.fidelity) before they are
+soften at all that turn. Both parts of the turn pass the fidelity checks (simulator.turn_checks) before they are
 accepted: a failing part is re-asked with the reason (REASKS times, a fresh seed each time); if it still fails,
 the attempt with the fewest failed checks is kept (between equals, one that repeats nothing) and the turn records
 them as flags.
@@ -27,7 +27,11 @@ from personas.case import Case, Member
 from personas.common.prompts import PROMPTS_DIR, render_prompt
 from personas.taxonomy import MEMBER_MOVES, SOFTENING_MOVES
 from simulator.director import beat_direction
-from simulator.fidelity import (
+from simulator.llm.structured import max_words, soft_max_words
+from simulator.llm.types import CallRecord, Completion, ModelClient, ModelError, Prompt
+from simulator.records import Beat, Feeling, FidelityCheck, FidelityFlag, InnerState, Reask, Turn
+from simulator.transcript import last_line, said_phrase, shared_context
+from simulator.turn_checks import (
     LANGUAGE_NAMES,
     REPEATS,
     check_line,
@@ -39,10 +43,6 @@ from simulator.fidelity import (
     session_language,
     softening_cause,
 )
-from simulator.llm.structured import max_words, soft_max_words
-from simulator.llm.types import CallRecord, Completion, ModelClient, ModelError, Prompt
-from simulator.records import Beat, Feeling, FidelityCheck, FidelityFlag, InnerState, Reask, Turn
-from simulator.transcript import last_line, said_phrase, shared_context
 
 MAX_SOFTEN_STEP = 2.0
 REASKS = 1  # re-asks per part of a turn (self-report, line) after failed fidelity checks
@@ -622,7 +622,7 @@ async def member_turn(
     beat: Beat | None = None,
 ) -> Turn:
     """Play one member turn: (1)+(2) self-report with a move, as structured output, (3) the line, continuing a
-    prefill. Each part is checked (simulator.fidelity) and re-asked with the reason when it fails.
+    prefill. Each part is checked (simulator.turn_checks) and re-asked with the reason when it fails.
 
     `directive` is a private stage direction for this turn (a perturbation: "hint that you have thought about
     not being here any more"); it reaches only this member's prompts and is recorded on the turn, never shown

@@ -90,7 +90,7 @@ class TrackerState(Record):
 
 
 class FidelityCheck(StrEnum):
-    """The per-turn checks a member turn must pass before it is accepted (simulator.fidelity runs them)."""
+    """The per-turn checks a member turn must pass before it is accepted (simulator.turn_checks runs them)."""
 
     DUPLICATE = "duplicate"  # the same words as an earlier turn
     NEAR_DUPLICATE = "near_duplicate"  # most of its word trigrams occur in one earlier turn
@@ -140,7 +140,8 @@ class Beat(Record):
     text: str = Field(description="The card's own words (for `reply`, with the words being answered).")
     source: str = Field(description="Where on the card it comes from, e.g. `members[0].private_knowledge[0]`.")
     words: list[str] = Field(
-        default_factory=list, description="Its words that ground a line bringing it up (simulator.fidelity.grounding)."
+        default_factory=list,
+        description="Its words that ground a line bringing it up (simulator.turn_checks.grounding).",
     )
 
 

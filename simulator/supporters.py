@@ -27,12 +27,12 @@ from pydantic import BaseModel, Field, create_model
 from personas.common.errors import Param, ParameterError
 from personas.common.prompts import render_prompt
 from personas.taxonomy import SUPPORTER_NAME, strategies_for, target_kind
-from simulator.fidelity import repeat_of, tagged_speaker, words
 from simulator.llm.structured import soft_max_length as _soft_max
 from simulator.llm.structured import soft_max_words
 from simulator.llm.types import ModelClient, ModelError, Prompt
 from simulator.records import SupporterDecision, Turn
 from simulator.transcript import in_member_voice, last_line, shared_context
+from simulator.turn_checks import repeat_of, tagged_speaker, words
 from simulator.view import Intake, SessionView
 
 PROMPTS = Path(__file__).parent / "prompts"

@@ -13,10 +13,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from personas.library import load_library  # noqa: E402
-from simulator.engine import SessionConfig  # noqa: E402
 from simulator.llm.client import LiteLLMClient, ModelSettings  # noqa: E402
 from simulator.runner.runs import run_specs
 from simulator.runner.session import SessionSpec, make_session_id
+from simulator.session_state import SessionConfig  # noqa: E402
 
 MODEL = "hosted_vllm/fake"
 

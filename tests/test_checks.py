@@ -10,7 +10,7 @@ import json
 import pytest
 
 from judges import CheckStatus, check_session, pass_hat_k, read_check, write_check
-from judges.stress._probe import neutralised
+from judges.stress_checks._probe import neutralised
 from simulator.llm.fake import FakeModelClient
 from simulator.perturbations import builtin_perturbations, plan_for
 from simulator.records import SafetyEvent, SessionStatus

@@ -8,12 +8,13 @@ import asyncio
 from pathlib import Path
 
 from judges import CheckStatus, check_session, read_check
-from judges.stress import PerturbationBoard, verify_delivery, with_delivery
+from judges.stress_checks import PerturbationBoard, verify_delivery, with_delivery
 from simulator.llm.fake import FakeModelClient
 from simulator.perturbations import builtin_perturbations, parse_perturbation, plan_for
 from simulator.records import DeliveryStatus, FaultKind, SimulatorFault
 from simulator.runfolder import RunFolder
-from simulator.runner.stress import build_matrix, load_stress_config, run_stress
+from simulator.runner.stress import run_stress
+from simulator.runner.stress_config import build_matrix, load_stress_config
 from tests._session_fixtures import couple_case
 from tests._stress_fixtures import any_schema_reply, record
 

@@ -9,11 +9,12 @@ import threading
 import pytest
 
 from personas.library import resolve_case
-from simulator.engine import SessionConfig, add_turns, run_session
+from simulator.engine import run_session
 from simulator.floor import choose_next, speaker_weights, style_of
 from simulator.llm.fake import FakeModelClient
 from simulator.members import MAX_SOFTEN_STEP, guard_softening
 from simulator.records import EndReason, Feeling, InnerState, SessionStatus, Turn
+from simulator.session_state import SessionConfig, add_turns
 from simulator.supporters import ModelSupporter, ScriptedSupporter, SilentSupporter
 from tests._sim_fakes import RoomScript
 

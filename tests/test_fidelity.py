@@ -10,16 +10,7 @@ from pydantic import create_model
 
 from personas.library import resolve_case
 from personas.taxonomy import MEMBER_MOVES, SOFTENING_MOVES
-from simulator.engine import SessionConfig, run_session
-from simulator.fidelity import (
-    NEAR_DUPLICATE_OVERLAP,
-    check_line,
-    check_state,
-    emotion_range,
-    overlap,
-    room_lexicon,
-    session_language,
-)
+from simulator.engine import run_session
 from simulator.llm.fake import FakeModelClient, FakeReply
 from simulator.members import (
     DIRECTED_REASKS,
@@ -32,7 +23,17 @@ from simulator.members import (
     state_word_caps,
 )
 from simulator.records import FidelityCheck, SessionRecord, Turn
+from simulator.session_state import SessionConfig
 from simulator.supporters import SilentSupporter
+from simulator.turn_checks import (
+    NEAR_DUPLICATE_OVERLAP,
+    check_line,
+    check_state,
+    emotion_range,
+    overlap,
+    room_lexicon,
+    session_language,
+)
 from tests._sim_fakes import RoomScript
 
 Check = FidelityCheck
@@ -329,8 +330,8 @@ def test_no_field_may_end_mid_phrase(case):
     """The grammar closes a field only on a word that ends a phrase: a cue once ended "...frustration...',"."""
     import re
 
-    from simulator.fidelity import field_cut_off
     from simulator.llm.structured import soft_max_words
+    from simulator.turn_checks import field_cut_off
 
     props = state_schema(case, "Arjun").model_json_schema()["properties"]
     plain = create_model("P", x=(str, soft_max_words(4))).model_json_schema()["properties"]["x"]

@@ -10,14 +10,15 @@ import pytest
 from typer.testing import CliRunner
 
 from judges import audit_record, fidelity_report
-from judges.fidelity._sim_vs_real import compare, load_golds
+from judges.room_audit._sim_vs_real import compare, load_golds
 from judges.stats import js_distance
 from personas.library import resolve_case
 from personas.rescue import case_from_sample, gold_from_sample, load_rescue
-from simulator.engine import SessionConfig, run_session
+from simulator.engine import run_session
 from simulator.llm.fake import FakeModelClient
 from simulator.records import Feeling, InnerState, SessionRecord, TrackerState, Turn
 from simulator.runfolder import RunFolder
+from simulator.session_state import SessionConfig
 from simulator.supporters import ScriptedSupporter, SilentSupporter
 from tests._sim_fakes import RoomScript
 

@@ -489,7 +489,8 @@ def test_engine_records_an_unexpected_error_as_failed(tmp_path):
     """Below the CLI: whatever stops a session, its last saved record says failed, with the reason."""
     import asyncio
 
-    from simulator.engine import SessionConfig, run_session
+    from simulator.engine import run_session
+    from simulator.session_state import SessionConfig
     from simulator.supporters import ScriptedSupporter
 
     case = resolve_case("dana-and-theo")

@@ -9,10 +9,11 @@ from collections import Counter
 import pytest
 
 from personas.library import resolve_case
-from simulator.engine import SessionConfig, run_session
+from simulator.engine import run_session
 from simulator.floor import blamed_unanswered, choose_next, left_out_after, spoken_about
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SUPPORTER, Turn
+from simulator.session_state import SessionConfig
 from simulator.supporters import CallableSupporter
 from tests._sim_fakes import RoomScript
 

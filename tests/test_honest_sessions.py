@@ -10,10 +10,11 @@ import pytest
 from pydantic import BaseModel
 
 from personas.library import resolve_case
-from simulator.engine import SessionConfig, run_session
+from simulator.engine import run_session
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SessionStatus
 from simulator.safety import keyword_hint
+from simulator.session_state import SessionConfig
 from simulator.supporters import CallableSupporter, ModelSupporter, ScriptedSupporter
 from tests._sim_fakes import RoomScript
 

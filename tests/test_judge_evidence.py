@@ -17,10 +17,10 @@ import yaml
 from judges import JudgmentStatus, RubricError, judge_session, load_rubric
 from judges.scoring._facts import COPY_MIN_COVERAGE, copied_lines, copy_runs, intervention_window
 from judges.scoring._schema import LEAN, SchemaBuilder
-from simulator.fidelity import repeat_of
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SessionRecord, Turn
 from simulator.testing.fake_replies import instance_for_schema, numbered_turns
+from simulator.turn_checks import repeat_of
 from tests._session_fixtures import couple_session, fill_reply, with_path
 
 SUPPORTER_TURNS = (3, 5)

@@ -216,7 +216,8 @@ def test_a_call_that_failed_outright_is_asked_afresh_on_a_rerun(tmp_path, fake_p
 def test_same_seed_and_cache_give_the_same_transcript(tmp_path, fake_provider):
     """A non-deterministic provider: the cache (keyed by seed) is what makes reruns identical."""
     from personas.library import resolve_case
-    from simulator.engine import SessionConfig, run_session
+    from simulator.engine import run_session
+    from simulator.session_state import SessionConfig
     from simulator.supporters import ModelSupporter
     from tests._sim_fakes import RoomScript
 

@@ -11,7 +11,7 @@ import pytest
 
 from personas.library import load_library
 from personas.library import resolve_case as load_library_case
-from simulator.engine import SessionConfig, run_session
+from simulator.engine import run_session
 from simulator.llm.fake import FakeModelClient
 from simulator.perturbations import (
     PRIVATE_FIELDS,
@@ -24,6 +24,7 @@ from simulator.perturbations import (
     plan_for,
     resolve_perturbation,
 )
+from simulator.session_state import SessionConfig
 from simulator.supporters import CallableSupporter
 from simulator.transcript import said_phrase
 from tests._session_fixtures import couple_case, family_case

@@ -385,7 +385,7 @@ def test_reports_from_the_nodes_decide_the_preflight(monkeypatch):
 def test_ray_env_names_are_checked_and_left_out_of_the_run_folders_name(tmp_path, monkeypatch):
     from personas.common.errors import UserError
     from simulator.runner.ray_cluster import forwarded_env, parse_env_names
-    from simulator.runner.stress import StressConfigError, build_matrix, default_out_dir, load_stress_config
+    from simulator.runner.stress_config import StressConfigError, build_matrix, default_out_dir, load_stress_config
 
     assert parse_env_names("A_KEY, B_BASE,A_KEY") == ("A_KEY", "B_BASE")
     with pytest.raises(UserError, match="not a variable name"):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judges.fidelity import (
+from judges.room_audit import (
     LinePair,
     cluster_bootstrap_ci,
     draw_pairs,

@@ -1,4 +1,4 @@
-"""Responsiveness of the simulated room (judges.fidelity): on hand-built records whose members' states move by
+"""Responsiveness of the simulated room (judges.room_audit): on hand-built records whose members' states move by
 known amounts after supporter turns, the metric returns those amounts; a room that ignores the supporter gives
 ~0 against the null drift; two supporters that leave the family in different places separate, equal ones do not.
 No model calls."""
@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from judges.fidelity import (
+from judges.room_audit import (
     default_pairs,
     final_state,
     responsiveness,
@@ -218,7 +218,7 @@ def test_sensitivity_reports_responsiveness_per_rung_and_claims_nothing_on_a_sam
 
     from simulator.cli import app as cli_app
     from simulator.llm.fake import FakeModelClient
-    from simulator.runner.sensitivity import SensitivityReport
+    from simulator.runner.sensitivity_stats import SensitivityReport
     from tests._stress_fixtures import any_schema_reply
 
     same = any_schema_reply()
@@ -386,7 +386,7 @@ def test_the_live_view_says_what_the_counsellors_words_did_to_the_member():
 
 
 def test_blamed_share_is_the_share_of_turns_after_the_counsellor_read_as_blame():
-    from judges.fidelity import blamed_share
+    from judges.room_audit import blamed_share
 
     def record(readings):
         turns = [
@@ -406,7 +406,7 @@ def test_blamed_share_is_the_share_of_turns_after_the_counsellor_read_as_blame()
 
 
 def test_heard_gain_is_the_mean_change_in_felt_heard_right_after_the_counsellor():
-    from judges.fidelity import heard_gain
+    from judges.room_audit import heard_gain
 
     mixed = {"felt_heard": 2}, {"felt_heard": -3}  # after the counsellor / the room on its own
     assert heard_gain(room(TALKING, after=GOOD, null=DRIFT)) == 1  # 6 steps of +1; first turns give no step
@@ -421,7 +421,7 @@ def test_every_member_is_asked_whether_the_counsellors_line_blamed_them():
     was blamed but does not speak next, is still asked; blamed_share counts him."""
     import asyncio
 
-    from judges.fidelity import blamed_share
+    from judges.room_audit import blamed_share
     from personas.library import resolve_case
     from simulator.llm.fake import FakeModelClient
     from simulator.members import member_turn
@@ -455,7 +455,7 @@ def test_sensitivity_separates_a_blaming_rung_by_the_rooms_reading_on_six_units(
 
     from simulator.cli import app as cli_app
     from simulator.llm.fake import FakeModelClient
-    from simulator.runner.sensitivity import SensitivityReport
+    from simulator.runner.sensitivity_stats import SensitivityReport
     from tests._stress_fixtures import any_schema_reply
     from tests.test_delivery import ROOM_LINES
 

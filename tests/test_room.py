@@ -10,17 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from judges.fidelity import audit_record, room_turns
+from judges.room_audit import audit_record, room_turns
 from personas.case import parse_case
 from personas.library import resolve_case
 from simulator.director import card_beats, choose_beat
-from simulator.engine import SessionConfig, run_session
+from simulator.engine import run_session
 from simulator.faults import detect_faults
-from simulator.fidelity import check_line, read_line
 from simulator.llm.fake import FakeModelClient
 from simulator.members import member_turn
 from simulator.records import FaultKind, FidelityCheck, SessionRecord, Turn
+from simulator.session_state import SessionConfig
 from simulator.supporters import SilentSupporter
+from simulator.turn_checks import check_line, read_line
 from simulator.view import build_view
 from tests._sim_fakes import RoomScript
 
@@ -133,7 +134,7 @@ def test_a_person_of_the_card_named_just_before_is_whom_a_pronoun_means(case, sp
 
 
 def test_the_people_of_a_card_outside_the_room_are_read_from_its_text():
-    from simulator.fidelity._room import card_people
+    from simulator.turn_checks._room import card_people
 
     grief = card_people(resolve_case("arjun-and-meera"))
     assert set(grief) == {"rohan", "sneha"} and grief["rohan"][0] == "he" and grief["sneha"][0] == "she"
@@ -375,7 +376,7 @@ def view_strategy(case):
 
 
 def test_the_questions_ask_only_what_the_rule_left_unflagged_and_record_failures(dana):
-    from judges.fidelity import ask_room, questions_for
+    from judges.room_audit import ask_room, questions_for
     from tests._stress_fixtures import record
 
     rec = record(dana, [("m", "Dana", "You took the promotion and now he's never home."),

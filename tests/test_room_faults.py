@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from judges import build_leaderboard, faulted
-from judges.fidelity import group_shares, rescue_speaker_shares
+from judges.room_audit import group_shares, rescue_speaker_shares
 from personas.rescue import load_rescue
 from simulator.faults import detect_faults, largest_share, room_thresholds, speaking_turns
 from simulator.records import FaultKind, SessionRecord, Turn

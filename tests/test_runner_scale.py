@@ -18,13 +18,13 @@ import pytest
 from pydantic import ValidationError
 
 from personas.library import load_library, resolve_case
-from simulator.engine import SessionConfig
 from simulator.llm.embedded import MAX_BATCH
 from simulator.llm.fake import FakeModelClient
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, RunFolderError
 from simulator.runner.runs import Budget, RunEvents, run_specs
 from simulator.runner.session import SessionSpec, make_session_id
+from simulator.session_state import SessionConfig
 from simulator.testing.fake_openai import FakeOpenAIServer, FaultRates, instance_for_schema
 from tests._runner_child import client as child_client
 from tests._runner_child import specs as child_specs

@@ -176,13 +176,13 @@ def test_sides_states_its_verdict_before_its_words():
 
 
 def _metric(order, higher_is_better=True):
-    from simulator.runner.sensitivity import LadderMetric
+    from simulator.runner.sensitivity_ladder import LadderMetric
 
     return LadderMetric(id="m", source="judge", order=order, higher_is_better=higher_is_better)
 
 
 def test_ladder_file_declares_orders_over_known_rungs():
-    from simulator.runner.sensitivity import load_ladder
+    from simulator.runner.sensitivity_ladder import load_ladder
 
     ladder = load_ladder()
     ids = [r.id for r in ladder.rungs]
@@ -200,7 +200,7 @@ def test_ladder_file_declares_orders_over_known_rungs():
 
 
 def test_known_order_gives_tau_one_and_separation():
-    from simulator.runner.sensitivity import analyse_metric
+    from simulator.runner.sensitivity_stats import analyse_metric
 
     order = ["a", "b", "c", "d"]
     units = [f"u{i}" for i in range(12)]
@@ -217,7 +217,7 @@ def test_known_order_gives_tau_one_and_separation():
 
 
 def test_reversed_order_separates_the_wrong_way():
-    from simulator.runner.sensitivity import analyse_metric, failures_of
+    from simulator.runner.sensitivity_stats import analyse_metric, failures_of
 
     values = {"a": {f"u{i}": float(i % 2) for i in range(10)}, "b": {f"u{i}": 3.0 + i % 2 for i in range(10)}}
     result = analyse_metric(_metric(["a", "b"]), values)
@@ -227,7 +227,7 @@ def test_reversed_order_separates_the_wrong_way():
 
 
 def test_identical_values_separate_nothing():
-    from simulator.runner.sensitivity import analyse_metric, failures_of
+    from simulator.runner.sensitivity_stats import analyse_metric, failures_of
 
     order = ["a", "b", "c"]
     values = {r: {f"u{i}": 3.0 for i in range(8)} for r in order}
@@ -239,14 +239,14 @@ def test_identical_values_separate_nothing():
 
 
 def test_one_shared_unit_claims_nothing():
-    from simulator.runner.sensitivity import analyse_metric
+    from simulator.runner.sensitivity_stats import analyse_metric
 
     result = analyse_metric(_metric(["a", "b"]), {"a": {"u0": 5.0, "u1": 5.0}, "b": {"u0": 1.0, "u9": 1.0}})
     assert result.top_bottom.shared_units == 1 and not result.top_bottom.separates
 
 
 def test_power_needs_more_sessions_for_smaller_differences():
-    from simulator.runner.sensitivity import sessions_for_power
+    from simulator.runner.sensitivity_stats import sessions_for_power
 
     diffs = [-0.5, -0.5, 1.5, -0.5]
     assert sessions_for_power(diffs, 0.0) is None
@@ -258,7 +258,7 @@ def test_power_needs_more_sessions_for_smaller_differences():
 def test_few_scattered_units_do_not_separate():
     """Three positive differences that scatter widely: a percentile bootstrap over three units excludes 0 (every
     resampled mean is positive), but nothing has been shown; the paired t interval keeps the pair unseparated."""
-    from simulator.runner.sensitivity import analyse_metric
+    from simulator.runner.sensitivity_stats import analyse_metric
 
     values = {"a": {"u0": 1.5, "u1": 3.0, "u2": 1.2}, "b": {"u0": 1.0, "u1": 1.0, "u2": 1.0}}
     result = analyse_metric(_metric(["a", "b"]), values)
@@ -274,7 +274,7 @@ def test_the_same_difference_on_a_few_units_is_no_separation():
     """Integer judge scores tie: two units on which the top rung beats the bottom by exactly 2 give a zero-width
     interval [2, 2], which says the spread is unknown, not zero; a sign test needs 6 same-signed units at 95%."""
     from judges import difference_separates
-    from simulator.runner.sensitivity import analyse_metric
+    from simulator.runner.sensitivity_stats import analyse_metric
 
     def ladder_of(n):
         return {"a": {f"u{i}": 4.0 for i in range(n)}, "b": {f"u{i}": 2.0 for i in range(n)}}
@@ -284,7 +284,7 @@ def test_the_same_difference_on_a_few_units_is_no_separation():
     assert "no spread to estimate; a sign test needs 6" in few.note
     assert not analyse_metric(_metric(["a", "b"]), ladder_of(5)).separates_top_bottom
     assert analyse_metric(_metric(["a", "b"]), ladder_of(6)).separates_top_bottom
-    # the same rule for the trajectory separation of the room (judges.fidelity): one function decides both
+    # the same rule for the trajectory separation of the room (judges.room_audit): one function decides both
     assert not difference_separates([1.0, 1.0], (1.0, 1.0)) and difference_separates([1.0] * 6, (1.0, 1.0))
     assert difference_separates([0.9, 1.1, 1.0], (0.8, 1.2)) and not difference_separates([0.9, 1.1], (-0.1, 2.1))
 
@@ -353,7 +353,7 @@ def test_same_answer_provider_separates_nothing_and_exits_1(cli, tmp_path, monke
     import json
 
     from simulator.runfolder import RunFolder
-    from simulator.runner.sensitivity import SensitivityReport
+    from simulator.runner.sensitivity_stats import SensitivityReport
     from tests._stress_fixtures import any_schema_reply, steady_yes
 
     runner, app = cli
@@ -431,7 +431,7 @@ def test_judge_mode_verdict_judges_the_ladder_with_verdicts(cli, tmp_path, monke
 def test_report_only_reads_the_folder_and_runs_nothing(cli, tmp_path, monkeypatch):
     import json
 
-    from simulator.runner.sensitivity import SensitivityReport
+    from simulator.runner.sensitivity_stats import SensitivityReport
     from tests._stress_fixtures import any_schema_reply, steady_yes
 
     runner, app = cli
@@ -457,7 +457,7 @@ def test_report_only_reads_the_folder_and_runs_nothing(cli, tmp_path, monkeypatc
 
 
 def test_rung_subsets_keep_each_metric_s_order_among_the_chosen_rungs():
-    from simulator.runner.sensitivity import LadderError, load_ladder
+    from simulator.runner.sensitivity_ladder import LadderError, load_ladder
 
     full = load_ladder()
     assert full.default_rungs == ["model", "sides", "silent"]
@@ -579,7 +579,8 @@ def test_human_sessions_sit_beside_the_ladder_paired_by_unit(cli, tmp_path, monk
 
     from judges import read_judgment
     from simulator.runfolder import RunFolder
-    from simulator.runner.sensitivity import SensitivityReport, load_ladder
+    from simulator.runner.sensitivity_ladder import load_ladder
+    from simulator.runner.sensitivity_stats import SensitivityReport
     from tests._stress_fixtures import any_schema_reply, steady_yes
 
     ref = load_ladder().reference("human")

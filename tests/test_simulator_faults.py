@@ -11,12 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from judges import build_leaderboard, faulted, judge_session, write_judgment
-from judges.stress import CheckResult, CheckStatus, PerturbationBoard
+from judges.stress_checks import CheckResult, CheckStatus, PerturbationBoard
 from personas.library import resolve_case
 from simulator.cli import app as cli_app
-from simulator.engine import SessionConfig
 from simulator.faults import FaultThresholds, detect_faults, fault_thresholds, with_faults
-from simulator.fidelity import check_line, check_state, session_language
 from simulator.llm.fake import FakeModelClient
 from simulator.perturbations import builtin_perturbations, plan_for
 from simulator.records import (
@@ -31,7 +29,9 @@ from simulator.records import (
 )
 from simulator.runfolder import RunFolder
 from simulator.runner.session import SessionSpec, run_one
+from simulator.session_state import SessionConfig
 from simulator.supporters import ModelSupporter
+from simulator.turn_checks import check_line, check_state, session_language
 from tests._session_fixtures import couple_session, fill_reply
 from tests._sim_fakes import RoomScript
 

@@ -14,7 +14,8 @@ from judges import read_check, read_judgment
 from simulator.cli.app import _register, app
 from simulator.llm.fake import FakeModelClient
 from simulator.runfolder import RunFolder
-from simulator.runner.stress import build_matrix, estimate, load_stress_config
+from simulator.runner.stress_config import build_matrix, load_stress_config
+from simulator.runner.stress_estimate import estimate
 from tests._stress_fixtures import any_schema_reply, steady_yes
 
 runner = CliRunner()

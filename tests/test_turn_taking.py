@@ -1,4 +1,4 @@
-"""Who held the floor (judges.fidelity._turn_taking): turn shares and addressees of constructed sessions with known
+"""Who held the floor (judges.room_audit._turn_taking): turn shares and addressees of constructed sessions with known
 figures, beside RESCUE's, through the library, `fidelity_report` and `rescue-sim fidelity --rescue`."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from judges import FidelityReport, fidelity_report
-from judges.fidelity import (
+from judges.room_audit import (
     PUBLISHED_TURN_TAKING,
     Floor,
     Spoken,

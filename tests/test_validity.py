@@ -30,8 +30,8 @@ from judges.validity import (
 )
 from judges.validity.run import judge_digest
 from personas.rescue import load_rescue, warmth_tension
-from simulator.engine import derive_seed
 from simulator.llm.fake import FakeModelClient
+from simulator.session_state import derive_seed
 from simulator.tracker import observe
 from simulator.tracker import prompt_digest as tracker_digest
 

@@ -7,12 +7,7 @@ Build instances (`plan_rescue`, `plan_probe`, or the lower-level `build_rescue_i
 `judges/bench/data/published_table5.tsv`.
 """
 
-from judges.bench.instances import (
-    CHECKPOINTS_PER_SAMPLE,
-    DEFAULT_CONTEXT_SIZE,
-    DEFAULT_SEED,
-    EARLY_ROWS,
-    MIN_DIALOGUE_WORDS,
+from judges.bench.instance_format import (
     SUBGROUP_MODES,
     TASKS,
     BuildResult,
@@ -22,12 +17,19 @@ from judges.bench.instances import (
     SubgroupMode,
     Task,
     ViewpointTriple,
-    build_rescue_instances,
     count_instances,
-    is_very_short,
     limit_instances,
+)
+from judges.bench.instance_rules import (
+    CHECKPOINTS_PER_SAMPLE,
+    DEFAULT_CONTEXT_SIZE,
+    DEFAULT_SEED,
+    EARLY_ROWS,
+    MIN_DIALOGUE_WORDS,
+    is_very_short,
     target_label,
 )
+from judges.bench.instances import build_rescue_instances
 from judges.bench.metrics import (
     BinaryMetrics,
     ErMetrics,

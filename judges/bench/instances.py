@@ -31,7 +31,7 @@ distinct from the whole group; `collapse` maps every multi-person target to the 
 scripts do.
 
 The instance format lives in `judges.bench.instance_format` and the rules RESCUE and probe mode share in
-`judges.bench.instance_rules`; their names are importable from here as before.
+`judges.bench.instance_rules`.
 """
 
 from __future__ import annotations
@@ -39,11 +39,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from judges.bench.instance_format import (
-    INSTANCE_VERSION,
-    SUBGROUP_JOINER,
-    SUBGROUP_MODES,
-    SUBGROUP_NOTES,
-    TASK_TITLES,
     TASKS,
     BuildResult,
     BuildStats,
@@ -52,74 +47,25 @@ from judges.bench.instance_format import (
     SubgroupMode,
     Task,
     ViewpointTriple,
-    count_instances,
-    limit_instances,
 )
 from judges.bench.instance_rules import (
-    CHECKPOINTS_PER_SAMPLE,
     DEFAULT_CONTEXT_SIZE,
     DEFAULT_SEED,
     EARLY_ROWS,
-    MIN_DIALOGUE_WORDS,
     add_checkpoints,
     add_itp,
     add_targets_and_strategies,
-    balance_itp,
     clean_names,
     instance_id,
     is_very_short,
-    label_kind,
-    pick_checkpoints,
-    sample_rng,
-    target_candidates,
     target_label,
     valid_intensity,
-    vp_targets,
     window,
 )
 from personas.rescue import PatternField, RescueRow, RescueSample
 from personas.taxonomy import GROUP_TARGET_LABELS, SUPPORTER_NAME, patterns_for
 
-__all__ = [
-    "CHECKPOINTS_PER_SAMPLE",
-    "DEFAULT_CONTEXT_SIZE",
-    "DEFAULT_SEED",
-    "EARLY_ROWS",
-    "INSTANCE_VERSION",
-    "MIN_DIALOGUE_WORDS",
-    "RPP_FIELD_ORDER",
-    "SUBGROUP_JOINER",
-    "SUBGROUP_MODES",
-    "SUBGROUP_NOTES",
-    "TASKS",
-    "TASK_TITLES",
-    "BuildResult",
-    "BuildStats",
-    "Instance",
-    "Row",
-    "SubgroupMode",
-    "Task",
-    "ViewpointTriple",
-    "add_checkpoints",
-    "add_itp",
-    "add_targets_and_strategies",
-    "balance_itp",
-    "build_rescue_instances",
-    "clean_names",
-    "count_instances",
-    "instance_id",
-    "is_very_short",
-    "label_kind",
-    "limit_instances",
-    "pick_checkpoints",
-    "rpp_label",
-    "sample_rng",
-    "target_candidates",
-    "target_label",
-    "valid_intensity",
-    "vp_targets",
-    "window",
-]
+__all__ = ["RPP_FIELD_ORDER", "build_rescue_instances", "rpp_label"]
 
 RPP_FIELD_ORDER: tuple[PatternField, ...] = ("relation_cycle_state", "relation_pattern")
 

@@ -16,17 +16,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges.bench.instances import (
+from judges.bench.instance_format import (
     SUBGROUP_NOTES,
     TASKS,
     BuildStats,
     Instance,
     SubgroupMode,
     Task,
-    build_rescue_instances,
     count_instances,
     limit_instances,
 )
+from judges.bench.instances import build_rescue_instances
 from judges.bench.probe import PROBE_GOLD_SOURCES, RESCUE_GOLD_SOURCES, build_probe_instances, load_run_sessions
 from judges.bench.released import load_released, looks_released
 from judges.bench.report import BenchReport, summarize

@@ -10,10 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from judges.bench.instances import (
-    DEFAULT_CONTEXT_SIZE,
-    DEFAULT_SEED,
-    EARLY_ROWS,
+from judges.bench.instance_format import (
     TASKS,
     BuildResult,
     BuildStats,
@@ -22,6 +19,11 @@ from judges.bench.instances import (
     SubgroupMode,
     Task,
     ViewpointTriple,
+)
+from judges.bench.instance_rules import (
+    DEFAULT_CONTEXT_SIZE,
+    DEFAULT_SEED,
+    EARLY_ROWS,
     add_checkpoints,
     add_itp,
     add_targets_and_strategies,

@@ -15,19 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from judges.bench.instances import (
-    BuildResult,
-    BuildStats,
-    Instance,
-    Row,
-    Task,
-    ViewpointTriple,
-    clean_names,
-    instance_id,
-    valid_intensity,
-    vp_targets,
-    window,
-)
+from judges.bench.instance_format import BuildResult, BuildStats, Instance, Row, Task, ViewpointTriple
+from judges.bench.instance_rules import clean_names, instance_id, valid_intensity, vp_targets, window
 from personas.common.errors import UserError
 from personas.taxonomy import GROUP_TARGET_LABELS, SUPPORTER_NAME
 

@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from judges.bench.instances import Instance, Row, Task, ViewpointTriple
+from judges.bench.instance_format import Instance, Row, Task, ViewpointTriple
 from personas.common.prompts import render_prompt
 from personas.taxonomy import GROUP_TARGET_LABELS, patterns_for, strategies_for
 from simulator.llm.types import Prompt

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from judges.bench.instances import (
+from judges.bench.instance_format import (
     SUBGROUP_JOINER,
     SUBGROUP_NOTES,
     TASKS,

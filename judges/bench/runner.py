@@ -17,16 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges.bench.instances import (
-    DEFAULT_CONTEXT_SIZE,
-    DEFAULT_SEED,
-    INSTANCE_VERSION,
-    Instance,
-    SubgroupMode,
-    Task,
-    ViewpointTriple,
-    label_kind,
-)
+from judges.bench.instance_format import INSTANCE_VERSION, Instance, SubgroupMode, Task, ViewpointTriple
+from judges.bench.instance_rules import DEFAULT_CONTEXT_SIZE, DEFAULT_SEED, label_kind
 from judges.bench.metrics import intensity_match, rank_of
 from judges.bench.render import build_prompt, er_judge_prompt, prompt_chars, prompts_version, vp_judge_prompt
 from judges.bench.schemas import (

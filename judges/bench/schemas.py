@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from judges.bench.instances import SUBGROUP_JOINER, Task
+from judges.bench.instance_format import SUBGROUP_JOINER, Task
 from personas.taxonomy import INTENSITY_MAX, INTENSITY_MIN
 
 TOP_K = 3

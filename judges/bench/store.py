@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from judges.bench.instances import Instance, Task
+from judges.bench.instance_format import Instance, Task
 from personas.taxonomy import Group
 
 RESULT_VERSION = 1

@@ -15,10 +15,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from judges.fidelity._audit import FidelitySummary, fidelity_by_supporter
 from judges.ratings._agreement import HumanAgreement
 from judges.ratings._ppi import PPIEstimate
 from judges.ratings._store import BatchSummary
+from judges.room_audit._audit import FidelitySummary, fidelity_by_supporter
 from judges.scoring._facts import copied_lines, repeated_lines
 from judges.scoring._faults import FaultedSession, FaultTally, faulted
 from judges.scoring._panel import labelled_shares, session_values
@@ -29,8 +29,8 @@ from judges.scoring._store import read_judgment
 from judges.scoring._trajectory import DEFAULT_GAMMA, DEFAULT_LAMBDA, trajectory_metrics
 from judges.stats._agreement import krippendorff_alpha
 from judges.stats._intervals import DEFAULT_SEED, MeanCI, mean_ci
-from judges.stress._board import PerturbationBoard, PerturbationRow, critical_failure
-from judges.stress._results import CheckResult, read_check
+from judges.stress_checks._board import PerturbationBoard, PerturbationRow, critical_failure
+from judges.stress_checks._results import CheckResult, read_check
 from judges.validity.card import ValidityCard, ValidityNote, dimension_validity
 from personas.common.records import Record
 from simulator.records import SessionRecord, SessionStatus
@@ -131,7 +131,7 @@ class SupporterRow(Record):
     )
     group_objective: MeanCI = Field(description="Self-report view group objective (see judges.group_objective).")
     critical_sessions: int = Field(
-        default=0, description="Completed sessions with any critical safety failure (see judges.stress._board)."
+        default=0, description="Completed sessions with any critical safety failure (see judges.stress_checks._board)."
     )
     critical_of: int = Field(
         default=0, description="Completed sessions the share is over: faulted ones are left out unless included."
@@ -183,7 +183,7 @@ class Leaderboard(Record):
     )
     fidelity: dict[str, FidelitySummary] = Field(
         default_factory=dict,
-        description="With `fidelity=True`: per supporter, how person-like the simulated room was (judges.fidelity).",
+        description="With `fidelity=True`: per supporter, how person-like the simulated room was (judges.room_audit).",
     )
 
 

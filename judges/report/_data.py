@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import Field
 
 from judges.boards._leaderboard import Leaderboard, SessionFacts, leaderboard_from_facts, session_facts
-from judges.fidelity._audit import RoomTurn, room_turns
 from judges.ratings._store import read_ratings
+from judges.room_audit._audit import RoomTurn, room_turns
 from judges.scoring._facts import copied_lines, repeated_lines
 from judges.scoring._faults import faulted
 from judges.scoring._panel import session_values

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 from judges.scoring._records import CopiedLine, CopySource, DimensionScore, RepeatedLine
 from judges.scoring._rubric import Level, Rubric
-from simulator.fidelity import MIN_REPEAT_WORDS, words
 from simulator.records import SessionRecord, Turn
+from simulator.turn_checks import MIN_REPEAT_WORDS, words
 
 # Measured (tests/benchmarks/copy_bench.py) on 59 RESCUE therapist turns (known answer: none parrots) and 78
 # embedded-model supporter turns: the therapists' highest coverage is 0.45 (a therapist voicing a member's sentence

@@ -44,7 +44,9 @@ async def judge_all(
     the trial-0 judgments are returned, and every trial lands in `all_trials` when given. The embedded model
     judges one session at a time (its prompt-prefix cache stays warm); hosted judges `SESSIONS_AT_ONCE`.
     """
-    from judges.scoring import judge_session, write_judgment, write_trial
+    from judges.scoring._judge import judge_session
+    from judges.scoring._repeat import write_trial
+    from judges.scoring._store import write_judgment
 
     gate = asyncio.Semaphore(1 if any(is_local(m) for m in panel) else SESSIONS_AT_ONCE)
     done = 0
@@ -94,7 +96,9 @@ def judge_hook(
     """The hook `run_sessions` calls on each completed session: judge it with `panel` on the shipped rubric and
     write the judgment into the run folder. `on_start` gets the judge calls the session will take, `on_stop` is
     called when judging ends (judged or not), `on_judged` gets the written judgment."""
-    from judges.scoring import judge_session, judge_units, judging_mode, load_rubric, write_judgment
+    from judges.scoring._judge import judge_session, judge_units, judging_mode
+    from judges.scoring._rubric import load_rubric
+    from judges.scoring._store import write_judgment
 
     judges = list(panel)
 

@@ -20,7 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from judges.bench.instances import Task, build_rescue_instances
+from judges.bench.instance_format import Task
+from judges.bench.instances import build_rescue_instances
 from judges.bench.metrics import LabelStats as KindStats
 from judges.bench.metrics import ranking_metrics
 from judges.bench.report import kind_of_label

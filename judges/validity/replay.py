@@ -2,7 +2,7 @@
 
 A RESCUE sample becomes the engine's `Turn` list (one turn per row, 1-based, `Therapist` rows as supporter
 turns, addressees as annotated without the speaker) and a case card (`case_from_sample`). Each turn is fed to the
-session engine's own tracker node (`simulator.engine.make_track_node`), so the prompt, the window, the cadence
+session engine's own tracker node (`simulator.nodes.make_track_node`), so the prompt, the window, the cadence
 (`tracker_every` member turns and the last member turn) and the seeds are the session's. Two differences, both
 needed to measure rather than to run a session:
 
@@ -21,9 +21,10 @@ from pydantic import Field
 from personas.case import Case
 from personas.common.records import Record
 from personas.rescue import RescueSample, case_from_sample
-from simulator.engine import SessionConfig, initial_state, make_track_node
 from simulator.llm.types import ModelClient
+from simulator.nodes import make_track_node
 from simulator.records import SUPPORTER, TrackerState, Turn
+from simulator.session_state import SessionConfig, initial_state
 from simulator.transcript import DEFAULT_WINDOW
 
 NEUTRAL_PROBLEM = "Not summarised here: the observer codes the recorded segment from the transcript alone."

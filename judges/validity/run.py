@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
-from judges.bench.instances import DEFAULT_SEED, Instance, Task, ViewpointTriple
+from judges.bench.instance_format import Instance, Task, ViewpointTriple
+from judges.bench.instance_rules import DEFAULT_SEED
 from judges.bench.render import vp_judge_prompt
 from judges.bench.runner import JUDGE_MAX_TOKENS
 from judges.bench.schemas import VpJudgement

@@ -29,7 +29,8 @@ from itertools import pairwise
 
 from pydantic import Field
 
-from judges.bench.instances import rpp_label, valid_intensity
+from judges.bench.instance_rules import valid_intensity
+from judges.bench.instances import rpp_label
 from judges.bench.metrics import ranking_metrics
 from judges.validity.replay import Checkpoint
 from personas.common.records import Record

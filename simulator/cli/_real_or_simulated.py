@@ -1,5 +1,5 @@
 """`rescue-sim fidelity RUN_DIR... --real-or-simulated --rescue PATH`: the blind real-or-simulated test
-(`judges.fidelity._real_or_simulated`) wired to the command: read the runs, ask the check model, render or print
+(`judges.room_audit._real_or_simulated`) wired to the command: read the runs, ask the check model, render or print
 JSON; `--rate-batch` also writes the same pairs for human raters, and `--rated KEY` scores their sheets.
 
 Tests replace the module-level `make_client` with a factory returning a fake client.
@@ -22,7 +22,7 @@ from simulator.cli._common import console, fail
 from simulator.cli._models import make_client, model_settings
 
 if TYPE_CHECKING:
-    from judges.fidelity import HumanRealOrSimulated, RealOrSimulated
+    from judges.room_audit import HumanRealOrSimulated, RealOrSimulated
 
 
 def _p(v: float | None, ci: tuple[float, float] | None) -> str:
@@ -93,7 +93,7 @@ def run_real_or_simulated(
     as_json: bool,
     no_cache: bool,
 ) -> None:
-    from judges.fidelity import pairs_from_runs, real_or_simulated, write_rating_batch
+    from judges.room_audit import pairs_from_runs, real_or_simulated, write_rating_batch
 
     if rescue is None:
         raise fail("--real-or-simulated needs --rescue PATH: the RESCUE samples the derived cases came from")
@@ -127,7 +127,7 @@ def run_real_or_simulated(
 
 def score_rated(key: Path, as_json: bool) -> None:
     """Score every rater sheet beside the batch the key belongs to (`<batch>.<rater>.ratings.jsonl`)."""
-    from judges.fidelity import score_rating_sheets
+    from judges.room_audit import score_rating_sheets
 
     if not key.name.endswith(".key.json") or not key.is_file():
         raise fail(f"--rated {escape(str(key))}: pass the .key.json written with --rate-batch")

@@ -1,4 +1,4 @@
-"""Rendering of `judges.fidelity.ResponsivenessReport` (does the room answer the counsellor?), shared by
+"""Rendering of `judges.room_audit.ResponsivenessReport` (does the room answer the counsellor?), shared by
 `rescue-sim fidelity` (one column per supporter) and `rescue-sim sensitivity` (one column per rung)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from simulator.cli._render import measure_tables
 
 if TYPE_CHECKING:
     from judges import MeanCI
-    from judges.fidelity import ResponsivenessReport, TrajectorySeparation
+    from judges.room_audit import ResponsivenessReport, TrajectorySeparation
 
 LABELS = {"intensity": "intensity", "felt_heard": "felt heard", "warmth": "warmth", "tension": "tension"}
 NOTE = (

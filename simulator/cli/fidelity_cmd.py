@@ -4,7 +4,7 @@ A rendering of `judges.fidelity_report`; `--json` prints the same FidelityReport
 null-supporter drift (silent supporter, the room softening on its own) is above the threshold. Responsiveness
 (how members' states and moves change after each supporter's turns, beside the null drift) and trajectory
 separations (`--pair A,B`, and every M run beside `sides:M`) are shown per supporter; with `--rescue`, turn-taking
-beside RESCUE's (`judges.fidelity._turn_taking`).
+beside RESCUE's (`judges.room_audit._turn_taking`).
 """
 
 from __future__ import annotations

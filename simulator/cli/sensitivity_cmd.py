@@ -24,7 +24,7 @@ from simulator.cli._common import (
 from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
 
 if TYPE_CHECKING:
-    from simulator.runner.sensitivity import MetricResult, SensitivityReport
+    from simulator.runner.sensitivity_stats import MetricResult, SensitivityReport
     from simulator.runner.stress_setup import SensitivityPlan
 
 
@@ -263,7 +263,7 @@ def _models_line(plan: SensitivityPlan, settings) -> None:
 def _show_matrix(plan: SensitivityPlan) -> None:
     """`--dry-run`: the ladder matrix, its estimate, and the run folder it would write."""
     from simulator.cli.stress_cmd import plays_at_lines, render_estimate
-    from simulator.runner.stress import estimate
+    from simulator.runner.stress_estimate import estimate
 
     ladder, matrix, config, variants = plan.ladder, plan.matrix, plan.config, plan.variants
     console.print(

@@ -24,7 +24,7 @@ from simulator.cli._common import (
 )
 
 if TYPE_CHECKING:
-    from simulator.runner.stress import Estimate
+    from simulator.runner.stress_estimate import Estimate
     from simulator.runner.stress_setup import StressPlan
 
 
@@ -61,8 +61,8 @@ def plays_at_lines(est: Estimate) -> list[str]:
 
 
 def render_checks(rows: list) -> Table:
-    """Per supporter x perturbation (judges.stress.PerturbationRow): passed / decided, pass^k over trials, what was
-    not decided, and the sessions left out for a simulator fault."""
+    """Per supporter x perturbation (judges.stress_checks.PerturbationRow): passed / decided, pass^k over trials, what
+    was not decided, and the sessions left out for a simulator fault."""
     table = Table(title="behavioural checks", title_justify="left")
     for col in ("supporter", "perturbation", "passed", "pass^k", "not decided", "simulator faults"):
         table.add_column(col, justify="left" if col in ("supporter", "perturbation") else "right")
@@ -134,7 +134,7 @@ def stress(
     from personas.common.errors import UserError
     from simulator.cli._models import make_client, model_settings, models_line
     from simulator.runner.ray_cluster import RayOptions, forwarded_env, parse_env_names
-    from simulator.runner.stress import load_stress_config
+    from simulator.runner.stress_config import load_stress_config
     from simulator.runner.stress_setup import matrix_roles, plan_stress, stress_models
 
     if executor not in ("local", "ray"):

@@ -348,7 +348,7 @@ def session_score(record: SessionRecord, judgment, keys: list[str]) -> Score:
     """One session's Score: NaN (unscored) for a failed, unjudged or simulator-faulted session (the scorer never
     sees a failed one: the solver raises SessionFailed first), else a value per key (NaN where the session gives none); the judges' reasoning and evidence in the explanation and metadata."""
     from judges import faulted, session_values, trajectory_metrics
-    from judges.fidelity import blamed_share, heard_gain
+    from judges.room_audit import blamed_share, heard_gain
     from simulator.integrations.inspect_log import JUDGMENT_KEY
 
     meta: dict[str, Any] = {"session_id": record.session_id}

@@ -16,13 +16,13 @@ from pydantic import ValidationError
 from personas.case import Case
 from personas.common.yamlfile import YamlFileError, load_yaml
 from personas.taxonomy import SUPPORTER_NAME, RiskKind
-from simulator.engine import SessionConfig, StageDirection
 from simulator.perturbations._schema import (
     POSITIONS,
     Perturbation,
     PerturbationError,
     PerturbationPlan,
 )
+from simulator.session_state import SessionConfig, StageDirection
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 

@@ -2,10 +2,10 @@
 
 A perturbation changes what a session is made of in one or more of three ways:
 
-- `inject`: a private stage direction for one member turn (`simulator.engine.StageDirection`), absolute
+- `inject`: a private stage direction for one member turn (`simulator.session_state.StageDirection`), absolute
   (`at_member_turn`) or relative (`at: early|middle|late|fraction`, see `injection_turn`): the floor gives that
   member the turn, spoken to whom `to` names, and only their prompts see the direction; the turn records it as
-  `directive`, and whether the line really said it is decided after the session (`judges.stress` delivery);
+  `directive`, and whether the line really said it is decided after the session (`judges.stress_checks` delivery);
 - `card`: a change to the case card (a member's style, private knowledge, a risk flag) that yields a new, valid
   Case; only fields the supporter's intake never shows are changed, so the supporter cannot learn that a
   perturbation exists;

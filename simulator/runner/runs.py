@@ -35,7 +35,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from personas.case import Case
-from simulator.engine import HumanInput, SessionConfig
+from simulator.engine import HumanInput
 from simulator.llm.types import ModelClient, ModelError
 from simulator.records import EndReason, SessionRecord, SessionStatus
 from simulator.redact import redact
@@ -49,6 +49,7 @@ from simulator.runner.session import (
     default_supporter_factory,
     session_id_for,
 )
+from simulator.session_state import SessionConfig
 from simulator.supporters import Supporter
 from simulator.view import SupporterKnows
 

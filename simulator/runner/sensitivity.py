@@ -6,14 +6,13 @@ expected to order. `sensitivity_config` turns a model, cases, seeds and perturba
 with one supporter per rung; `run_sensitivity` runs and judges it with the stress runner (`run_stress`, so
 `run_specs`: concurrent, resumable) and `analyse` compares observed and declared orders.
 
-Beside the metrics, whether the room answered each rung (`judges.fidelity.responsiveness`: members' state
+Beside the metrics, whether the room answered each rung (`judges.room_audit.responsiveness`: members' state
 changes and moves after the rung's turns against the silent rung's null drift, over the same units) and the
 trajectory separation of the top rung from `sides` (final self-reported state, paired over units).
 
 The ladder lives in `simulator.runner.sensitivity_ladder`, the statistics and the report model in
-`simulator.runner.sensitivity_analysis`, each session's metric values in `simulator.runner.sensitivity_values`;
-their names are importable from here as before. `--human` folders (the unranked `human` reference beside M) are
-read by `simulator.runner.sensitivity_human`.
+`simulator.runner.sensitivity_stats`, each session's metric values in `simulator.runner.sensitivity_values`;
+`--human` folders (the unranked `human` reference beside M) are read by `simulator.runner.sensitivity_human`.
 """
 
 from __future__ import annotations
@@ -25,73 +24,31 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from judges import FaultTally
-from judges.fidelity import ResponsivenessReport
+from judges.room_audit import ResponsivenessReport
 from personas.common.errors import UserError
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder, config_hash
-from simulator.runner.sensitivity_analysis import (
-    CONFIDENCE,
-    MIN_SHARED,
-    POWER,
-    SENSITIVITY_SCHEMA_VERSION,
-    Z_ALPHA,
-    Z_POWER,
-    MetricResult,
-    PairStat,
-    RungStat,
+from simulator.runner.sensitivity_ladder import Ladder
+from simulator.runner.sensitivity_stats import (
     SensitivityReport,
-    Values,
     analyse,
-    analyse_metric,
-    failures_of,
-    kendall_tau,
-    pair_stat,
-    sessions_for_power,
 )
-from simulator.runner.sensitivity_ladder import LADDER_PATH, Ladder, LadderError, LadderMetric, Rung, load_ladder
-from simulator.runner.sensitivity_values import collect_values, mean_by_unit, metric_values, unit_of
+from simulator.runner.sensitivity_values import collect_values, unit_of
 from simulator.runner.session import SessionSpec
 from simulator.runner.stress_config import StressConfig, unrecorded
 
 __all__ = [
-    "CONFIDENCE",
     "DEFAULT_CASES",
     "DEFAULT_PERTURBATIONS",
     "DEFAULT_SEEDS",
     "DEFAULT_TURNS",
-    "LADDER_PATH",
-    "MIN_SHARED",
-    "POWER",
     "REPORT_NAME",
-    "SENSITIVITY_SCHEMA_VERSION",
-    "Z_ALPHA",
-    "Z_POWER",
-    "Ladder",
-    "LadderError",
-    "LadderMetric",
-    "MetricResult",
-    "PairStat",
-    "Rung",
-    "RungStat",
     "SensitivityError",
-    "SensitivityReport",
-    "Values",
-    "analyse",
-    "analyse_metric",
-    "collect_values",
     "default_out_dir",
-    "failures_of",
-    "kendall_tau",
-    "load_ladder",
-    "mean_by_unit",
-    "metric_values",
-    "pair_stat",
     "report_from_folder",
     "room_responsiveness",
     "run_sensitivity",
     "sensitivity_config",
-    "sessions_for_power",
-    "unit_of",
     "write_report",
 ]
 
@@ -181,7 +138,7 @@ def room_responsiveness(
     ladder: Ladder, model: str, folder: RunFolder, specs: Sequence[SessionSpec]
 ) -> ResponsivenessReport | None:
     """Did the members answer each rung? Completed sessions, case x seed units, top rung vs `sides` separated."""
-    from judges.fidelity import responsiveness, session_responsiveness
+    from judges.room_audit import responsiveness, session_responsiveness
 
     rungs = ladder.specs(model)
     sessions = [

@@ -23,7 +23,8 @@ from judges import FaultTally, mean_ci
 from personas.common.errors import Param, ParameterError
 from simulator.records import SessionRecord, SessionStatus
 from simulator.runfolder import RunFolder
-from simulator.runner.sensitivity_analysis import (
+from simulator.runner.sensitivity_ladder import Ladder, Reference
+from simulator.runner.sensitivity_stats import (
     CONFIDENCE,
     HumanDistance,
     HumanMetric,
@@ -31,7 +32,6 @@ from simulator.runner.sensitivity_analysis import (
     Values,
     pair_stat,
 )
-from simulator.runner.sensitivity_ladder import Ladder, Reference
 from simulator.runner.sensitivity_values import collect_values, mean_by_unit, metric_values
 
 HUMAN = "human"

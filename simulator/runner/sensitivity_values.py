@@ -9,8 +9,8 @@ from typing import Any
 from judges import FaultTally
 from simulator.records import SessionStatus
 from simulator.runfolder import RunFolder
-from simulator.runner.sensitivity_analysis import Values
 from simulator.runner.sensitivity_ladder import Ladder, LadderError
+from simulator.runner.sensitivity_stats import Values
 from simulator.runner.session import SessionSpec
 
 
@@ -23,8 +23,8 @@ def unit_of(spec: SessionSpec | Any) -> str:
 def metric_values(ladder: Ladder, record: Any, judgment: Any, check: Any) -> dict[str, float]:
     """Each headline metric's value for one completed session (absent where the session gives it none)."""
     from judges import session_values, trajectory_metrics
-    from judges.fidelity import blamed_share, heard_gain
-    from judges.stress import CheckStatus, critical_failure
+    from judges.room_audit import blamed_share, heard_gain
+    from judges.stress_checks import CheckStatus, critical_failure
 
     judged = session_values(judgment) if judgment is not None else {}
     out: dict[str, float] = {}

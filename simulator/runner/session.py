@@ -17,11 +17,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from personas.case import Case
-from simulator.engine import HumanInput, SessionConfig, derive_seed, run_session
+from simulator.engine import HumanInput, run_session
 from simulator.faults import with_faults
 from simulator.llm.types import CallRecord, Completion, ModelClient, ModelError, Prompt, Role
 from simulator.records import SessionRecord
 from simulator.redact import redact
+from simulator.session_state import SessionConfig, derive_seed
 from simulator.supporters import Supporter
 
 # The session whose work is running in this task (and the tasks it starts): for attributing calls and logs.

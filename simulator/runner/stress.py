@@ -1,10 +1,10 @@
 """Stress runs: a matrix of supporters x cases x perturbations x seeds x trials, run, judged and checked.
 
 The experiment and its matrix are in `simulator.runner.stress_config` (`StressConfig`, `build_matrix`), the
-estimate in `simulator.runner.stress_estimate`; their names are importable from here as before. `run_stress` runs
-the specs with `run_specs` (concurrent, kill-safe, resumable), judges each completed session and runs its
-perturbation's behavioural check. Everything lands in the run folder: `sessions/`, `judgments/`, `checks/`,
-`manifest.json`. `check_rows` reads the pass rates back.
+estimate in `simulator.runner.stress_estimate`. `run_stress` runs the specs with `run_specs` (concurrent,
+kill-safe, resumable), judges each completed session and runs its perturbation's behavioural check. Everything
+lands in the run folder: `sessions/`, `judgments/`, `checks/`, `manifest.json`. `check_rows` reads the pass rates
+back.
 """
 
 from __future__ import annotations
@@ -21,45 +21,17 @@ from simulator.runfolder import RunFolder
 from simulator.runner.ray_cluster import RayOptions
 from simulator.runner.runs import RunEvents, RunSummary, run_specs
 from simulator.runner.stress_config import (
-    BASELINE,
-    MODEL_ROLES,
-    STRESS_CONFIG_VERSION,
     Matrix,
     StressConfig,
-    StressConfigError,
-    build_matrix,
-    default_out_dir,
-    load_stress_config,
-    plays_at,
-    resolve_cases,
-    resolve_perturbations,
     stress_manifest,
 )
-from simulator.runner.stress_estimate import LOCAL_GEN_TOK_S, LOCAL_PROMPT_TOK_S, Estimate, estimate
 
 __all__ = [
-    "BASELINE",
-    "LOCAL_GEN_TOK_S",
-    "LOCAL_PROMPT_TOK_S",
-    "MODEL_ROLES",
-    "STRESS_CONFIG_VERSION",
-    "Estimate",
-    "Matrix",
-    "StressConfig",
-    "StressConfigError",
     "StressSummary",
-    "build_matrix",
     "check_rows",
-    "default_out_dir",
-    "estimate",
-    "load_stress_config",
-    "plays_at",
     "post_session_hook",
     "record_delivery",
-    "resolve_cases",
-    "resolve_perturbations",
     "run_stress",
-    "stress_manifest",
 ]
 
 
@@ -151,7 +123,7 @@ async def record_delivery(
 ) -> SessionRecord:
     """Decide whether the directed member said the stressor and save the verdict (and a `stressor_not_said`
     simulator fault) on the session record; a model failure leaves it undecided (the check records the error)."""
-    from judges.stress import verify_delivery, with_delivery
+    from judges.stress_checks import verify_delivery, with_delivery
     from simulator.llm.types import ModelError
     from simulator.perturbations import plan_for
 
@@ -240,7 +212,7 @@ async def run_stress(
 
 
 def check_rows(folder: RunFolder, session_ids: Sequence[str]) -> list[Any]:
-    """Pass rates and pass^k per supporter x perturbation over these sessions (judges.stress.PerturbationBoard):
+    """Pass rates and pass^k per supporter x perturbation over these sessions (judges.stress_checks.PerturbationBoard):
     sessions with a simulator fault are left out of them and counted."""
     from judges import PerturbationBoard, faulted, read_check, read_judgment
 

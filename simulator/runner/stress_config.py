@@ -18,7 +18,6 @@ from personas.case import CardError, Case, load_case
 from personas.common.errors import UserError
 from personas.common.yamlfile import YamlFileError, load_yaml
 from personas.library import load_library
-from simulator.engine import SessionConfig
 from simulator.perturbations import (
     Perturbation,
     PerturbationError,
@@ -29,6 +28,7 @@ from simulator.perturbations import (
 from simulator.runfolder import config_hash
 from simulator.runner.runs import Budget
 from simulator.runner.session import SessionSpec, make_session_id
+from simulator.session_state import SessionConfig
 
 STRESS_CONFIG_VERSION = 1
 MODEL_ROLES = ("member", "tracker", "judge", "check")

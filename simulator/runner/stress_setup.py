@@ -14,8 +14,8 @@ from personas.common.errors import UserError
 
 if TYPE_CHECKING:
     from simulator.llm.client import ModelSettings
-    from simulator.runner.sensitivity import Ladder
     from simulator.runner.sensitivity_human import HumanSession
+    from simulator.runner.sensitivity_ladder import Ladder
     from simulator.runner.stress_config import Matrix, StressConfig
     from simulator.runner.stress_estimate import Estimate
 
@@ -35,7 +35,8 @@ class StressPlan:
 def plan_stress(config: StressConfig, source: Path, out_dir: Path | None = None) -> StressPlan:
     """The matrix of `config` (read from `source`, whose folder its relative paths start from), every supporter spec
     checked (no model is called), the estimate and the run folder (`out_dir`, else `runs/stress-<name>-<hash>`)."""
-    from simulator.runner.stress import build_matrix, default_out_dir, estimate
+    from simulator.runner.stress_config import build_matrix, default_out_dir
+    from simulator.runner.stress_estimate import estimate
 
     base = source.resolve().parent
     matrix = build_matrix(config, base, source)
@@ -81,8 +82,9 @@ def plan_sensitivity(
     `cases` x `seeds` (`0,1` or `0-4`) x `perturbations` (`none`: unperturbed); the room is `room_model`. Every
     supporter spec is checked (no model is called); the run folder is `out_dir`, else
     `runs/sensitivity-<model>-<hash>`."""
-    from simulator.runner.sensitivity import default_out_dir, load_ladder, sensitivity_config
-    from simulator.runner.stress import build_matrix
+    from simulator.runner.sensitivity import default_out_dir, sensitivity_config
+    from simulator.runner.sensitivity_ladder import load_ladder
+    from simulator.runner.stress_config import build_matrix
 
     full = load_ladder()
     ladder = full.subset([r.id for r in full.rungs] if rungs == ["all"] else rungs)

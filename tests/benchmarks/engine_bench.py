@@ -19,8 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from personas.library import resolve_case  # noqa: E402
-from simulator.engine import SessionConfig, run_session  # noqa: E402
+from simulator.engine import run_session  # noqa: E402
 from simulator.llm.fake import FakeModelClient  # noqa: E402
+from simulator.session_state import SessionConfig  # noqa: E402
 from simulator.supporters import ModelSupporter  # noqa: E402
 from tests._sim_fakes import RoomScript  # noqa: E402
 

@@ -38,8 +38,9 @@ async def _run(
 ) -> None:
     import simulator
     from personas.library import resolve_case
-    from simulator.engine import SessionConfig, run_session
+    from simulator.engine import run_session
     from simulator.llm.client import LiteLLMClient, ModelSettings
+    from simulator.session_state import SessionConfig
     from simulator.supporters import ScriptedSupporter
 
     code = str(Path(simulator.__file__).resolve().parents[1])
@@ -77,7 +78,7 @@ async def _run(
 
 
 def _report(folders: list[Path]) -> None:
-    from judges.fidelity._audit import audit_record
+    from judges.room_audit._audit import audit_record
     from simulator.records import SessionRecord
 
     print(

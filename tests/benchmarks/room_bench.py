@@ -1,4 +1,4 @@
-"""The room measures of issue 42 (simulator.fidelity.read_line), measured where the answer is known.
+"""The room measures of issue 42 (simulator.turn_checks.read_line), measured where the answer is known.
 
     python tests/benchmarks/room_bench.py known                 # the hand-labelled lines of data/room_lines.yaml
     python tests/benchmarks/room_bench.py rescue [--src FILE]   # RESCUE's real member lines
@@ -37,7 +37,7 @@ def _turn(i: int, speaker: str, text: str, to: list[str]):
 
 def known() -> None:
     from personas.library import resolve_case
-    from simulator.fidelity import read_line
+    from simulator.turn_checks import read_line
 
     lines = yaml.safe_load((HERE / "data" / "room_lines.yaml").read_text())["lines"]
     counts = {m: {"hit": 0, "false_alarm": 0, "miss": 0, "right_no": 0} for m in MEASURES}
@@ -63,11 +63,11 @@ def known() -> None:
 
 
 def known_ask(model: str | None) -> None:
-    """The yes/no questions (judges.fidelity.ask_room) on the known-answer lines: every line asked every question
+    """The yes/no questions (judges.room_audit.ask_room) on the known-answer lines: every line asked every question
     (not only where the rule is silent), so each question is measured on its own against the labels."""
     import asyncio
 
-    from judges.fidelity._room_questions import YES, room_questions
+    from judges.room_audit._room_questions import YES, room_questions
     from judges.scoring._checklist import CHECKLIST_PROMPTS, SAMPLES
     from judges.scoring._render import judge_context
     from personas.common.prompts import render_prompt
@@ -115,7 +115,7 @@ def known_ask(model: str | None) -> None:
 def rescue(src: Path) -> None:
     from personas.rescue import case_from_sample, load_rescue
     from personas.taxonomy import SUPPORTER_NAME
-    from simulator.fidelity import read_line
+    from simulator.turn_checks import read_line
 
     samples = load_rescue(src)
     total = {m: 0 for m in MEASURES}
@@ -160,7 +160,7 @@ def rescue(src: Path) -> None:
 
 
 def sessions(folders: list[Path]) -> None:
-    from judges.fidelity import audit_record
+    from judges.room_audit import audit_record
     from simulator.records import SessionRecord
 
     for folder in folders:

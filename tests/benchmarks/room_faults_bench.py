@@ -22,11 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from personas.case import Case  # noqa: E402
 from personas.library import load_library  # noqa: E402
-from simulator.engine import SessionConfig  # noqa: E402
 from simulator.faults import detect_faults  # noqa: E402
 from simulator.llm.fake import FakeModelClient  # noqa: E402
 from simulator.records import FaultKind, SessionRecord  # noqa: E402
 from simulator.runner.session import SessionSpec, run_one  # noqa: E402
+from simulator.session_state import SessionConfig  # noqa: E402
 from simulator.supporters import ModelSupporter  # noqa: E402
 from tests._sim_fakes import RoomScript  # noqa: E402
 

@@ -68,7 +68,8 @@ async def _decide(supporter, view):
 
 async def _opening(client, case):
     """The room's own first two member turns, with nobody in the counsellor's chair."""
-    from simulator.engine import SessionConfig, run_session
+    from simulator.engine import run_session
+    from simulator.session_state import SessionConfig
     from simulator.supporters import SilentSupporter
 
     rec = await run_session(case, SilentSupporter(), client, SessionConfig(max_turns=2, seed=0), session_id="bench")
@@ -184,7 +185,7 @@ def summary(rows: list[dict], rungs: list[str]) -> list[dict]:
 
 def judge_summary(rows: list[dict]) -> None:
     """The judge's side-taking reading of `sides` against `model`, paired by case and seed."""
-    from simulator.runner.sensitivity_analysis import sessions_for_power
+    from simulator.runner.sensitivity_stats import sessions_for_power
 
     judged = {(r["case"], r["seed"], r["rung"]): r for r in rows if r.get("judge_side") is not None}
     pairs = [(judged[(c, s, "sides")], judged[(c, s, "model")]) for c, s, rung in judged if rung == "sides"

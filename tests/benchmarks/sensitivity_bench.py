@@ -29,7 +29,8 @@ from pathlib import Path
 from judges import faulted, read_judgment
 from simulator.records import DeliveryStatus, SessionStatus
 from simulator.runfolder import RunFolder
-from simulator.runner.sensitivity import REPORT_NAME, SensitivityReport
+from simulator.runner.sensitivity import REPORT_NAME
+from simulator.runner.sensitivity_stats import SensitivityReport
 
 
 def summary_lines(report: SensitivityReport) -> list[str]:

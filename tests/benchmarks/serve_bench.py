@@ -75,10 +75,10 @@ def no_model():  # the benchmark plays no session
 def fake_run_added(root: Path, sessions: int) -> tuple[float, float]:
     """Seconds of `run_specs` on `sessions` fake 2-turn sessions without the index, and of the index added after."""
     from personas.library import resolve_case
-    from simulator.engine import SessionConfig
     from simulator.llm.fake import FakeModelClient
     from simulator.runner.runs import run_specs
     from simulator.runner.session import SessionSpec, make_session_id
+    from simulator.session_state import SessionConfig
     from tests._sim_fakes import RoomScript
 
     case = resolve_case("dana-and-theo")

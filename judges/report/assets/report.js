@@ -414,7 +414,7 @@
   }
 
   function roomLine(room) {
-    // the room measures of a member line (judges.fidelity.room_turns): does it play its own case, in its own voice
+    // the room measures of a member line (judges.room_audit.room_turns): does it play its own case, in its own voice
     var parts = [room.grounded ? "grounded (" + room.grounded + ")" : "not grounded in the case"];
     if (room.voice) parts.push("counsellor voice: " + room.voice);
     if (room.third) parts.push("third person: " + room.third);

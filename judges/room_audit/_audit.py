@@ -5,7 +5,7 @@ distribution per member, the insider-vs-tracker gap, and the null-supporter drif
 supporter, how far members soften on their own. A room that heals itself inflates every supporter's score, so a
 case whose mean self-softening over its silent sessions exceeds NULL_DRIFT_THRESHOLD is flagged.
 
-Flags are counted by re-running the per-turn checks of simulator.fidelity over each member turn (an audit), so
+Flags are counted by re-running the per-turn checks of simulator.turn_checks over each member turn (an audit), so
 records made before the checks existed are measured exactly like new ones; the flags a record itself carries
 (what was still failing when the engine accepted a turn) are counted separately.
 
@@ -22,23 +22,23 @@ from pathlib import Path
 
 from pydantic import Field
 
-from judges.fidelity._responsiveness import (
+from judges.room_audit._responsiveness import (
     ResponsivenessReport,
     default_pairs,
     responsiveness,
     session_responsiveness,
 )
-from judges.fidelity._sim_vs_real import SimVsReal, compare_runs_with_rescue, load_golds, missing_samples
-from judges.fidelity._turn_taking import FloorComparison, floor_by_group
+from judges.room_audit._sim_vs_real import SimVsReal, compare_runs_with_rescue, load_golds, missing_samples
+from judges.room_audit._turn_taking import FloorComparison, floor_by_group
 from judges.scoring._faults import faulted
 from judges.scoring._store import read_judgment
 from judges.scoring._trajectory import distress, insider_outsider_gap, relation_change
 from personas.common.records import Record
-from simulator.fidelity import LEGACY_CHAR_CAPS, REPEATS, check_line, check_state, read_line, session_language
 from simulator.members import state_word_caps
 from simulator.records import FidelityCheck, FidelityFlag, SessionRecord, Turn
 from simulator.runfolder import RunFolder, RunFolderError
 from simulator.supporters import SilentSupporter
+from simulator.turn_checks import LEGACY_CHAR_CAPS, REPEATS, check_line, check_state, read_line, session_language
 
 FIDELITY_SCHEMA_VERSION = 2  # 2: turn-taking beside RESCUE (fields added; version-1 reports still load)
 # Self-softening (mean of the drop in intensity and the drop in tension, in 0-10 points, first to last
@@ -58,7 +58,7 @@ class SelfSoftening(Record):
 
 
 class RoomTurn(Record):
-    """The room measures of one member turn (simulator.fidelity.read_line), each the words that show it, or None."""
+    """The room measures of one member turn (simulator.turn_checks.read_line), each the words that show it, or None."""
 
     grounded: str | None = Field(default=None, description="What of this case the line brings; None: nothing.")
     counsellor_voice: str | None = Field(default=None, description="The counsellor's phrase it uses, if any.")

@@ -1,5 +1,6 @@
 """Check records and their store: a check's outcome (`CheckResult`, with the facts, the model's verdict and the
-judge probe it rests on) and `checks/<session_id>.json` in the run folder. How a check is made: `judges.stress._checks`.
+judge probe it rests on) and `checks/<session_id>.json` in the run folder. How a check is made:
+`judges.stress_checks._checks`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from judges.scoring._records import JudgmentStatus, SessionJudgment
 from judges.scoring._rubric import Rubric
-from judges.stress._results import CheckStatus, JudgeProbe
+from judges.stress_checks._results import CheckStatus, JudgeProbe
 from simulator.llm.types import ModelClient
 from simulator.records import SessionRecord, Turn
 

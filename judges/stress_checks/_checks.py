@@ -1,7 +1,7 @@
 """Behavioural checks of perturbed sessions: did the supporter handle the stressor? Pass or fail per session,
 with the turns and quotes the outcome rests on.
 
-A check starts from the delivery verdict (`judges.stress._delivery`; the runner records it on the session as
+A check starts from the delivery verdict (`judges.stress_checks._delivery`; the runner records it on the session as
 `record.delivery`, and it is decided here only for records without one): a stressor that never played is
 `not_delivered`; one that was directed but not said is `simulator_fault` (the room malfunctioned, and the record
 carries a `stressor_not_said` simulator fault); one whose saying the check model could not quote is
@@ -25,7 +25,7 @@ Results are `CheckResult` records, one file per session: `checks/<session_id>.js
 
 The parts live beside this module: the records and their store in `_results`, the facts in `_facts`, the model's
 verdict in `_verdict`, the judge probe in `_probe`, and pass^k with the per-perturbation board in `_board`; their
-names are exported by `judges.stress` (and the most used by `judges`).
+names are exported by `judges.stress_checks` (and the most used by `judges`).
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from collections.abc import Sequence
 
 from judges.scoring._records import SessionJudgment
 from judges.scoring._rubric import Rubric
-from judges.stress._delivery import NoCheckModel, verify_delivery
-from judges.stress._facts import record_facts
-from judges.stress._probe import probe_judges
-from judges.stress._results import CheckResult, CheckStatus, JudgeProbe
-from judges.stress._verdict import model_verdict
+from judges.stress_checks._delivery import NoCheckModel, verify_delivery
+from judges.stress_checks._facts import record_facts
+from judges.stress_checks._probe import probe_judges
+from judges.stress_checks._results import CheckResult, CheckStatus, JudgeProbe
+from judges.stress_checks._verdict import model_verdict
 from simulator.llm.types import ModelClient, ModelError
 from simulator.perturbations import Perturbation, plan_for
 from simulator.records import DeliveryStatus, SessionRecord, SessionStatus

@@ -1,7 +1,7 @@
 """Per-turn fidelity checks on member turns: cheap, deterministic, no model call.
 
 A member turn is checked before it is accepted (simulator.members re-asks a failing part with the reason, then
-accepts it flagged), and the same functions audit saved sessions after the fact (judges.fidelity), so old and
+accepts it flagged), and the same functions audit saved sessions after the fact (judges.room_audit), so old and
 new records are measured alike. Thresholds are module constants, documented here:
 
 - repeats: the overlap coefficient of two turns' word-trigram sets, |A ∩ B| / min(|A|, |B|), compared with every
@@ -32,7 +32,7 @@ The checks live in this package by what they look at: the lexicon and word measu
 (`_language`), the line (`_line`), the self-report (`_self_report`), and what a re-ask is told (`_reask`).
 """
 
-from simulator.fidelity._language import (
+from simulator.turn_checks._language import (
     LANGUAGE_MIN_WORDS,
     LANGUAGE_NAMES,
     detect_language,
@@ -40,7 +40,7 @@ from simulator.fidelity._language import (
     language_switch,
     session_language,
 )
-from simulator.fidelity._line import (
+from simulator.turn_checks._line import (
     MIN_REPEAT_WORDS,
     NEAR_DUPLICATE_OVERLAP,
     check_line,
@@ -48,12 +48,12 @@ from simulator.fidelity._line import (
     repeat_of,
     tagged_speaker,
 )
-from simulator.fidelity._reask import (
+from simulator.turn_checks._reask import (
     REPEATS,
     reask_note,
     repeated_texts,
 )
-from simulator.fidelity._room import (
+from simulator.turn_checks._room import (
     ITEM_WORDS,
     CaseWords,
     Echo,
@@ -70,7 +70,7 @@ from simulator.fidelity._room import (
     stem,
     third_person,
 )
-from simulator.fidelity._self_report import (
+from simulator.turn_checks._self_report import (
     LEGACY_CHAR_CAPS,
     SOFTENING_CUE_OVERLAP,
     STATE_TEXT_FIELDS,
@@ -82,7 +82,7 @@ from simulator.fidelity._self_report import (
     softening_cause,
     unearned_softening,
 )
-from simulator.fidelity._text import (
+from simulator.turn_checks._text import (
     LEXICON_PATH,
     Lexicon,
     lexicon,

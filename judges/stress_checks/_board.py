@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judges.scoring._faults import FaultedSession, FaultTally
 from judges.scoring._records import SessionJudgment
-from judges.stress._results import CheckResult, CheckStatus
+from judges.stress_checks._results import CheckResult, CheckStatus
 from simulator.records import EndReason, SessionRecord, SessionStatus
 
 CRITICAL_LABELS: dict[str, frozenset[str]] = {"safety": frozenset({"harm"})}  # dimension -> labels that are critical

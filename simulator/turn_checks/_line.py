@@ -10,9 +10,10 @@ from collections.abc import Sequence
 
 from personas.case import Case
 from personas.taxonomy import SUPPORTER_NAME
-from simulator.fidelity._language import language_switch
-from simulator.fidelity._room import counsellor_phrase, echo_of, third_person
-from simulator.fidelity._text import (
+from simulator.records import FidelityCheck, FidelityFlag, Turn
+from simulator.turn_checks._language import language_switch
+from simulator.turn_checks._room import counsellor_phrase, echo_of, third_person
+from simulator.turn_checks._text import (
     _ADVERBS,
     _SELF_VERBS,
     _TERMINAL,
@@ -23,7 +24,6 @@ from simulator.fidelity._text import (
     overlap,
     words,
 )
-from simulator.records import FidelityCheck, FidelityFlag, Turn
 
 MIN_REPEAT_WORDS = 4
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from judges import FaultTally, MeanCI, difference_separates, mean_ci, paired_difference_ci, units_for_sign_test
-from judges.fidelity import ResponsivenessReport
+from judges.room_audit import ResponsivenessReport
 from simulator.runner.sensitivity_ladder import Ladder, LadderMetric
 from simulator.runner.stress_config import StressConfig
 

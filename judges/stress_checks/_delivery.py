@@ -34,7 +34,6 @@ from pydantic import BaseModel, Field, create_model
 from judges.scoring._render import PROMPTS, judge_context
 from judges.scoring._schema import quote_found, read_citation, sentence_openings
 from personas.common.prompts import render_prompt
-from simulator.fidelity import case_words, content_words, stem
 from simulator.llm.types import ModelClient, Prompt, is_local
 from simulator.perturbations import Perturbation, PerturbationPlan
 from simulator.records import (
@@ -47,6 +46,7 @@ from simulator.records import (
     Turn,
 )
 from simulator.transcript import said_phrase
+from simulator.turn_checks import case_words, content_words, stem
 
 
 class NoCheckModel(ValueError):
@@ -172,7 +172,7 @@ def card_secret(p: Perturbation, plan: PerturbationPlan, record: SessionRecord) 
 
 def card_words_said(line: str, secret: str, record: SessionRecord) -> list[str]:
     """The words of `secret` the line says, when they show it was said: at least one word specific to the case
-    (simulator.fidelity.case_words: "deposit", "flats") and at least CARD_WORDS_MIN of its content words; else []."""
+    (simulator.turn_checks.case_words: "deposit", "flats") and at least CARD_WORDS_MIN of its content words; else []."""
     names = record.case.member_names
     specific = case_words(record.case).specific
     mine = {stem(w) for w in content_words(line, names)}

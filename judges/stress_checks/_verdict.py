@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, create_model
 
 from judges.scoring._render import PROMPTS, judge_context
 from judges.scoring._schema import quote_found
-from judges.stress._results import CheckVerdict, Quote
+from judges.stress_checks._results import CheckVerdict, Quote
 from personas.common.prompts import render_prompt
 from simulator.llm.types import ModelClient, Prompt
 from simulator.perturbations import Perturbation, PerturbationPlan

@@ -48,9 +48,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from judges.fidelity._sim_vs_real import load_golds
 from judges.ratings._blind import RaterCase, RaterItem, RaterMember, RaterTurn, find_leaks, model_strings, secrets_of
 from judges.ratings._formats import render_csv, render_jsonl, sibling
+from judges.room_audit._sim_vs_real import load_golds
 from judges.scoring._checklist import ask_questions
 from judges.scoring._render import PROMPTS, as_data, group_kind
 from judges.scoring._rubric import Dimension
@@ -60,10 +60,10 @@ from personas.common.prompts import render_prompt
 from personas.common.records import Record
 from personas.rescue import GoldRow, GoldTrajectory
 from personas.taxonomy import SUPPORTER_NAME
-from simulator.fidelity import words
 from simulator.llm.types import ModelClient, YesProbability
 from simulator.records import SessionRecord
 from simulator.runfolder import RunFolder, RunFolderError
+from simulator.turn_checks import words
 
 REAL_OR_SIMULATED_SCHEMA_VERSION = 1
 MIN_WORDS = 3  # lines shorter than this (either side) are not paired

@@ -1,6 +1,6 @@
 """A check's facts, read from the session record with no model: whether the stressor was delivered, whether
 the supporter responded within `within` decisions and to whom, forbidden phrases, late speech, repetition, and
-the engine's own safety verdicts. A fact that does not hold fails the check (`judges.stress._checks`).
+the engine's own safety verdicts. A fact that does not hold fails the check (`judges.stress_checks._checks`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import re
 from collections import Counter
 
 from judges.scoring._schema import quote_found
-from judges.stress._delivery import opening_words, trigger_of
-from judges.stress._results import CheckFact, Quote
+from judges.stress_checks._delivery import opening_words, trigger_of
+from judges.stress_checks._results import CheckFact, Quote
 from simulator.perturbations import Perturbation, PerturbationPlan
 from simulator.records import DeliveryStatus, SessionRecord, StressorDelivery, Turn
 

@@ -1,6 +1,6 @@
 """The room measures of a member line (issue 42): does it bring this case's own material, is it said in the
 member's own role, and does it re-say another speaker's line. Rules over words, no model call, so they run live
-(a failing line is re-asked) and on saved records alike (`judges.fidelity` audits old sessions the same way).
+(a failing line is re-asked) and on saved records alike (`judges.room_audit` audits old sessions the same way).
 
 - grounded: the line carries a word specific to this case (a word of the card's problem, history, setting,
   backgrounds, needs and fears, triggers, softeners, private knowledge, agenda or viewpoints that at most
@@ -32,7 +32,9 @@ from dataclasses import dataclass
 import yaml
 
 from personas.case import Case
-from simulator.fidelity._text import (
+from simulator.llm.tokenizers import common_words
+from simulator.records import Turn
+from simulator.turn_checks._text import (
     _ADVERBS,
     _SELF_VERBS,
     LEXICON_PATH,
@@ -42,8 +44,6 @@ from simulator.fidelity._text import (
     trigrams,
     words,
 )
-from simulator.llm.tokenizers import common_words
-from simulator.records import Turn
 
 # An echo by overlap needs this many shared word trigrams: on RESCUE's real lines, a short reply sharing two ("how
 # you are with me") reached the near-duplicate overlap with the line it answered (tests/benchmarks/room_bench.py).

@@ -8,8 +8,8 @@ import functools
 import re
 
 from personas.case import Case
-from simulator.fidelity._text import _flag, lexicon, words
 from simulator.records import FidelityCheck, FidelityFlag
+from simulator.turn_checks._text import _flag, lexicon, words
 
 LANGUAGE_MIN_WORDS = 5
 # Scripts other than Latin, by Unicode ranges; a language code for the ones a session could be held in.

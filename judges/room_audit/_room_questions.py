@@ -18,9 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from judges.scoring._checklist import CHECKLIST_PROMPTS, SAMPLES
 from judges.scoring._render import judge_context
 from personas.common.prompts import render_prompt
-from simulator.fidelity import read_line, words
 from simulator.llm.types import ModelClient, ModelError, Prompt
 from simulator.records import SessionRecord
+from simulator.turn_checks import read_line, words
 
 YES = 0.5  # P(yes) at or above which a question counts the measure as holding
 _PRONOUNS = frozenset({"he", "she", "him", "her", "his", "hers", "he's", "she's"})

@@ -2,24 +2,24 @@
 (facts first, then a check model's verdict with evidence), the judge probe, and per-perturbation pass rates.
 """
 
-from judges.stress._board import (
+from judges.stress_checks._board import (
     CRITICAL_LABELS,
     PerturbationBoard,
     PerturbationRow,
     critical_failure,
     pass_hat_k,
 )
-from judges.stress._checks import check_session
-from judges.stress._delivery import (
+from judges.stress_checks._checks import check_session
+from judges.stress_checks._delivery import (
     DELIVERY_ATTEMPTS,
     stressor_description,
     trigger_of,
     verify_delivery,
     with_delivery,
 )
-from judges.stress._facts import quote_of, record_facts, responses_of
-from judges.stress._probe import NEUTRAL_LINE, neutralised, probe_judges
-from judges.stress._results import (
+from judges.stress_checks._facts import quote_of, record_facts, responses_of
+from judges.stress_checks._probe import NEUTRAL_LINE, neutralised, probe_judges
+from judges.stress_checks._results import (
     CHECK_SCHEMA_VERSION,
     DECIDED,
     CheckFact,
@@ -32,7 +32,7 @@ from judges.stress._results import (
     read_check,
     write_check,
 )
-from judges.stress._verdict import QUOTE_ATTEMPTS, QUOTE_MAX, WHY_MAX, model_verdict
+from judges.stress_checks._verdict import QUOTE_ATTEMPTS, QUOTE_MAX, WHY_MAX, model_verdict
 
 __all__ = [
     "DELIVERY_ATTEMPTS",

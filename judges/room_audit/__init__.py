@@ -5,7 +5,7 @@ behind the `member_dominates` fault threshold), and a blind real-or-simulated te
 check model picks the real line of matched pairs, both orders; the same pairs as a human `/rate` batch).
 """
 
-from judges.fidelity._audit import (
+from judges.room_audit._audit import (
     FIDELITY_SCHEMA_VERSION,
     NULL_DRIFT_THRESHOLD,
     NULL_SUPPORTER,
@@ -28,7 +28,7 @@ from judges.fidelity._audit import (
     self_softening,
     summarise,
 )
-from judges.fidelity._real_or_simulated import (
+from judges.room_audit._real_or_simulated import (
     REAL_OR_SIMULATED_SCHEMA_VERSION,
     HumanRealOrSimulated,
     LinePair,
@@ -44,7 +44,7 @@ from judges.fidelity._real_or_simulated import (
     score_rating_sheets,
     write_rating_batch,
 )
-from judges.fidelity._responsiveness import (
+from judges.room_audit._responsiveness import (
     DimensionStat,
     FinalDifference,
     ResponsivenessReport,
@@ -60,15 +60,15 @@ from judges.fidelity._responsiveness import (
     session_responsiveness,
     trajectory_separation,
 )
-from judges.fidelity._room_questions import RoomAnswer, ask_room, questions_for, room_questions
-from judges.fidelity._room_shares import (
+from judges.room_audit._room_questions import RoomAnswer, ask_room, questions_for, room_questions
+from judges.room_audit._room_shares import (
     SHARE_PERCENTILE,
     SHARE_WINDOW,
     GroupShares,
     group_shares,
     rescue_speaker_shares,
 )
-from judges.fidelity._sim_vs_real import (
+from judges.room_audit._sim_vs_real import (
     ComparisonRow,
     SimVsReal,
     TransitionRow,
@@ -77,7 +77,7 @@ from judges.fidelity._sim_vs_real import (
     load_golds,
     missing_samples,
 )
-from judges.fidelity._turn_taking import (
+from judges.room_audit._turn_taking import (
     PUBLISHED_TURN_TAKING,
     Floor,
     FloorComparison,

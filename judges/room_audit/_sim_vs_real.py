@@ -11,7 +11,7 @@ against the sample's client rows, one measure per row, each with a distance:
 - relation patterns: share of each label, RESCUE's gold rows vs the tracker's readings of the simulation;
 - pattern transitions: consecutive labelled points (gold rows; tracker runs within one session), the whole
   matrix as one distribution, and one row per from-pattern (its conditional distribution);
-- turn-taking (judges.fidelity._turn_taking): speakers per session, the counsellor's share of turns, the
+- turn-taking (judges.room_audit._turn_taking): speakers per session, the counsellor's share of turns, the
   most-speaking member's share of member turns and the addressee shares, each with its distance.
 
 A distance of None means one side has no data for the row. Nothing here calls a model.
@@ -27,13 +27,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from judges.fidelity._turn_taking import FloorComparison, addressed, compare_floor
+from judges.room_audit._turn_taking import FloorComparison, addressed, compare_floor
 from judges.stats._distances import js_distance, wasserstein
 from personas.common.records import Record
 from personas.rescue import GoldRow, GoldTrajectory, gold_from_sample, load_gold, load_rescue
 from personas.taxonomy import MEMBER_MOVES, RESCUE_UTTERANCE_MOVES, SUPPORTER_NAME, patterns_for
-from simulator.fidelity import words
 from simulator.records import SessionRecord, Turn
+from simulator.turn_checks import words
 
 Metric = Literal["jensen_shannon", "wasserstein"]
 

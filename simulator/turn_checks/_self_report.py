@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from personas.taxonomy import SOFTENING_MOVES, SUPPORTER_NAME
-from simulator.fidelity._language import language_switch
-from simulator.fidelity._text import _TERMINAL, _flag, _tag, lexicon, words
 from simulator.llm.structured import MID_PHRASE
 from simulator.records import FidelityCheck, FidelityFlag, Turn
+from simulator.turn_checks._language import language_switch
+from simulator.turn_checks._text import _TERMINAL, _flag, _tag, lexicon, words
 
 SOFTENING_CUE_OVERLAP = 0.6
 # Character caps of the self-report schema before it had word caps: a field exactly this long was cut by the
