@@ -287,6 +287,25 @@ def test_a_failed_session_errors_the_sample_never_a_nan_score(tmp_path, room):
     assert record.status.value == "failed"  # the run folder keeps the failed record
 
 
+def test_an_unusable_room_model_errors_the_sample_before_any_call(tmp_path, room):
+    """Issue 44: the Inspect task shares `run`'s pre-check. A room model that cannot be used (here: no API key)
+    errors the sample with the pre-check's one line, and nothing of the room is called or written."""
+    from simulator.llm.types import ModelConfigError
+
+    def check_environment(model: str) -> None:
+        raise ModelConfigError(f"model {model!r}: missing API key; set OPENAI_API_KEY")
+
+    room.check_environment = check_environment
+    log = run_eval(tmp_path, supporter(), seeds="0")
+    assert log.status == "error"
+    [sample] = read_eval_log(log.location).samples
+    assert "UnusableModels" in sample.error.traceback
+    assert "member, tracker, judge, check model" in sample.error.message
+    assert "missing API key; set OPENAI_API_KEY" in sample.error.message
+    assert room.calls == [] and not sample.scores
+    assert not list((tmp_path / "runs").glob("*/sessions/*.json"))
+
+
 def test_failed_judging_errors_the_sample_and_the_next_eval_judges_again(tmp_path, room):
     room.yes = lambda call: TimeoutError("judge timed out")
     log = run_eval(tmp_path, supporter(), seeds="0")

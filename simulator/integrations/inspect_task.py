@@ -212,11 +212,26 @@ class _Plan:
         self.config, self.base, self.rubric, self.out, self.task = config, base, rubric, out, task
         self._folders: dict[str, RunFolder] = {}
         self._fallback: tuple[Callable[[StressConfig], ModelClient], ModelClient] | None = None
+        self._checked: set[tuple[int, tuple[str, ...]]] = set()
 
     def fallback(self) -> ModelClient:
         if self._fallback is None or self._fallback[0] is not make_room_client:
             self._fallback = (make_room_client, make_room_client(self.config))
         return self._fallback[1]
+
+    async def check_room(self) -> None:
+        """The room's own models (the roles Inspect gives no model) through the pre-check `run`, `stress` and
+        `serve` use, once per fallback client: an unusable one (unknown id, missing key, weights missing) errors
+        the sample with its one-line reason before any call, as `rescue-sim stress` refuses to start."""
+        from simulator.llm.preflight import preflight
+
+        given = model_roles()
+        fallback = self.fallback()
+        roles = tuple(r for r in ROOM_ROLES if r not in given)
+        key = (id(fallback), roles)
+        if key not in self._checked:
+            await preflight(fallback, [(r, fallback.model_for(r)) for r in roles])  # type: ignore[arg-type]
+            self._checked.add(key)
 
     def folder(self, client: InspectModelClient) -> RunFolder:
         """The run folder of this task and these models, opened once per process (its manifest guards resumes:
@@ -252,6 +267,7 @@ def rescue_room(plan: _Plan):
         from simulator.runner.stress import record_delivery
         from simulator.supporters import ModelSupporter
 
+        await plan.check_room()
         client = room_client(plan)
         folder = plan.folder(client)
         supporter_id = client.model_for("supporter")

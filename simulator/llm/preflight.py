@@ -98,7 +98,8 @@ async def preflight(
     client: ModelClient, uses: Iterable[tuple[str, str]], *, settings: ModelSettings | None = None
 ) -> None:
     """Check every (role, model) in `uses` once, before a job writes or calls anything; raise `UnusableModels`
-    listing each model that cannot be used. The one pre-check `run`, `stress`, `sensitivity` and `bench` share.
+    listing each model that cannot be used. The one pre-check `run`, `stress`, `sensitivity`, `bench` and the Inspect
+    tasks share (`serve` words the same `check_models`).
 
     Models bound to an OpenAI-compatible endpoint in `settings.api_bases` get one tiny call through a client built
     from `settings` without retries, with a short timeout and no cache, so a dead server is reported in seconds.
