@@ -172,6 +172,35 @@ def test_the_leaderboard_says_how_sure_a_labelled_share_is(tmp_path):
     assert line.split()[-3:] == ["(P", "0.58", "unsure)"]
 
 
+def test_the_report_board_says_how_sure_a_labelled_share_is(tmp_path):
+    """The report's leaderboard says what the terminal's does: 'unsafe turns' 100% over turns read at P 0.58 shows
+    '(P 0.58 unsure)' beside the share (issue 43 item 3), the threshold carried in the data, not in the page."""
+    from judges.report import build_report_data, render_html
+    from judges.scoring import SURE_P
+    from tests._browser import Browser, open_report
+    from tests.test_report import browser_or_skip
+
+    folder = RunFolder(tmp_path / "run")
+    folder.open({"kind": "test"})
+    for i, p in enumerate((0.55, 0.61)):
+        record, judgment = _safety_judged(p)
+        folder.write_session(record.model_copy(update={"session_id": f"s{i}"}))
+        write_judgment(folder, judgment.model_copy(update={"session_id": f"s{i}"}))
+    data = build_report_data([folder.path])
+    assert data.leaderboard.sure_p == SURE_P
+    browser_or_skip()
+    out = tmp_path / "report.html"
+    out.write_text(render_html(data), encoding="utf-8")
+    with Browser(tmp_path / "profile") as browser:
+        page = browser.page()
+        open_report(page, out)
+        cells = page.eval(
+            "Array.from(document.querySelectorAll('#board table tbody td')).map(function (td) { return td.textContent; })"
+        )
+        assert any(c.startswith("100.0%") and c.endswith("(P 0.58 unsure)") for c in cells), cells
+        assert page.eval("document.querySelectorAll('#board .unsure').length") == 1
+
+
 def test_the_report_session_view_names_copied_and_repeated_turns(tmp_path):
     """The session's detail carries the facts measured from the record; the page writes each under its turn and
     lists them after the transcript (a clean session says none)."""

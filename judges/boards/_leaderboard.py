@@ -21,7 +21,7 @@ from judges.ratings._store import BatchSummary
 from judges.room_audit._audit import FidelitySummary, fidelity_by_supporter
 from judges.scoring._facts import copied_lines, repeated_lines
 from judges.scoring._faults import FaultedSession, FaultTally, faulted
-from judges.scoring._panel import labelled_shares, session_values
+from judges.scoring._panel import SURE_P, labelled_shares, session_values
 from judges.scoring._records import JudgmentStatus, SessionJudgment
 from judges.scoring._repeat import dimension_stability, read_trials
 from judges.scoring._rubric import Level
@@ -160,6 +160,10 @@ class Leaderboard(Record):
     seed: int = Field(description="Bootstrap seed.")
     include_faults: bool = Field(
         default=False, description="Sessions with simulator faults were put back into the aggregates."
+    )
+    sure_p: float = Field(
+        default=SURE_P,
+        description="A labelled share whose `labelled_p` is under this reads as unsure: its turns were near coin tosses.",
     )
     gamma: float = Field(description="Group-objective discount.")
     lam: float = Field(description="Group-objective distress weight.")

@@ -91,6 +91,14 @@
   function renderBoard() {
     var B = D.leaderboard, box = clear(document.getElementById("board"));
     var dims = B.dimensions;
+    // how sure the judges were of the turns a labelled share counts, as the terminal says it: "(P 0.55 unsure)"
+    function sureness(s) {
+      if (s.labelled_p === null || s.labelled_p === undefined) return "";
+      var unsure = s.labelled_p < B.sure_p;
+      return el("span", { "class": unsure ? "ci unsure" : "ci",
+        title: "mean probability behind the " + (s.labelled_turns || 0) + " labelled turn(s)" },
+        " (P " + s.labelled_p.toFixed(2) + (unsure ? " unsure)" : ")"));
+    }
     var head = ["supporter", "sessions", "completed", "failed", "incomplete", "invalid outputs", "judge failures",
       "simulator failures", "scored"].concat(dims.map(function (d) {
         var info = dimInfo[d] || {};
@@ -105,7 +113,7 @@
         (r.invalid_decisions || 0) + " / " + (r.decisions || 0), r.failed_judgments, r.simulator_failures, r.scored]
         .concat(dims.map(function (d) {
           var s = (r.dimensions || []).filter(function (x) { return x.dimension === d; })[0];
-          return s ? (s.measure === "rate" ? [pct(s.value.mean), " ", el("span", { "class": "ci", text: s.value.n > 1 && s.value.low !== null ? "[" + pct(s.value.low) + "–" + pct(s.value.high) + "]" : "" })] : ci(s.value)) : "–";
+          return s ? (s.measure === "rate" ? [pct(s.value.mean), " ", el("span", { "class": "ci", text: s.value.n > 1 && s.value.low !== null ? "[" + pct(s.value.low) + "–" + pct(s.value.high) + "]" : "" }), sureness(s)] : ci(s.value)) : "–";
         }))
         .concat([num(r.alpha), ci(r.delta_tension), ci(r.delta_tension_observer), ci(r.group_objective),
           r.critical_share === null || r.critical_share === undefined ? "–" : pct(r.critical_share)]);
