@@ -2,7 +2,7 @@
 aggregation, judge repeat trials (flip rates), trajectory metrics over relation states, and the judgment store.
 """
 
-from judges.scoring._checklist import checklist_digest, score_dimension
+from judges.scoring._checklist import checklist_digest, checklist_questions, score_dimension
 from judges.scoring._facts import (
     COPY_MIN_COVERAGE,
     COPY_RUN_WORDS,
@@ -22,6 +22,7 @@ from judges.scoring._store import read_judgment, write_judgment
 __all__ = [
     "ItemAnswer",
     "checklist_digest",
+    "checklist_questions",
     "score_dimension",
     "COPY_MIN_COVERAGE",
     "COPY_RUN_WORDS",
