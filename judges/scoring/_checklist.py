@@ -350,19 +350,7 @@ def rule_answer(a: Ask, record: SessionRecord) -> ItemAnswer:
     """An ask answered by its item's rule about its turn: P(yes) 1.0 or 0.0, `method: rule`."""
     assert a.item.rule is not None and a.turn is not None, "a rule answers an intervention item (the rubric checks)"
     turn = next(t for t in record.turns if t.index == a.turn)
-    return ItemAnswer(
-        item=a.item.id,
-        question=a.questions[0],
-        turn=a.turn,
-        member=a.member,
-        other=a.other,
-        strategy=a.strategy,
-        direction=a.item.direction,
-        supports=a.item.supports,
-        weight=a.item.weight,
-        p_yes=1.0 if apply_rule(a.item.rule, record, turn) else 0.0,
-        method="rule",
-    )
+    return _answer(a, 1.0 if apply_rule(a.item.rule, record, turn) else 0.0, "rule")
 
 
 def item_answer(a: Ask, results: Sequence[YesProbability | str | None]) -> ItemAnswer | str:
@@ -371,6 +359,12 @@ def item_answer(a: Ask, results: Sequence[YesProbability | str | None]) -> ItemA
     if bad:
         return f"item {a.item.id} ({a.questions[0][:60]}): {bad[0] or 'not asked'}"
     ok = [r for r in results if isinstance(r, YesProbability)]
+    method = "samples" if any(r.method == "samples" for r in ok) else "logprobs"
+    return _answer(a, round(sum(r.p_yes for r in ok) / len(ok), 6), method, k=max(r.k for r in ok))
+
+
+def _answer(a: Ask, p_yes: float, method: str, k: int = 1) -> ItemAnswer:
+    """The answer record of an ask: what was asked (its item, turn and members) and how it was answered."""
     return ItemAnswer(
         item=a.item.id,
         question=a.questions[0],
@@ -381,9 +375,9 @@ def item_answer(a: Ask, results: Sequence[YesProbability | str | None]) -> ItemA
         direction=a.item.direction,
         supports=a.item.supports,
         weight=a.item.weight,
-        p_yes=round(sum(r.p_yes for r in ok) / len(ok), 6),
-        method="samples" if any(r.method == "samples" for r in ok) else "logprobs",
-        k=max(r.k for r in ok),
+        p_yes=p_yes,
+        method=method,
+        k=k,
     )
 
 
