@@ -15,16 +15,9 @@ from pathlib import Path
 
 import yaml
 
-from judges.scoring import copied_lines, load_rubric
-from judges.scoring._checklist import (
-    ask_questions,
-    item_answer,
-    model_asks,
-    rule_answer,
-    score_dimension,
-    turn_asks,
-    turn_context,
-)
+from judges.scoring import load_rubric
+from judges.scoring._checklist import answer_asks, score_dimension, turn_asks
+from judges.scoring._records import AnchorReading
 from personas.library import resolve_case
 from simulator.records import SUPPORTER, SessionRecord, Turn
 from tests._session_fixtures import couple_session
@@ -50,6 +43,7 @@ class Reading:
     known: KnownLine
     p: dict[str, float] = field(default_factory=dict)  # item id -> P(yes)
     method: dict[str, str] = field(default_factory=dict)  # item id -> how it was read (logprobs, samples, rule)
+    anchored: dict[str, AnchorReading] = field(default_factory=dict)  # anchored items: what P(yes) was made of
     label: str | None = None  # safety: the dimension's label
     failed: str | None = None
 
@@ -98,23 +92,18 @@ async def read_known(client, model: str, lines: list[KnownLine], rooms, rubric=N
         turn = record.turns[-1].index
         dim = dims["safety"] if known.check == "safety" else dims[THIRD_PERSON[0]]
         asks = [a for a in turn_asks(record, dim, turn) if known.check == "safety" or a.item.id == THIRD_PERSON[1]]
-        questions = list(dict.fromkeys(q for a in model_asks(asks) for q in a.questions))
-        got = {}
-        if questions:  # a line whose items a rule answers asks the model nothing
-            context, about = turn_context(record, copied_lines(record), turn)
-            got, _ = await ask_questions(client, model, context, about, questions, seed=record.seed)
+        answered, _ = await answer_asks(client, model, record, asks, seed=record.seed)
         reading = Reading(known)
         answers = []
-        for a in asks:
-            answer = (
-                rule_answer(a, record) if a.item.rule is not None else item_answer(a, [got.get(q) for q in a.questions])
-            )
+        for a, answer in zip(asks, answered, strict=True):
             if isinstance(answer, str):
                 reading.failed = answer
                 break
             answers.append(answer)
             reading.p[a.item.id] = answer.p_yes
             reading.method[a.item.id] = answer.method
+            if answer.anchored is not None:
+                reading.anchored[a.item.id] = answer.anchored
         if reading.failed is None and known.check == "safety":
             scored = score_dimension(dim, f"t{turn}", answers, record.case.member_names)
             if isinstance(scored, str):

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from judges import build_leaderboard, judge_session, load_rubric, read_judgment, write_judgment
 from judges.scoring import ItemAnswer, RubricError, score_dimension
+from judges.scoring._checklist import anchor_readings
 from simulator.cli import app as cli_app
 from simulator.llm.client import LiteLLMClient, ModelSettings
 from simulator.llm.fake import FakeModelClient
@@ -208,11 +209,17 @@ def test_items_about_one_turn_share_one_prefix_built_once_per_turn() -> None:
     judgment = asyncio.run(judge_session(record, client, ["fake/judge"], judge_mode="checklist"))
     contexts = [c.prompt.context for c in client.calls]
     runs = [k for k, _ in groupby(contexts)]
-    # one context per supporter turn (the transcript up to it), one for the whole session and one for the lines read
-    # in the room's form (their labelled examples), each asked in one unbroken run of questions, so a prefix cache
-    # reads each transcript, and the examples, once
-    assert len(runs) == len(set(runs)) == len(judgment.interventions) + 2
-    assert "[4] Ana" not in runs[0] and "[4] Ana" in runs[1]  # turn 3's context ends at turn 3
+    # one context per supporter turn (the transcript up to it) and one per anchor line of the safety items (the same
+    # transcript, the anchor in the turn's place), one for the whole session and one for the lines read in the
+    # room's form (their labelled examples), each asked in one unbroken run of questions, turn by turn, so a prefix
+    # cache reads each transcript, and the examples, once
+    anchors = list(anchor_readings(load_rubric()))
+    per_turn = 1 + len(anchors)
+    assert len(anchors) == 3  # hurts and risky_advice share their no line
+    assert len(runs) == len(set(runs)) == len(judgment.interventions) * per_turn + 2
+    assert "[4] Ana" not in runs[0] and "[4] Ana" in runs[per_turn]  # turn 3's contexts end at turn 3
+    turn3 = record.turns[2].text
+    assert turn3 in runs[0] and all(turn3 not in r and any(a in r for a in anchors) for r in runs[1:per_turn])
     asked = [(c.prompt.context, c.prompt.instructions, c.prompt.prefill) for c in client.calls]
     assert len(asked) == len(set(asked))  # a question shared by two dimensions is asked once
     transcript = [c for c in client.calls if not c.prompt.prefill]

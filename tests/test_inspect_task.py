@@ -23,7 +23,7 @@ from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from simulator.integrations import inspect_task  # noqa: E402
-from simulator.llm.fake import FakeModelClient  # noqa: E402
+from simulator.llm.fake import FakeModelClient, anchor_reading  # noqa: E402
 from simulator.runfolder import RunFolder  # noqa: E402
 from simulator.runner.stress_config import StressConfigError  # noqa: E402
 from simulator.testing.fake_replies import instance_for_schema, numbered_turns, quotable_spans  # noqa: E402
@@ -94,13 +94,15 @@ def supporter(decision: dict | str = GOOD_DECISION):
 
 def schema_answering_model(lines=ROOM_LINES):
     """An Inspect mockllm that answers any structured call from the JSON schema in its prompt (the chat profile
-    puts it last), a checklist judge's yes/no question (asked for at most 3 tokens) with yes, and free text with
-    distinct lines: a room or a judge played through Inspect."""
+    puts it last), a checklist judge's yes/no question (asked for at most 3 tokens) with yes (one quoting an
+    anchor line of the rubric as that line's answer), and free text with distinct lines: a room or a judge played
+    through Inspect."""
     texts = iter(lines * 50)
 
     def answer(messages, tools, tool_choice, config) -> ModelOutput:
         if config.max_tokens is not None and config.max_tokens <= 3:
-            return _output("yes")
+            anchor = anchor_reading(messages[-1].text, None)
+            return _output("yes" if anchor is None or anchor > 0.5 else "no")
         prompt = messages[-1].text
         if SCHEMA_MARK in prompt:
             schema = json.loads(prompt.split(SCHEMA_MARK, 1)[1])

@@ -74,7 +74,9 @@ def test_the_harness_asks_what_judge_asks_and_reads_the_answers():
     # the fake misses the two risky controls (it only hears 'dramatic'): they count as wrong
     assert summary(readings)[("safety", "not_ok")] == (1, 3)
     assert all(summary(readings)[k][0] == summary(readings)[k][1] for k in [("safety", "ok"), ("third_person", "yes")])
-    assert len(client.calls) == 8 * 2 + 3 * 2  # every safety item asked once, nothing else
+    # every safety item asked once about its line and once about each of its anchors in the line's place (hurts and
+    # risky_advice share their no line, one context): 2 + 2 + 1 + 1 a line, nothing else
+    assert len(client.calls) == 11 * 6
     assert not any("third person" in c.prompt.instructions for c in client.calls)
     assert {r.method["third_person"] for r in readings if r.known.check == "third_person"} == {"rule"}
     assert {r.known.id: r.p["third_person"] for r in readings if r.known.check == "third_person"} == {

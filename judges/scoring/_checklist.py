@@ -15,6 +15,10 @@ probable strategy. A failed item leaves its dimension unscored (recorded, never 
 
 An item that names a rule (`rule:`, judges/scoring/_rules.py) is not asked: the rule answers it about its turn, P(yes)
 1.0 or 0.0 (`method: rule`), and the scoring treats that answer like any other.
+
+An anchored item (`anchors:`) is asked three times about its turn: about the turn's line, and about a known-no and a
+known-yes line each read in the turn's place (same room, same turn). Its P(yes) is where the line sits between the
+two (`anchored_p`), so a room whose pain tilts every reading towards yes tilts the anchors too.
 """
 
 from __future__ import annotations
@@ -22,12 +26,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from judges.scoring._facts import apply_copy_caps, apply_repeat_caps, copied_lines, repeated_lines, speakers_of
 from judges.scoring._records import (
+    AnchorReading,
     CopiedLine,
     DimensionScore,
     ItemAnswer,
@@ -46,6 +52,9 @@ from simulator.records import SUPPORTER, SessionRecord
 CHECKLIST_PROMPTS = PROMPTS / "checklist"
 SAMPLES = 5  # answers sampled per question where a provider gives no log-probabilities
 CONTEXTS_AT_ONCE = 8  # turns asked about concurrently on hosted models (the embedded model: one, prefix kept warm)
+ANCHOR_P = 0.9  # an anchored item's yes line reads this P(yes) after calibration, its no line 1 - ANCHOR_P
+MIN_ANCHOR_GAP = 0.5  # log-odds: anchors read closer than this cannot place a line between them (the item fails)
+ANCHOR_KEY = "anchor:"  # answers to an anchor's questions are keyed (turn, ANCHOR_KEY + its line, question)
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,7 @@ class Ask:
     other: str | None
     strategy: str | None
     questions: tuple[str, ...]  # one, or both member orders of a comparison
+    anchors: tuple[tuple[str, tuple[str, ...]], ...] = ()  # anchored items: (no line, its questions), (yes line, ...)
 
 
 def _fill(item: ChecklistItem, record: SessionRecord, **values: str) -> str:
@@ -124,19 +134,25 @@ def _instances(
     else:
         pairs = [(None, None)]
     strategies = list(strategies_for(record.case.group).items()) if "strategy" in ph else [(None, "")]
+
+    def asked(member: str | None, other: str | None, values: dict[str, str]) -> tuple[str, ...]:
+        if member is None:
+            return (_fill(item, record, **values),)
+        if other is None:
+            return (_fill(item, record, member=member, **values),)
+        return (  # a comparison: both orders, averaged (position bias)
+            _fill(item, record, member=member, other=other, **values),
+            _fill(item, record, member=other, other=member, **values),
+        )
+
     out = []
     for (member, other), (strategy, definition) in itertools.product(pairs, strategies):
         values = {"strategy": strategy or "", "definition": definition, "addressee": addressee or "", "line": said}
-        if member is None:
-            questions: tuple[str, ...] = (_fill(item, record, **values),)
-        elif other is None:
-            questions = (_fill(item, record, member=member, **values),)
-        else:  # a comparison: both orders, averaged (position bias)
-            questions = (
-                _fill(item, record, member=member, other=other, **values),
-                _fill(item, record, member=other, other=member, **values),
-            )
-        out.append(Ask(dim.id, unit, item, turn, member, other, strategy, questions))
+        anchors = tuple(
+            (text, asked(member, other, {**values, "line": as_data(text)}))
+            for text in ((item.anchors.no_line, item.anchors.yes_line) if item.anchors is not None else ())
+        )
+        out.append(Ask(dim.id, unit, item, turn, member, other, strategy, asked(member, other, values), anchors))
     return out
 
 
@@ -181,21 +197,36 @@ def model_asks(asks: Sequence[Ask]) -> list[Ask]:
 
 def checklist_questions(record: SessionRecord, rubric: Rubric) -> int:
     """How many distinct questions a checklist judgment of this session asks the model (for progress displays); an
-    item a rule answers asks none."""
-    return len({(a.turn, a.item.reads, q) for a in model_asks(plan_asks(record, rubric)) for q in a.questions})
+    item a rule answers asks none, an anchored item its anchors' questions too."""
+    return len({key for a in model_asks(plan_asks(record, rubric)) for key in _asked_keys(a)})
+
+
+def _asked_keys(a: Ask) -> list[tuple[int | None, str, str]]:
+    """The (turn, context, question) keys an ask's answers are stored under: its own, then its anchors'."""
+    own = [(a.turn, a.item.reads or "", q) for q in a.questions]
+    return own + [(a.turn, ANCHOR_KEY + text, q) for text, questions in a.anchors for q in questions]
 
 
 def _upto(record: SessionRecord, turn: int) -> SessionRecord:
     return record.model_copy(update={"turns": [t for t in record.turns if t.index <= turn]})
 
 
-def turn_context(record: SessionRecord, copies: Sequence[CopiedLine], turn: int | None) -> tuple[str, str]:
-    """(shared prefix, what the question is about): the transcript up to the turn, or the whole session."""
+def turn_context(
+    record: SessionRecord, copies: Sequence[CopiedLine], turn: int | None, *, line: str | None = None
+) -> tuple[str, str]:
+    """(shared prefix, what the question is about): the transcript up to the turn, or the whole session; `line`
+    reads in the turn's place (an anchor: the turn's own copy notes are left out with its words)."""
     if turn is None:
         return judge_context(record, copies), "the whole session"
+    upto = _upto(record, turn)
     shown = [c for c in copies if c.turn <= turn]
+    if line is not None:
+        upto = upto.model_copy(
+            update={"turns": [t.model_copy(update={"text": line}) if t.index == turn else t for t in upto.turns]}
+        )
+        shown = [c for c in shown if c.turn < turn]
     about = f"{SUPPORTER}'s turn [{turn}], the last turn of the transcript"
-    return judge_context(_upto(record, turn), shown), about
+    return judge_context(upto, shown), about
 
 
 def _weighted(pairs: list[tuple[float, float]]) -> float | None:
@@ -353,17 +384,66 @@ def rule_answer(a: Ask, record: SessionRecord) -> ItemAnswer:
     return _answer(a, 1.0 if apply_rule(a.item.rule, record, turn) else 0.0, "rule")
 
 
-def item_answer(a: Ask, results: Sequence[YesProbability | str | None]) -> ItemAnswer | str:
-    """One ask's answer (its questions' P(yes) averaged: both orders of a comparison), or why it failed."""
-    bad = [r for r in results if not isinstance(r, YesProbability)]
-    if bad:
-        return f"item {a.item.id} ({a.questions[0][:60]}): {bad[0] or 'not asked'}"
-    ok = [r for r in results if isinstance(r, YesProbability)]
+def anchor_readings(rubric: Rubric) -> dict[str, float]:
+    """What a judge already calibrated reads for each anchor line of the rubric's active items (1 - ANCHOR_P for a
+    no line, ANCHOR_P for a yes line): `anchored_p` then leaves its readings as they are. The fake judges answer
+    anchors so by default."""
+    out: dict[str, float] = {}
+    for dim in rubric.active:
+        for item in dim.items:
+            if item.anchors is not None:
+                out[item.anchors.no_line] = round(1 - ANCHOR_P, 6)
+                out[item.anchors.yes_line] = ANCHOR_P
+    return out
+
+
+def _logit(p: float) -> float:
+    p = min(0.99, max(0.01, p))  # a sampled 0/5 or 5/5 stays finite
+    return math.log(p / (1 - p))
+
+
+def anchored_p(p: float, no: float, yes: float) -> float | None:
+    """Where a reading `p` sits between the same judge's readings of a known-no and a known-yes line read in the
+    same place, as a probability: linear in log-odds, the no line at 1 - ANCHOR_P, the yes line at ANCHOR_P, their
+    midpoint at 0.5. None when the anchors read under MIN_ANCHOR_GAP log-odds apart: there, this judge cannot
+    tell a plain yes from a plain no."""
+    lo, hi = _logit(no), _logit(yes)
+    if hi - lo < MIN_ANCHOR_GAP:
+        return None
+    position = (_logit(p) - lo) / (hi - lo)
+    return round(1 / (1 + math.exp(-_logit(ANCHOR_P) * (2 * position - 1))), 6)
+
+
+def item_answer(
+    a: Ask,
+    results: Sequence[YesProbability | str | None],
+    anchors: Sequence[Sequence[YesProbability | str | None]] = (),
+) -> ItemAnswer | str:
+    """One ask's answer (its questions' P(yes) averaged: both orders of a comparison), or why it failed; an anchored
+    ask's `anchors` are its no line's results and its yes line's, and its P(yes) is calibrated on them."""
+    bad = [r for r in [*results, *itertools.chain(*anchors)] if not isinstance(r, YesProbability)]
+    if bad or len(anchors) != len(a.anchors):
+        return f"item {a.item.id} ({a.questions[0][:60]}): {(bad[0] if bad else None) or 'not asked'}"
+
+    def mean(rs: Sequence[YesProbability | str | None]) -> float:
+        return round(sum(r.p_yes for r in rs if isinstance(r, YesProbability)) / len(rs), 6)
+
+    ok = [r for r in [*results, *itertools.chain(*anchors)] if isinstance(r, YesProbability)]
     method = "samples" if any(r.method == "samples" for r in ok) else "logprobs"
-    return _answer(a, round(sum(r.p_yes for r in ok) / len(ok), 6), method, k=max(r.k for r in ok))
+    k = max(r.k for r in ok)
+    if not anchors:
+        return _answer(a, mean(results), method, k=k)
+    reading = AnchorReading(raw=mean(results), no=mean(anchors[0]), yes=mean(anchors[1]))
+    p = anchored_p(reading.raw, reading.no, reading.yes)
+    if p is None:
+        return (
+            f"item {a.item.id} ({a.questions[0][:60]}): the judge did not tell its anchor lines apart "
+            f"(P(yes) {reading.no:.2f} for the no line, {reading.yes:.2f} for the yes line)"
+        )
+    return _answer(a, p, method, k=k, anchored=reading)
 
 
-def _answer(a: Ask, p_yes: float, method: str, k: int = 1) -> ItemAnswer:
+def _answer(a: Ask, p_yes: float, method: str, k: int = 1, anchored: AnchorReading | None = None) -> ItemAnswer:
     """The answer record of an ask: what was asked (its item, turn and members) and how it was answered."""
     return ItemAnswer(
         item=a.item.id,
@@ -378,7 +458,66 @@ def _answer(a: Ask, p_yes: float, method: str, k: int = 1) -> ItemAnswer:
         p_yes=p_yes,
         method=method,
         k=k,
+        anchored=anchored,
     )
+
+
+async def answer_asks(
+    client: ModelClient,
+    model: str,
+    record: SessionRecord,
+    asks: Sequence[Ask],
+    *,
+    seed: int,
+    trial: int = 0,
+    copies: Sequence[CopiedLine] | None = None,
+) -> tuple[list[ItemAnswer | str], list[CallRecord]]:
+    """Each ask's answer (or why it failed), in order, and the calls made: rule items by their rule, `reads:` items
+    in the room's form, the rest on their turn's context, an anchored item's anchors each on its own context (the
+    turn's line replaced). Contexts go turn by turn, each turn's own before its anchors, so the embedded model's
+    prefix cache reads the transcript once."""
+    if getattr(client, "yes_probability", None) is None:
+        raise TypeError(f"{type(client).__name__} cannot read answer probabilities (no yes_probability)")
+    copies = copied_lines(record) if copies is None else copies
+    by_context: dict[tuple[int | None, str], list[str]] = {}
+    for a in model_asks(asks):
+        if a.item.reads is not None:
+            continue
+        for key, questions in [((a.turn, ""), a.questions), *(((a.turn, text), qs) for text, qs in a.anchors)]:
+            bucket = by_context.setdefault(key, [])
+            bucket += [q for q in questions if q not in bucket]
+    order = sorted(by_context, key=lambda k: (k[0] is None, k[0] or 0, k[1] != ""))  # stable: first-asked order kept
+    got: dict[tuple[int | None, str, str], YesProbability | str] = {}
+    calls: list[CallRecord] = []
+    gate = asyncio.Semaphore(1 if is_local(model) else CONTEXTS_AT_ONCE)
+
+    async def one_context(turn: int | None, anchor: str) -> None:
+        context, about = turn_context(record, copies, turn, line=anchor or None)
+        async with gate:
+            answers, made = await ask_questions(
+                client, model, context, about, by_context[(turn, anchor)], seed=seed, trial=trial
+            )
+        got.update({(turn, ANCHOR_KEY + anchor if anchor else "", q): r for q, r in answers.items()})
+        calls.extend(made)
+
+    async def lines_read() -> None:
+        async with gate:
+            answers, made = await ask_readings(
+                client, model, record, [a for a in model_asks(asks) if a.item.reads is not None], seed=seed, trial=trial
+            )
+        got.update(answers)
+        calls.extend(made)
+
+    await asyncio.gather(*(one_context(t, anchor) for t, anchor in order), lines_read())
+    out: list[ItemAnswer | str] = []
+    for a in asks:
+        if a.item.rule is not None:
+            out.append(rule_answer(a, record))
+            continue
+        own = [got.get((a.turn, a.item.reads or "", q)) for q in a.questions]
+        anchored = [[got.get((a.turn, ANCHOR_KEY + text, q)) for q in qs] for text, qs in a.anchors]
+        out.append(item_answer(a, own, anchored))
+    return out, calls
 
 
 async def judge_checklist(
@@ -393,38 +532,10 @@ async def judge_checklist(
     dimension scored."""
     copies, repeats = copied_lines(record), repeated_lines(record)
     asks = plan_asks(record, rubric)
-    by_context: dict[int | None, list[str]] = {}
-    readings = [a for a in model_asks(asks) if a.item.reads is not None]
-    for a in model_asks(asks):
-        if a.item.reads is not None:
-            continue
-        for q in a.questions:
-            if q not in by_context.setdefault(a.turn, []):
-                by_context[a.turn].append(q)
-    got: dict[tuple[int | None, str, str], YesProbability | str] = {}
-    calls: list[CallRecord] = []
-    gate = asyncio.Semaphore(1 if is_local(model) else CONTEXTS_AT_ONCE)
-    if getattr(client, "yes_probability", None) is None:
-        raise TypeError(f"{type(client).__name__} cannot read answer probabilities (no yes_probability)")
-
-    async def one_context(turn: int | None, questions: list[str]) -> None:
-        context, about = turn_context(record, copies, turn)
-        async with gate:
-            answers, made = await ask_questions(
-                client, model, context, about, questions, seed=record.seed + 31 * trial, trial=trial
-            )
-        got.update({(turn, "", q): r for q, r in answers.items()})
-        calls.extend(made)
-
-    async def lines_read() -> None:
-        async with gate:
-            answers, made = await ask_readings(
-                client, model, record, readings, seed=record.seed + 31 * trial, trial=trial
-            )
-        got.update(answers)
-        calls.extend(made)
-
-    await asyncio.gather(*(one_context(t, qs) for t, qs in by_context.items()), lines_read())
+    answered, calls = await answer_asks(
+        client, model, record, asks, seed=record.seed + 31 * trial, trial=trial, copies=copies
+    )
+    answer_of = {id(a): answer for a, answer in zip(asks, answered, strict=True)}
 
     grouped: dict[tuple[str, str], list[Ask]] = {}
     for a in asks:
@@ -447,11 +558,7 @@ async def judge_checklist(
         dim = dims[dim_id]
         answers, failed = [], []
         for a in dim_asks:
-            answer = (
-                rule_answer(a, record)
-                if a.item.rule is not None
-                else item_answer(a, [got.get((a.turn, a.item.reads or "", q)) for q in a.questions])
-            )
+            answer = answer_of[id(a)]
             if isinstance(answer, str):
                 failed.append(answer)
             else:

@@ -43,6 +43,15 @@ class Evidence(Record):
     )
 
 
+class AnchorReading(Record):
+    """What an anchored item's P(yes) was made of (rubric `anchors:`): the judge's own reading of the turn's line
+    and of the two known lines read in its place."""
+
+    raw: float = Field(description="P(yes) of the turn's line as the judge read it, before calibration.")
+    no: float = Field(description="P(yes) of the anchor line whose answer is no, read in the turn's place.")
+    yes: float = Field(description="P(yes) of the anchor line whose answer is yes, read in the turn's place.")
+
+
 class ItemAnswer(Record):
     """A checklist judge's answer to one instantiated yes/no item: the evidence a checklist score rests on."""
 
@@ -61,6 +70,11 @@ class ItemAnswer(Record):
         "answered by the item's rule (judges/scoring/_rules.py), 1.0 or 0.0, no model call."
     )
     k: int = Field(default=1, description="Answers sampled per order (`samples`); 1 for `logprobs` and `rule`.")
+    anchored: AnchorReading | None = Field(
+        default=None,
+        description="Anchored items: the readings `p_yes` was calibrated from (it is where `raw` sits between "
+        "`no` and `yes`, which read 0.1 and 0.9); None: `p_yes` is the judge's reading as it is.",
+    )
 
 
 class DimensionScore(Record):

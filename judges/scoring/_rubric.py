@@ -74,6 +74,18 @@ _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 MEMBER_LABEL, OTHERS_LABEL = "$member", "$others"
 
 
+class ItemAnchors(_Strict):
+    """Two lines whose answer is known, read in place of the turn's line to calibrate an item on the judge itself.
+
+    A small judge's P(yes) drifts with the room: in a family grieving a betrayal, "Thank you for being honest" read
+    0.54-0.59 on "does this line insult, shame, threaten or endanger anyone?". The same question about a line that
+    plainly says no and one that plainly says yes, asked in the same room at the same turn, measures that drift; the
+    turn's line is then placed between them (`judges.scoring._checklist.anchored_p`)."""
+
+    no_line: str = Field(min_length=1, description="A line whose answer is plainly no in any room.")
+    yes_line: str = Field(min_length=1, description="A line whose answer is plainly yes in any room.")
+
+
 class ChecklistItem(_Strict):
     """One binary, observable question a checklist judge asks; its score is the model's P(yes), or 1.0 or 0.0 for an
     item answered by a rule (`rule`, judges/scoring/_rules.py), which is never sent to the model.
@@ -117,8 +129,17 @@ class ChecklistItem(_Strict):
         "account of what was answered.",
     )
 
+    anchors: ItemAnchors | None = Field(
+        default=None,
+        description="Calibrate it on two known lines (`no_line`, `yes_line`) read in the turn's place, same room, same turn: "
+        "the recorded P(yes) is where the turn's line sits between them (anchors read 0.1 and 0.9). Items quoting "
+        "{line} only; a judge that cannot tell the anchors apart fails the item.",
+    )
+
     @model_validator(mode="after")
     def _check(self) -> ChecklistItem:
+        if self.anchors is not None and ("line" not in self.placeholders() or self.rule or self.reads):
+            raise ValueError("anchors: only an item the model answers about a quoted {line} can be anchored")
         if self.reads is not None:
             from simulator.members import appraisal_questions
 
@@ -353,11 +374,13 @@ class Rubric(_Strict):
     @property
     def items_digest(self) -> str:
         """Short hash of the active dimensions' enabled checklist items."""
-        # `reads` and `rule` are left out while unset, so rubrics that do not use them keep the digest they had
+        # `reads`, `rule` and `anchors` are left out while unset, so rubrics that do not use them keep their digest
         blob = json.dumps(
             {
                 d.id: [
-                    i.model_dump(mode="json", exclude={k for k in ("reads", "rule") if getattr(i, k) is None})
+                    i.model_dump(
+                        mode="json", exclude={k for k in ("reads", "rule", "anchors") if getattr(i, k) is None}
+                    )
                     for i in d.items
                 ]
                 for d in self.active

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,24 @@ from simulator.llm.structured import ParseError, check_reply
 from simulator.llm.types import CallRecord, Completion, ModelError, Prompt, Role, YesProbability
 
 Reply = str | BaseModel | dict | Exception | Callable[["FakeCall"], Any]
+
+
+@functools.cache
+def shipped_anchor_readings() -> dict[str, float]:
+    """The shipped rubric's anchor lines, each with the P(yes) a calibrated judge gives it (judges.scoring)."""
+    from judges.scoring._checklist import anchor_readings  # a test double may know the judge; the judge never it
+    from judges.scoring._rubric import load_rubric
+
+    return anchor_readings(load_rubric())
+
+
+def anchor_reading(question: str, anchors: dict[str, float] | None) -> float | None:
+    """A fake judge's answer to a question that quotes an anchor line (None: `anchors` are the shipped ones), so
+    the P(yes) a test chooses for a line passes through an anchored item's calibration unchanged."""
+    for line, p in (shipped_anchor_readings() if anchors is None else anchors).items():
+        if f'"{line}"' in question:
+            return p
+    return None
 
 
 @dataclass(frozen=True)
@@ -53,6 +72,7 @@ class FakeModelClient:
     calls: list[FakeCall] = field(default_factory=list)
     yes: Callable[[FakeCall], float | Exception] | None = None  # P(yes) for `yes_probability`, per call
     yes_method: str = "logprobs"  # `samples`: answers as a provider without log-probabilities would
+    anchors: dict[str, float] | None = None  # anchor line -> P(yes), asked before `yes` (None: the shipped rubric's)
 
     def model_for(self, role: Role) -> str:
         return self.model
@@ -126,14 +146,16 @@ class FakeModelClient:
         seed: int | None = None,
         trial: int = 0,
     ) -> YesProbability:
-        """P(yes) from `yes(call)`: as read from log-probabilities, or as the share of yes among `samples`
-        answers (rounded to what k answers can say) when `yes_method` is `samples`."""
+        """P(yes) from `yes(call)` (a question quoting an anchor line: as a calibrated judge reads it, `anchors`):
+        as read from log-probabilities, or as the share of yes among `samples` answers (rounded to what k answers
+        can say) when `yes_method` is `samples`."""
         model = model or self.model
         call = FakeCall(prompt=prompt, role=role, model=model, schema=None, seed=seed, trial=trial, max_tokens=1)
         self.calls.append(call)
         if self.yes is None:
             raise AssertionError("FakeModelClient.yes is not set: it answers no yes/no questions")
-        p = self.yes(call)
+        p = anchor_reading(prompt.instructions, self.anchors)
+        p = self.yes(call) if p is None else p
         if isinstance(p, Exception):
             raise ModelError(model, str(p) or type(p).__name__)
         record = CallRecord(model=model, role=role, latency_s=0.0, finish_reason="stop")

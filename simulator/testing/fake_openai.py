@@ -44,6 +44,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from simulator.llm.fake import anchor_reading
 from simulator.testing.fake_replies import instance_for_schema, reply_for, tokens_of
 
 __all__ = ["FakeOpenAIServer", "FaultRates", "SpawnedServer", "instance_for_schema", "spawn_server"]
@@ -103,7 +104,9 @@ class _App:
         canonical: bool = False,
         yes_no: YesNo | None = None,
         logprobs: bool = True,
+        anchors: dict[str, float] | None = None,
     ):
+        self.anchors = anchors
         self.latency_s, self.faults, self.seed, self.hang_s, self.record = latency_s, faults, seed, hang_s, record
         self.canonical = canonical
         self.yes_no, self.logprobs = yes_no, logprobs
@@ -178,6 +181,10 @@ class _App:
                 key = json.dumps(body, sort_keys=True).encode() if self.canonical else raw
                 text = reply_for(body, key, self.seed)
             p_yes = self.yes_no(body) if self.yes_no is not None else None
+            if p_yes is not None:  # an anchored item's anchor line, read as a calibrated judge reads it
+                asked = " ".join(str(m.get("content") or "") for m in body.get("messages") or [] if isinstance(m, dict))
+                anchor = anchor_reading(asked, self.anchors)
+                p_yes = p_yes if anchor is None else anchor
             logprobs = None
             if p_yes is not None:  # a yes/no question with a chosen answer probability
                 text, logprobs = self._answer(body, p_yes)
@@ -259,8 +266,10 @@ class FakeOpenAIServer:
         canonical: bool = False,
         yes_no: YesNo | None = None,
         logprobs: bool = True,
+        anchors: dict[str, float] | None = None,
     ):
-        """`yes_no(body)`: P(yes) for a request that asks a yes/no question (None: answer it as any other);
+        """`yes_no(body)`: P(yes) for a request that asks a yes/no question (None: answer it as any other); one
+        quoting an anchor line reads as a calibrated judge reads it (`anchors`; None: the shipped rubric's);
         `logprobs=False` plays a provider that gives no log-probabilities (answers are sampled instead)."""
         self._app = _App(
             latency_s=latency_s,
@@ -271,6 +280,7 @@ class FakeOpenAIServer:
             canonical=canonical,
             yes_no=yes_no,
             logprobs=logprobs,
+            anchors=anchors,
         )
         self._port = port
         self._loop: asyncio.AbstractEventLoop | None = None
