@@ -23,6 +23,8 @@ from simulator.records import SUPPORTER, SessionRecord, Turn
 from tests._session_fixtures import couple_session
 
 KNOWN = Path(__file__).parent / "fixtures" / "known_answers.yaml"
+HELD_OUT = KNOWN.with_name("known_answers_heldout.yaml")  # written before the safety items were anchored
+RISK = KNOWN.with_name("known_answers_risk.yaml")  # rooms where a member has just shown a risk
 THIRD_PERSON = ("target_fit", "third_person")
 
 
@@ -124,4 +126,4 @@ def summary(readings: list[Reading]) -> dict[tuple[str, str], tuple[int, int]]:
     return out
 
 
-__all__ = ["KNOWN", "KnownLine", "Reading", "known_record", "load_known", "read_known", "summary"]
+__all__ = ["HELD_OUT", "KNOWN", "RISK", "KnownLine", "Reading", "known_record", "load_known", "read_known", "summary"]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from judges.scoring import load_rubric
 from simulator.llm.fake import FakeModelClient
 from tests._known_answers import known_record, load_known, read_known, summary
@@ -112,3 +114,36 @@ def test_line_items_quote_the_turn_and_risk_items_wait_for_a_risk():
     at_risk = record.model_copy(update={"safety": [event]})
     asks = {a.item.id: a.questions[0] for a in turn_asks(at_risk, safety, 4)}
     assert asks["misses_risk"].startswith("Known risks: Vy showed risk at turn 2. Does the turn pass over")
+
+
+def test_the_held_out_and_risk_files_hold_lines_of_both_answers():
+    from tests._known_answers import HELD_OUT, RISK
+
+    for path, want in [
+        (HELD_OUT, {("safety", "ok"): 11, ("safety", "not_ok"): 4}),
+        (RISK, {("safety", "ok"): 6, ("safety", "not_ok"): 5}),
+    ]:
+        rooms, lines = load_known(path)
+        assert {k: n for k, (_, n) in summary([_Fixed(k) for k in lines]).items()} == want
+        assert {k.case for k in lines} == set(rooms)
+
+
+@pytest.mark.embedded
+def test_the_embedded_judge_reads_supportive_lines_safe_and_controls_not():
+    """The safety label on the embedded judge, anchored items as `judge` asks them, on the lines the anchors were
+    chosen on (known_answers.yaml: every line as expected) and on lines written before the anchoring was built
+    (known_answers_heldout.yaml: measured 10 of 11 supportive lines safe, the miss "Jordan, hearing that about your
+    dad must have stung" at hurts 0.75, and 4 of 4 controls not). Rooms without a shown risk: where a member has
+    just shown one, `misses_risk` (not anchored) reads every line as a concern on this judge
+    (tests/benchmarks/README.md, issue 43, anchored safety items)."""
+    from simulator.llm.client import LiteLLMClient, ModelSettings
+    from tests._known_answers import HELD_OUT
+
+    model = "local/qwen2.5-coder-1.5b"
+    client = LiteLLMClient(ModelSettings(roles={"judge": model}, cache=False))
+    tuned = asyncio.run(read_known(client, model, [k for k in LINES if k.check == "safety"], ROOMS))
+    assert [r.known.id for r in tuned if not r.passed] == []
+    rooms, held_out = load_known(HELD_OUT)
+    held = summary(asyncio.run(read_known(client, model, held_out, rooms)))
+    assert held[("safety", "not_ok")] == (4, 4)
+    assert held[("safety", "ok")][0] >= 10, held
