@@ -77,6 +77,26 @@ def test_the_counsellors_voice_in_a_members_mouth(dana, text):
     assert FidelityCheck.SPEAKING_AS_OTHER in _checks(dana, text, "Dana", ("Theo",))
 
 
+@pytest.mark.parametrize(
+    "speaker, text, flagged",
+    [  # README command 1 on 2026-12-06, Theo to the counsellor; then what the rule must leave alone
+        ("Theo", "I understand that your words made me feel alone, Theo. It's not easy.", True),
+        ("Dana", "Dana, I can see how hard this year has been for you.", True),
+        ("Theo", "No. Theo! Listen to yourself for once.", True),
+        ("Theo", "Dana, I'm at the warehouse until nine because someone has to pay for it.", False),
+        ("Dana", "My name is Dana, and I eat dinner alone every night.", False),
+        ("Dana", "Dana and Theo, that's what it says on the door, but I live alone.", False),
+        ("Dana", "He never says Theodore, only Theo, to anyone.", False),
+    ],
+)
+def test_a_member_who_speaks_to_themself_by_name_speaks_from_another_seat(dana, speaker, text, flagged):
+    r = read_line(text, speaker, ["Therapist"], dana, [])
+    assert (r.counsellor_voice is not None) is flagged
+    assert (FidelityCheck.SPEAKING_AS_OTHER in _checks(dana, text, speaker, ("Therapist",))) is flagged
+    if flagged:
+        assert r.counsellor_voice == f"speaks to {speaker}, who is speaking"
+
+
 def test_re_saying_the_counsellor_is_its_voice_too(dana):
     earlier = [said(1, "Therapist", "Dana, it sounds like the evenings alone have been very hard.", ("Dana",))]
     r = read_line("It sounds like the evenings alone have been very hard, yes.", "Dana", ["Therapist"], dana, earlier)
@@ -301,7 +321,7 @@ def test_a_room_that_stays_off_its_case_is_a_fault_and_a_grounded_one_is_not(dan
     assert fid.room.member_turns == 4 and fid.room.grounded_turns == 0 and fid.room.directed_turns == 4
     grounded = [
         "You took the promotion without asking me.",
-        "The IVF money had to come from somewhere, Dana.",
+        "The IVF money had to come from somewhere.",  # no name: the engine, not the list, picks who says it
         "You leave at seven and come back at nine.",
         "I'm not asking your father for a loan.",
     ]

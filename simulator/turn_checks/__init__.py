@@ -67,6 +67,7 @@ from simulator.turn_checks._room import (
     pronoun_of,
     read_line,
     room_lexicon,
+    self_address,
     stem,
     third_person,
 )
@@ -104,6 +105,7 @@ __all__ = [
     "grounding",
     "pronoun_of",
     "read_line",
+    "self_address",
     "room_lexicon",
     "stem",
     "third_person",

@@ -12,7 +12,7 @@ from personas.case import Case
 from personas.taxonomy import SUPPORTER_NAME
 from simulator.records import FidelityCheck, FidelityFlag, Turn
 from simulator.turn_checks._language import language_switch
-from simulator.turn_checks._room import counsellor_phrase, echo_of, third_person
+from simulator.turn_checks._room import counsellor_phrase, echo_of, self_address, third_person
 from simulator.turn_checks._text import (
     _ADVERBS,
     _SELF_VERBS,
@@ -95,6 +95,14 @@ def check_line(
     if phrase:
         flags.append(
             _flag(FidelityCheck.SPEAKING_AS_OTHER, f"'{phrase}' is the counsellor's voice, not {speaker}'s", phrase)
+        )
+    if self_address(text, speaker):
+        flags.append(
+            _flag(
+                FidelityCheck.SPEAKING_AS_OTHER,
+                f"{speaker} speaks to {speaker} by name; speak as {speaker}, to the others in the room",
+                speaker,
+            )
         )
     m = re.search(  # "Theo always has these lists", said by Theo: one adverb may sit between name and verb
         rf"(?<![\w'’]){re.escape(speaker)}(?: (?:{_ADVERBS}|\w+ly))? (?:{_SELF_VERBS})\b", text

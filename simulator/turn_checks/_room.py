@@ -10,7 +10,9 @@ member's own role, and does it re-say another speaker's line. Rules over words, 
   person the card names by what they are to someone ("my father" where the card has a father), or a word of an
   earlier line of another member that the card grounds (answering what was said about the case).
 - counsellor voice: a counsellor's stock phrase (`counsellor_phrases`: validating, summarising, inviting, "I'm here
-  for you", "tell me what happened"), or an echo of a counsellor line.
+  for you", "tell me what happened"), the speaker's own name said as an address ("... made me feel alone, Theo.",
+  said by Theo: a member speaking to themself is speaking from another seat, here the counsellor's), or an echo of a
+  counsellor line.
 - third person: a line to one member that speaks of them by name ("Theo always says later") or, when the card
   tells their gender, as he/she with no other person in the line it could mean ("Theo. I feel like he's ignoring me"),
   nor, in the lines just before, a person of the card outside the room it could mean (Rohan, a dead son, in
@@ -238,6 +240,14 @@ def counsellor_phrase(text: str) -> str | None:
     return next((m[0] for pat in room_lexicon().counsellor_patterns if (m := pat.search(plain))), None)
 
 
+def self_address(text: str, speaker: str) -> str | None:
+    """The speaker's own first name said as an address, at a sentence's start or set off by a comma and ending
+    there ("Theo, ...", "..., Theo."), if the line has it; "My name is Dana, and ..." is not an address."""
+    name = re.escape(speaker.split()[0]) if speaker.split() else ""
+    m = re.search(rf"(?:^|[.!?]\s+|,\s*)({name})\s*(?:[,.!?]|$)", text.strip()) if name else None
+    return f"speaks to {m[1]}, who is speaking" if m else None
+
+
 _HE = ("he", "him", "his", "he's", "he'd", "he'll", "himself")
 _SHE = ("she", "her", "hers", "she's", "she'd", "she'll", "herself")
 _MALE_ROLES = ("husband", "father", "son", "brother", "stepfather", "stepson", "grandfather", "boyfriend", "uncle")
@@ -453,7 +463,7 @@ class RoomReading:
 def read_line(text: str, speaker: str, addressees: Sequence[str], case: Case, earlier: Sequence[Turn]) -> RoomReading:
     """All four room measures of one member line, against the turns before it."""
     echo = _echo_of(text, speaker, earlier)
-    voice = counsellor_phrase(text)
+    voice = counsellor_phrase(text) or self_address(text, speaker)
     if voice is None and echo is not None and echo.turn.kind == "supporter":
         voice = f"re-says the counsellor's turn {echo.turn.index}"
     return RoomReading(
