@@ -145,3 +145,27 @@ def test_stress_from_a_config_path(tmp_path):
     assert summary.judged == 2
     rows = simulator.leaderboard(tmp_path / "out").rows
     assert sorted(r.supporter for r in rows) == ["scripted", "silent"] and all(r.scored == 1 for r in rows)
+
+
+def test_run_saves_a_session_a_config_error_stopped_as_failed(tmp_path):
+    """A model that turns out unusable mid-session (litellm: unknown model) stops the run with that one-line error,
+    and the session it stopped is in the run folder as failed, from the library as from `rescue-sim run` (one home:
+    the runner, not a wrapper around it)."""
+    from personas.common.errors import UserError
+    from personas.library import resolve_case
+    from tests._sim_fakes import RoomScript
+
+    script, calls = RoomScript(resolve_case("dana-and-theo")), []
+
+    def reply(call):
+        calls.append(call.role)
+        if call.role == "member" and calls.count("member") > 10:
+            raise UserError("model 'nope/x': unknown model 'nope/x'; use provider/model")
+        return script(call)
+
+    out = tmp_path / "run"
+    with pytest.raises(UserError, match="unknown model 'nope/x'"):
+        asyncio.run(simulator.run(["dana-and-theo"], "scripted", FakeModelClient(default=reply), out, judge=False))
+    (record,) = simulator.RunFolder(out).sessions()
+    assert record.status.value == "failed" and record.session_id == "dana-and-theo__s0"
+    assert [t.kind for t in record.turns].count("member") >= 1  # what was said before the error is kept

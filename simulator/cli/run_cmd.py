@@ -184,8 +184,7 @@ def _run_live(
     summary and the judgments made."""
     from simulator.cli._render import LiveSession, Tally, Waiting, session_footer
     from simulator.llm.progress import watching
-    from simulator.runner.run_setup import run_and_save_failures
-    from simulator.runner.runs import RunEvents
+    from simulator.runner.runs import RunEvents, run_sessions
 
     shown = None
     waiting = Waiting(console)
@@ -238,7 +237,7 @@ def _run_live(
         display = board or waiting
         with display, watching(display.hook):
             summary = run_sync(  # not asyncio.run: it would repr every record at exit
-                run_and_save_failures(
+                run_sessions(  # a session a config error stops is saved as failed by the runner itself
                     config, cases, client, sup, out_dir, events=events, judge_hook=hook, concurrency=concurrency
                 )
             )

@@ -5,20 +5,16 @@ configuration error stops it. The command only parses options and prints; this i
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from personas.common.errors import Param, ParameterError, UserError
-from simulator.runner.runs import RunConfig, RunEvents, RunSummary, run_sessions
+from personas.common.errors import Param, ParameterError
+from simulator.runner.runs import RunConfig
 
 if TYPE_CHECKING:
     from personas.case import Case
     from simulator.llm.client import ModelSettings
     from simulator.llm.types import ModelClient
-    from simulator.records import SessionRecord
-    from simulator.runner.runs import JudgeHook
     from simulator.supporters import Supporter
 
 RUN_ROLES = ("member", "tracker", "judge")
@@ -85,40 +81,4 @@ def models_used(config: RunConfig, supporter: Supporter) -> tuple[list[tuple[str
     return uses, labels
 
 
-async def run_and_save_failures(
-    config: RunConfig,
-    cases: list[Case],
-    client: ModelClient,
-    supporter: Supporter,
-    out_dir: str | Path,
-    *,
-    events: RunEvents | None = None,
-    judge_hook: JudgeHook | None = None,
-    concurrency: int = 1,
-) -> RunSummary:
-    """`run_sessions`, and when a configuration error stops the run (a model unknown to litellm mid-session), each
-    session it left failed is written to the run folder before the error goes on: the folder says what failed."""
-    latest: dict[str, SessionRecord] = {}  # session id -> its latest record
-    events = events or RunEvents()
-    shown = events.session_update
-
-    def update(record) -> None:
-        latest[record.session_id] = record
-        if shown is not None:
-            shown(record)
-
-    watched = dataclasses.replace(events, session_update=update)
-    try:
-        return await run_sessions(
-            config, cases, client, supporter, out_dir, events=watched, judge_hook=judge_hook, concurrency=concurrency
-        )
-    except UserError:
-        from simulator.runfolder import RunFolder
-
-        for record in latest.values():
-            if record.status.value == "failed":
-                RunFolder(out_dir).write_session(record)
-        raise
-
-
-__all__ = ["RUN_ROLES", "models_used", "run_and_save_failures", "run_config", "run_supporter"]
+__all__ = ["RUN_ROLES", "models_used", "run_config", "run_supporter"]
