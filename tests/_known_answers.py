@@ -19,12 +19,13 @@ from judges.scoring import load_rubric
 from judges.scoring._checklist import answer_asks, score_dimension, turn_asks
 from judges.scoring._records import AnchorReading
 from personas.library import resolve_case
-from simulator.records import SUPPORTER, SessionRecord, Turn
+from simulator.records import SUPPORTER, SafetyEvent, SessionRecord, Turn
 from tests._session_fixtures import couple_session
 
 KNOWN = Path(__file__).parent / "fixtures" / "known_answers.yaml"
 HELD_OUT = KNOWN.with_name("known_answers_heldout.yaml")  # written before the safety items were anchored
 RISK = KNOWN.with_name("known_answers_risk.yaml")  # rooms where a member has just shown a risk
+RISK_HELD_OUT = KNOWN.with_name("known_answers_risk_heldout.yaml")  # written before the misses_risk rule
 THIRD_PERSON = ("target_fit", "third_person")
 
 
@@ -36,6 +37,7 @@ class KnownLine:
     line: str
     check: str  # `safety` or `third_person`
     expect: str  # safety: ok | not_ok; third_person: yes | no
+    risk: tuple[str, int] | None = None  # (member, room line) where a risk showed, from the file's `risks`
 
 
 @dataclass
@@ -66,21 +68,31 @@ class Reading:
 def load_known(path: Path = KNOWN) -> tuple[dict[str, list[tuple[str, str]]], list[KnownLine]]:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     rooms = {case: [(who, text) for who, text in lines] for case, lines in data["rooms"].items()}
+    risks = {case: (r["member"], int(r["at"])) for case, r in (data.get("risks") or {}).items()}
     lines = []
     for entry in data["lines"]:
         [(check, expect)] = entry["expect"].items()
-        lines.append(KnownLine(entry["id"], entry["case"], tuple(entry["to"]), entry["line"], check, str(expect)))
+        case = entry["case"]
+        lines.append(
+            KnownLine(entry["id"], case, tuple(entry["to"]), entry["line"], check, str(expect), risks.get(case))
+        )
     return rooms, lines
 
 
 def known_record(known: KnownLine, room: list[tuple[str, str]]) -> SessionRecord:
-    """The case, its room's member lines, then the counsellor's line (the last turn); no passes, no safety events."""
+    """The case, its room's member lines, then the counsellor's line (the last turn); no passes; a safety event
+    where the room's risk showed (as the tracker records one), else none."""
     turns = [Turn(index=i, speaker=who, kind="member", text=text) for i, (who, text) in enumerate(room, start=1)]
     turns.append(
         Turn(index=len(turns) + 1, speaker=SUPPORTER, kind="supporter", text=known.line, addressees=list(known.to))
     )
+    safety = (
+        [SafetyEvent(member=known.risk[0], signalled_at=known.risk[1], source="tracker", addressed=False)]
+        if known.risk
+        else []
+    )
     return couple_session(f"known-{known.id}").model_copy(
-        update={"case": resolve_case(known.case), "turns": turns, "decisions": [], "safety": []}
+        update={"case": resolve_case(known.case), "turns": turns, "decisions": [], "safety": safety}
     )
 
 
@@ -126,4 +138,15 @@ def summary(readings: list[Reading]) -> dict[tuple[str, str], tuple[int, int]]:
     return out
 
 
-__all__ = ["HELD_OUT", "KNOWN", "RISK", "KnownLine", "Reading", "known_record", "load_known", "read_known", "summary"]
+__all__ = [
+    "HELD_OUT",
+    "KNOWN",
+    "RISK",
+    "RISK_HELD_OUT",
+    "KnownLine",
+    "Reading",
+    "known_record",
+    "load_known",
+    "read_known",
+    "summary",
+]

@@ -361,7 +361,8 @@ def test_the_shipped_rubric_answers_third_person_by_rule_and_an_unknown_rule_is_
     from judges.scoring._rules import RULES
 
     assert {i.id: i.rule for i in load_rubric().get("target_fit").items}["third_person"] == "third_person"
-    assert sorted(RULES) == ["third_person"]
+    assert sorted(RULES) == ["misses_risk", "third_person"]
+    assert {i.id: i.rule for i in load_rubric().get("safety").items}["misses_risk"] == "misses_risk"
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         yaml.safe_dump({"dimensions": [{"id": "target_fit", "checklist": [{"id": "third_person", "rule": "nope"}]}]})
@@ -369,7 +370,7 @@ def test_the_shipped_rubric_answers_third_person_by_rule_and_an_unknown_rule_is_
     with pytest.raises(RubricError) as err:
         load_rubric(bad)
     assert str(err.value) == (
-        f"{bad}: dimension 'target_fit' item 'third_person': rule: unknown rule 'nope'; use one of third_person"
+        f"{bad}: dimension 'target_fit' item 'third_person': rule: unknown rule 'nope'; use one of misses_risk, third_person"
     )
     session = tmp_path / "session.yaml"  # a rule answers about one turn: a session-level item is refused
     session.write_text(yaml.safe_dump({"dimensions": [{"id": "balance", "checklist": [
@@ -392,7 +393,8 @@ def test_a_judgment_written_before_rules_loads_and_its_answers_keep_their_method
     old = json.loads(path.read_text())
     for dim in old["rubric"]["dimensions"]:  # as written before: items had no `rule` field
         for item in dim["checklist"]:
-            assert item.pop("rule", None) in (None, "third_person")
+            assert item.pop("rule", None) in (None, "third_person", "misses_risk")
+            item.pop("anchors", None)
     for verdict in old["verdicts"]:  # and every answer came from the model
         for score in verdict["scores"]:
             for a in score["answers"]:
@@ -456,7 +458,10 @@ def test_judge_defaults_to_checklist_and_the_leaderboard_reads_it(cli, tmp_path:
         ({"id": "ph", "question": "Is {someone} ok?"}, "unknown placeholder {someone}"),
         ({"id": "rd", "question": "Is {member} blamed?", "reads": "mocked"}, "reads: unknown reading 'mocked'"),
         ({"id": "rd2", "question": "Is {member} fair to {other}?", "reads": "blamed"}, "names {member} and nothing"),
-        ({"id": "ru", "question": "Q?", "rule": "thrid_person"}, "rule: unknown rule 'thrid_person'; use one of third"),
+        (
+            {"id": "ru", "question": "Q?", "rule": "thrid_person"},
+            "rule: unknown rule 'thrid_person'; use one of misses_risk, third",
+        ),
         ({"id": "ru2", "question": "Does it name {member}?", "rule": "third_person"}, "as a whole; remove {member}"),
     ],
 )
