@@ -10,6 +10,22 @@ import pytest
 # Tests that import litellm themselves must not make it fetch its cost map from the internet (as the client ensures).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+# ---- fake judges ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fake_judges_read_anchors_as_calibrated():
+    """The fake judges (FakeModelClient, FakeOpenAIServer) answer the shipped rubric's anchor lines as a calibrated
+    judge does (no line 0.1, yes line 0.9), so a P a test chooses for a line passes through anchored items
+    unchanged. The simulator layer knows no rubric: its fakes start with none (simulator.llm.fake.DEFAULT_ANCHORS)."""
+    from judges.scoring import load_rubric
+    from judges.scoring._checklist import anchor_readings
+    from simulator.llm import fake
+
+    fake.DEFAULT_ANCHORS.update(anchor_readings(load_rubric()))
+    yield
+
+
 # ---- embedded-model tests -------------------------------------------------------------------------------------
 
 EMBEDDED_MISSING = (

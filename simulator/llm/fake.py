@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,19 +14,16 @@ from simulator.llm.types import CallRecord, Completion, ModelError, Prompt, Role
 Reply = str | BaseModel | dict | Exception | Callable[["FakeCall"], Any]
 
 
-@functools.cache
-def shipped_anchor_readings() -> dict[str, float]:
-    """The shipped rubric's anchor lines, each with the P(yes) a calibrated judge gives it (judges.scoring)."""
-    from judges.scoring._checklist import anchor_readings  # a test double may know the judge; the judge never it
-    from judges.scoring._rubric import load_rubric
-
-    return anchor_readings(load_rubric())
+# Anchor lines (a rubric's `anchors:`) a fake judge answers as a calibrated judge reads them, line -> P(yes): empty
+# here (this layer knows no rubric); the tests fill it from the shipped rubric (tests/conftest.py), and a caller may
+# pass `anchors=judges.scoring._checklist.anchor_readings(rubric)` to a fake instead.
+DEFAULT_ANCHORS: dict[str, float] = {}
 
 
 def anchor_reading(question: str, anchors: dict[str, float] | None) -> float | None:
-    """A fake judge's answer to a question that quotes an anchor line (None: `anchors` are the shipped ones), so
-    the P(yes) a test chooses for a line passes through an anchored item's calibration unchanged."""
-    for line, p in (shipped_anchor_readings() if anchors is None else anchors).items():
+    """A fake judge's answer to a question that quotes an anchor line (`anchors` None: DEFAULT_ANCHORS), so the
+    P(yes) a test chooses for a line passes through an anchored item's calibration unchanged."""
+    for line, p in (DEFAULT_ANCHORS if anchors is None else anchors).items():
         if f'"{line}"' in question:
             return p
     return None
@@ -72,7 +68,7 @@ class FakeModelClient:
     calls: list[FakeCall] = field(default_factory=list)
     yes: Callable[[FakeCall], float | Exception] | None = None  # P(yes) for `yes_probability`, per call
     yes_method: str = "logprobs"  # `samples`: answers as a provider without log-probabilities would
-    anchors: dict[str, float] | None = None  # anchor line -> P(yes), asked before `yes` (None: the shipped rubric's)
+    anchors: dict[str, float] | None = None  # anchor line -> P(yes), asked before `yes` (None: DEFAULT_ANCHORS)
 
     def model_for(self, role: Role) -> str:
         return self.model

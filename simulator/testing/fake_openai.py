@@ -269,7 +269,7 @@ class FakeOpenAIServer:
         anchors: dict[str, float] | None = None,
     ):
         """`yes_no(body)`: P(yes) for a request that asks a yes/no question (None: answer it as any other); one
-        quoting an anchor line reads as a calibrated judge reads it (`anchors`; None: the shipped rubric's);
+        quoting an anchor line reads as a calibrated judge reads it (`anchors`; None: simulator.llm.fake.DEFAULT_ANCHORS);
         `logprobs=False` plays a provider that gives no log-probabilities (answers are sampled instead)."""
         self._app = _App(
             latency_s=latency_s,
