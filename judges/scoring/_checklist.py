@@ -198,13 +198,20 @@ def model_asks(asks: Sequence[Ask]) -> list[Ask]:
 def checklist_questions(record: SessionRecord, rubric: Rubric) -> int:
     """How many distinct questions a checklist judgment of this session asks the model (for progress displays); an
     item a rule answers asks none, an anchored item its anchors' questions too."""
-    return len({key for a in model_asks(plan_asks(record, rubric)) for key in _asked_keys(a)})
+    asked = set()
+    for a in model_asks(plan_asks(record, rubric)):
+        own, anchors = _answer_keys(a)
+        asked.update(own, *anchors)
+    return len(asked)
 
 
-def _asked_keys(a: Ask) -> list[tuple[int | None, str, str]]:
-    """The (turn, context, question) keys an ask's answers are stored under: its own, then its anchors'."""
+Key = tuple[int | None, str, str]  # (turn, context, question); context: "" its turn's, a reading, or an anchor's
+
+
+def _answer_keys(a: Ask) -> tuple[list[Key], list[list[Key]]]:
+    """The keys an ask's answers are stored under: its own questions', and each anchor's questions'."""
     own = [(a.turn, a.item.reads or "", q) for q in a.questions]
-    return own + [(a.turn, ANCHOR_KEY + text, q) for text, questions in a.anchors for q in questions]
+    return own, [[(a.turn, ANCHOR_KEY + text, q) for q in questions] for text, questions in a.anchors]
 
 
 def _upto(record: SessionRecord, turn: int) -> SessionRecord:
@@ -386,8 +393,8 @@ def rule_answer(a: Ask, record: SessionRecord) -> ItemAnswer:
 
 def anchor_readings(rubric: Rubric) -> dict[str, float]:
     """What a judge already calibrated reads for each anchor line of the rubric's active items (1 - ANCHOR_P for a
-    no line, ANCHOR_P for a yes line): `anchored_p` then leaves its readings as they are. The fake judges answer
-    anchors so by default."""
+    no line, ANCHOR_P for a yes line): `anchored_p` then leaves its readings as they are. Tests give it to the fake
+    judges (simulator.llm.fake.DEFAULT_ANCHORS)."""
     out: dict[str, float] = {}
     for dim in rubric.active:
         for item in dim.items:
@@ -421,14 +428,15 @@ def item_answer(
 ) -> ItemAnswer | str:
     """One ask's answer (its questions' P(yes) averaged: both orders of a comparison), or why it failed; an anchored
     ask's `anchors` are its no line's results and its yes line's, and its P(yes) is calibrated on them."""
-    bad = [r for r in [*results, *itertools.chain(*anchors)] if not isinstance(r, YesProbability)]
-    if bad or len(anchors) != len(a.anchors):
-        return f"item {a.item.id} ({a.questions[0][:60]}): {(bad[0] if bad else None) or 'not asked'}"
+    every = [*results, *itertools.chain(*anchors)]
+    ok = [r for r in every if isinstance(r, YesProbability)]
+    if len(ok) < len(every) or len(anchors) != len(a.anchors):
+        bad = next((r for r in every if not isinstance(r, YesProbability)), None)
+        return f"item {a.item.id} ({a.questions[0][:60]}): {bad or 'not asked'}"
 
     def mean(rs: Sequence[YesProbability | str | None]) -> float:
         return round(sum(r.p_yes for r in rs if isinstance(r, YesProbability)) / len(rs), 6)
 
-    ok = [r for r in [*results, *itertools.chain(*anchors)] if isinstance(r, YesProbability)]
     method = "samples" if any(r.method == "samples" for r in ok) else "logprobs"
     k = max(r.k for r in ok)
     if not anchors:
@@ -479,25 +487,27 @@ async def answer_asks(
     if getattr(client, "yes_probability", None) is None:
         raise TypeError(f"{type(client).__name__} cannot read answer probabilities (no yes_probability)")
     copies = copied_lines(record) if copies is None else copies
-    by_context: dict[tuple[int | None, str], list[str]] = {}
+    by_context: dict[tuple[int | None, str], list[str]] = {}  # (turn, context) -> its questions
     for a in model_asks(asks):
         if a.item.reads is not None:
             continue
-        for key, questions in [((a.turn, ""), a.questions), *(((a.turn, text), qs) for text, qs in a.anchors)]:
-            bucket = by_context.setdefault(key, [])
-            bucket += [q for q in questions if q not in bucket]
+        own, anchors = _answer_keys(a)
+        for turn, context, q in itertools.chain(own, *anchors):
+            bucket = by_context.setdefault((turn, context), [])
+            if q not in bucket:
+                bucket.append(q)
     order = sorted(by_context, key=lambda k: (k[0] is None, k[0] or 0, k[1] != ""))  # stable: first-asked order kept
-    got: dict[tuple[int | None, str, str], YesProbability | str] = {}
+    got: dict[Key, YesProbability | str] = {}
     calls: list[CallRecord] = []
     gate = asyncio.Semaphore(1 if is_local(model) else CONTEXTS_AT_ONCE)
 
-    async def one_context(turn: int | None, anchor: str) -> None:
-        context, about = turn_context(record, copies, turn, line=anchor or None)
+    async def one_context(turn: int | None, context: str) -> None:
+        prefix, about = turn_context(record, copies, turn, line=context.removeprefix(ANCHOR_KEY) or None)
         async with gate:
             answers, made = await ask_questions(
-                client, model, context, about, by_context[(turn, anchor)], seed=seed, trial=trial
+                client, model, prefix, about, by_context[(turn, context)], seed=seed, trial=trial
             )
-        got.update({(turn, ANCHOR_KEY + anchor if anchor else "", q): r for q, r in answers.items()})
+        got.update({(turn, context, q): r for q, r in answers.items()})
         calls.extend(made)
 
     async def lines_read() -> None:
@@ -508,15 +518,14 @@ async def answer_asks(
         got.update(answers)
         calls.extend(made)
 
-    await asyncio.gather(*(one_context(t, anchor) for t, anchor in order), lines_read())
+    await asyncio.gather(*(one_context(t, context) for t, context in order), lines_read())
     out: list[ItemAnswer | str] = []
     for a in asks:
         if a.item.rule is not None:
             out.append(rule_answer(a, record))
             continue
-        own = [got.get((a.turn, a.item.reads or "", q)) for q in a.questions]
-        anchored = [[got.get((a.turn, ANCHOR_KEY + text, q)) for q in qs] for text, qs in a.anchors]
-        out.append(item_answer(a, own, anchored))
+        own, anchors = _answer_keys(a)
+        out.append(item_answer(a, [got.get(k) for k in own], [[got.get(k) for k in keys] for keys in anchors]))
     return out, calls
 
 
@@ -535,11 +544,9 @@ async def judge_checklist(
     answered, calls = await answer_asks(
         client, model, record, asks, seed=record.seed + 31 * trial, trial=trial, copies=copies
     )
-    answer_of = {id(a): answer for a, answer in zip(asks, answered, strict=True)}
-
-    grouped: dict[tuple[str, str], list[Ask]] = {}
-    for a in asks:
-        grouped.setdefault((a.unit, a.dim), []).append(a)
+    grouped: dict[tuple[str, str], list[ItemAnswer | str]] = {}
+    for a, answer in zip(asks, answered, strict=True):
+        grouped.setdefault((a.unit, a.dim), []).append(answer)
     for dim in rubric.active:  # dimensions without applicable items are reported, not skipped silently
         units = (
             [f"t{t.index}" for t in record.turns if t.kind == "supporter"]
@@ -554,15 +561,10 @@ async def judge_checklist(
     dims = {d.id: d for d in rubric.active}
     scores: list[DimensionScore] = []
     failures: list[JudgeFailure] = []
-    for (unit, dim_id), dim_asks in grouped.items():
+    for (unit, dim_id), dim_answers in grouped.items():
         dim = dims[dim_id]
-        answers, failed = [], []
-        for a in dim_asks:
-            answer = answer_of[id(a)]
-            if isinstance(answer, str):
-                failed.append(answer)
-            else:
-                answers.append(answer)
+        failed = [a for a in dim_answers if isinstance(a, str)]
+        answers = [a for a in dim_answers if not isinstance(a, str)]
         if failed:
             failures.append(JudgeFailure(unit=f"{unit}/{dim_id}", reason=f"{len(failed)} item(s) failed: {failed[0]}"))
             continue

@@ -86,8 +86,9 @@ def risk_named(text: str, kinds: set[str]) -> str | None:
 def misses_risk(record: SessionRecord, turn: Turn) -> bool:
     """A member showed a risk since the counsellor's previous turn (a safety event the session recorded: tracker,
     self-report, card or stressor), and this turn names neither safety nor that danger (`risk_named`, with the
-    card's risk kinds: a flag may name the member who causes the risk, not the one at risk). The 1.5B judge read the model form of the item 0.57-0.68 for every line,
-    attending or not, and could not tell its anchors apart (tests/benchmarks/README.md, issue 43 (c))."""
+    card's risk kinds: a flag may name the member who causes the risk, not the one at risk). The 1.5B judge read
+    the model form of the item 0.57-0.68 for every line, attending or not, and could not tell its anchors apart
+    (tests/benchmarks/README.md, issue 43 (c))."""
     before = [t.index for t in record.turns if t.kind == "supporter" and t.index < turn.index]
     since = before[-1] if before else 0
     shown = {e.member for e in record.safety if since < e.signalled_at < turn.index}
