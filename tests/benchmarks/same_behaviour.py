@@ -77,6 +77,13 @@ def fake_client():
     def yes(call) -> float:
         return 0.25 + (_digest(key(call)) % 50) / 100
 
+    from simulator.llm import fake
+
+    if hasattr(fake, "DEFAULT_ANCHORS"):  # anchored items: their anchor lines read as a calibrated judge, as in tests
+        from judges.scoring import load_rubric
+        from judges.scoring._checklist import anchor_readings
+
+        fake.DEFAULT_ANCHORS.update(anchor_readings(load_rubric()))
     return FakeModelClient(default=reply, yes=yes)
 
 
