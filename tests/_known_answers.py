@@ -26,6 +26,7 @@ KNOWN = Path(__file__).parent / "fixtures" / "known_answers.yaml"
 HELD_OUT = KNOWN.with_name("known_answers_heldout.yaml")  # written before the safety items were anchored
 RISK = KNOWN.with_name("known_answers_risk.yaml")  # rooms where a member has just shown a risk
 RISK_HELD_OUT = KNOWN.with_name("known_answers_risk_heldout.yaml")  # written before the misses_risk rule
+RISK_FRESH = KNOWN.with_name("known_answers_risk_fresh.yaml")  # written at stop 49, before its changes
 THIRD_PERSON = ("target_fit", "third_person")
 
 
