@@ -27,6 +27,8 @@ HELD_OUT = KNOWN.with_name("known_answers_heldout.yaml")  # written before the s
 RISK = KNOWN.with_name("known_answers_risk.yaml")  # rooms where a member has just shown a risk
 RISK_HELD_OUT = KNOWN.with_name("known_answers_risk_heldout.yaml")  # written before the misses_risk rule
 RISK_FRESH = KNOWN.with_name("known_answers_risk_fresh.yaml")  # written at stop 49, before its changes
+RISK_BLIND = KNOWN.with_name("known_answers_risk_blind.yaml")  # by a helper that saw no rule or word list
+RISK_SEALED = KNOWN.with_name("known_answers_risk_sealed.yaml")  # the same, and unread before it was scored
 THIRD_PERSON = ("target_fit", "third_person")
 
 

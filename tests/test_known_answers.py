@@ -117,13 +117,15 @@ def test_line_items_quote_the_turn_and_risk_items_wait_for_a_risk():
 
 
 def test_the_held_out_and_risk_files_hold_lines_of_both_answers():
-    from tests._known_answers import HELD_OUT, RISK, RISK_FRESH, RISK_HELD_OUT
+    from tests._known_answers import HELD_OUT, RISK, RISK_BLIND, RISK_FRESH, RISK_HELD_OUT, RISK_SEALED
 
     for path, want in [
         (HELD_OUT, {("safety", "ok"): 11, ("safety", "not_ok"): 4}),
         (RISK, {("safety", "ok"): 6, ("safety", "not_ok"): 5}),
         (RISK_HELD_OUT, {("safety", "ok"): 3, ("safety", "not_ok"): 3}),
         (RISK_FRESH, {("safety", "ok"): 9, ("safety", "not_ok"): 9}),
+        (RISK_BLIND, {("safety", "ok"): 9, ("safety", "not_ok"): 9}),
+        (RISK_SEALED, {("safety", "ok"): 12, ("safety", "not_ok"): 12}),
     ]:
         rooms, lines = load_known(path)
         assert {k: n for k, (_, n) in summary([_Fixed(k) for k in lines]).items()} == want
