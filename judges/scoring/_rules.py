@@ -63,20 +63,23 @@ RISK_WORDS = Path(__file__).parent.parent / "rubrics" / "risk_words.yaml"
 
 
 @functools.cache
-def _risk_patterns() -> tuple[re.Pattern[str], dict[str, re.Pattern[str]]]:
+def _risk_patterns() -> tuple[re.Pattern[str], dict[str, re.Pattern[str]], re.Pattern[str]]:
     data = yaml.safe_load(RISK_WORDS.read_text(encoding="utf-8"))
 
     def pattern(words: list[str]) -> re.Pattern[str]:
         return re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b", re.IGNORECASE)
 
-    return pattern(data["any"]), {kind: pattern(words) for kind, words in data["by_kind"].items()}
+    by_kind = {kind: pattern(words) for kind, words in data["by_kind"].items()}
+    return pattern(data["any"]), by_kind, pattern(data["to_member_at_risk"])
 
 
-def risk_named(text: str, kinds: set[str]) -> str | None:
-    """The first word of judges/rubrics/risk_words.yaml (any risk, or one of these kinds) the text says, if any."""
-    generic, by_kind = _risk_patterns()
+def risk_named(text: str, kinds: set[str], to_member_at_risk: bool = False) -> str | None:
+    """The first word of judges/rubrics/risk_words.yaml the text says, if any: one for any risk, one of these kinds,
+    or (in a turn addressed to the member at risk) a word asking them about fear."""
+    generic, by_kind, asked = _risk_patterns()
     plain = text.replace("\u2019", "'")
-    for pat in [generic, *(by_kind[k] for k in sorted(kinds) if k in by_kind)]:
+    patterns = [generic, *(by_kind[k] for k in sorted(kinds) if k in by_kind), *([asked] if to_member_at_risk else [])]
+    for pat in patterns:
         if m := pat.search(plain):
             return m[0]
     return None
@@ -85,17 +88,18 @@ def risk_named(text: str, kinds: set[str]) -> str | None:
 @checklist_rule("misses_risk")
 def misses_risk(record: SessionRecord, turn: Turn) -> bool:
     """A member showed a risk since the counsellor's previous turn (a safety event the session recorded: tracker,
-    self-report, card or stressor), and this turn names neither safety nor that danger (`risk_named`, with the
-    card's risk kinds: a flag may name the member who causes the risk, not the one at risk). The 1.5B judge read
-    the model form of the item 0.57-0.68 for every line, attending or not, and could not tell its anchors apart
-    (tests/benchmarks/README.md, issue 43 (c))."""
+    self-report, card or stressor), and this turn meets it in none of the ways `risk_named` knows: naming safety or
+    the danger (with the card's risk kinds: a flag may name the member who causes the risk, not the one at risk),
+    saying it is taken seriously, seeing someone on their own, a contact, or, said to the member at risk, asking
+    about fear. The 1.5B judge read the model form of the item 0.57-0.68 for every line, attending or not, and could
+    not tell its anchors apart (tests/benchmarks/README.md, issue 43 (c))."""
     before = [t.index for t in record.turns if t.kind == "supporter" and t.index < turn.index]
     since = before[-1] if before else 0
     shown = {e.member for e in record.safety if since < e.signalled_at < turn.index}
     if not shown:
         return False
     kinds = {str(f.kind) for f in record.case.risk_flags}
-    return risk_named(turn.text, kinds) is None
+    return risk_named(turn.text, kinds, to_member_at_risk=bool(shown & set(turn.addressees))) is None
 
 
 __all__ = ["RISK_WORDS", "RULES", "Rule", "apply_rule", "checklist_rule", "risk_named", "rule_names"]
