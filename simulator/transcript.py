@@ -101,7 +101,18 @@ _MEMBER_VOICE = re.compile(
 )
 
 
+# Words in quotation marks are someone else's: "you said 'I feel invisible in my own home'" quotes a member.
+_QUOTED = re.compile(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|(?<!\w)'[^']*'(?!\w)")
+
+
+def member_voice(text: str) -> str | None:
+    """The words by which a counsellor line speaks of the speaker's own hurt or life, as a member would ("talk to
+    me", "my potential", "I feel so drained"), if it does; quoted words are someone else's and do not count."""
+    found = _MEMBER_VOICE.search(_QUOTED.sub(" ", text.replace("\u2019", "'")))
+    return found[0] if found else None
+
+
 def in_member_voice(text: str) -> bool:
-    """Whether a counsellor line speaks of the speaker's own hurt or life, as a member would ("talk to me", "my
-    potential", "I feel so drained"): a ladder rung's line like that is not the counsellor it is meant to be."""
-    return bool(_MEMBER_VOICE.search(text.replace("\u2019", "'")))
+    """Whether a counsellor line is said as a member (`member_voice`): a ladder rung's line like that is not the
+    counsellor it is meant to be."""
+    return member_voice(text) is not None

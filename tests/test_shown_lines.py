@@ -237,3 +237,46 @@ def test_the_report_session_view_names_copied_and_repeated_turns(tmp_path):
         errors = page.errors()
         page.close()
     assert errors == []
+
+
+VOICED = [
+    ("Dana", DANA_1),
+    ("Theo", "I had a deadline, and you know how my boss gets about those."),
+    ("Therapist", "Your father's absence is challenging for me and you too."),  # t3: said as a member
+    ("Dana", "He never tells me anything, that is the whole problem here."),
+    ("Therapist", ASK_THEO),
+]
+
+
+def test_a_counsellor_line_said_as_a_member_is_recorded_capped_and_shown(tmp_path):
+    """README command 1's counsellor said "Your father's absence is challenging for me and you too" (stop 48): a
+    line from a member's seat. The judgment records it, the rubric's `voice_cap` caps that turn's scores (and the
+    session's) whatever the judge read, and the summary, the leaderboard and the report name it beside the copied
+    and repeated lines; a counsellor line that speaks only of the members is not."""
+    from judges.report._data import _detail
+    from judges.scoring import voiced_lines
+    from simulator.cli._render import line_notes
+
+    record = transcript(VOICED, session_id="voiced")
+    assert [(v.turn, v.said) for v in voiced_lines(record)] == [(3, "me")]
+    judgment = checklist_judged(record, p_yes=0.9)
+    assert [v.turn for v in judgment.voiced_lines] == [3]
+    [verdict] = judgment.verdicts
+    capped = {(s.dimension, s.turn): s for s in verdict.scores if s.capped_from is not None}
+    caps = {d.id for d in load_rubric().active if d.voice_cap is not None}
+    assert caps and {d for d, _ in capped} == caps
+    assert all(s.score <= 2 and s.capped_from > s.score and s.turn in (3, None) for s in capped.values())
+    assert not any(t == 5 for _, t in capped)  # the turn that speaks of the members keeps its score
+    [note] = line_notes(judgment)
+    assert note.plain.startswith('voiced   t3: said as a member ("me"): "Your father')
+    folder = RunFolder(tmp_path / "run")
+    folder.open({"kind": "test"})
+    folder.write_session(record)
+    write_judgment(folder, judgment)
+    [row] = build_leaderboard([folder.path]).rows
+    assert (row.voiced_turns, row.supporter_turns, row.voiced_share) == (1, 2, 0.5)
+    cli_app._register()
+    out = CliRunner().invoke(cli_app.app, ["leaderboard", str(folder.path)], env={"COLUMNS": "80"})
+    assert out.exit_code == 0, out.output
+    assert any(x.split() == ["voiced", "turns", "1/2"] for x in out.output.splitlines())
+    assert [(x["turn"], x["kind"]) for x in _detail(record, judgment, []).lines] == [(3, "voiced")]

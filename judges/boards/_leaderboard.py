@@ -19,7 +19,7 @@ from judges.ratings._agreement import HumanAgreement
 from judges.ratings._ppi import PPIEstimate
 from judges.ratings._store import BatchSummary
 from judges.room_audit._audit import FidelitySummary, fidelity_by_supporter
-from judges.scoring._facts import copied_lines, repeated_lines
+from judges.scoring._facts import copied_lines, repeated_lines, voiced_lines
 from judges.scoring._faults import FaultedSession, FaultTally, faulted
 from judges.scoring._panel import SURE_P, labelled_shares, session_values
 from judges.scoring._records import JudgmentStatus, SessionJudgment
@@ -115,6 +115,12 @@ class SupporterRow(Record):
         "the supporter's behaviour, counted against it, never a simulator fault.",
     )
     copied_share: float | None = Field(default=None, description="copied_turns / supporter_turns.")
+    voiced_turns: int = Field(
+        default=0,
+        description="Of those, turns said in a member's voice, about the speaker's own hurt or life "
+        "(judges.scoring.voiced_lines): the supporter's behaviour, counted against it, never a simulator fault.",
+    )
+    voiced_share: float | None = Field(default=None, description="voiced_turns / supporter_turns.")
     dimensions: list[DimensionSummary] = Field(default_factory=list, description="In the leaderboard's column order.")
     alpha: float | None = Field(
         default=None,
@@ -210,6 +216,7 @@ class _Acc:
             "supporter_turns": 0,
             "repeated": 0,
             "copied": 0,
+            "voiced": 0,
         }
         self.faults = FaultTally()
         self.values: dict[str, list[float]] = {}
@@ -263,6 +270,7 @@ class SessionFacts(Record):
     supporter_turns: int = 0
     repeated: int = 0
     copied: int = 0
+    voiced: int = 0
     critical: bool = False
     judged: bool = False
     failed_verdicts: int = 0
@@ -309,6 +317,7 @@ def session_facts(
             "supporter_turns": sum(t.kind == "supporter" and bool(t.text.strip()) for t in record.turns),
             "repeated": len(repeated_lines(record)),
             "copied": len(copied_lines(record)),
+            "voiced": len(voiced_lines(record)),
             "critical": critical_failure(record, judgment, check) is not None,
             "delta_tension": traj.self_report.delta_tension,
             "delta_tension_observer": traj.observer.delta_tension,
@@ -461,6 +470,7 @@ def leaderboard_from_facts(
         acc.counts["supporter_turns"] += f.supporter_turns
         acc.counts["repeated"] += f.repeated
         acc.counts["copied"] += f.copied
+        acc.counts["voiced"] += f.voiced
         if f.critical:
             acc.critical += 1
         if f.check is not None and f.check.judge_compromised:
@@ -601,6 +611,8 @@ def _row(acc: _Acc, order: list[str], confidence: float, seed: int, cards: Seque
         repeated_share=c["repeated"] / c["supporter_turns"] if c["supporter_turns"] else None,
         copied_turns=c["copied"],
         copied_share=c["copied"] / c["supporter_turns"] if c["supporter_turns"] else None,
+        voiced_turns=c["voiced"],
+        voiced_share=c["voiced"] / c["supporter_turns"] if c["supporter_turns"] else None,
         dimensions=dims,
         alpha=_alpha(pooled, acc.judges) if several else None,
         alpha_by_dimension={d: _alpha(r, acc.judges) for d, r in acc.ratings.items()} if several else {},

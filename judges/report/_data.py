@@ -17,7 +17,7 @@ from pydantic import Field
 from judges.boards._leaderboard import Leaderboard, SessionFacts, leaderboard_from_facts, session_facts
 from judges.ratings._store import read_ratings
 from judges.room_audit._audit import RoomTurn, room_turns
-from judges.scoring._facts import copied_lines, repeated_lines
+from judges.scoring._facts import copied_lines, repeated_lines, voiced_lines
 from judges.scoring._faults import faulted
 from judges.scoring._panel import session_values
 from judges.scoring._records import SessionJudgment
@@ -89,8 +89,9 @@ class SessionDetail(Record):
     ratings: list[dict[str, Any]] = Field(default_factory=list)
     lines: list[dict[str, Any]] = Field(
         default_factory=list,
-        description="Supporter turns measured from the record as copied from members' lines or repeating its own "
-        "(judges.scoring.copied_lines, repeated_lines), in turn order: {turn, kind: copied | repeated, text}.",
+        description="Supporter turns measured from the record as copied from members' lines, repeating its own or "
+        "said in a member's voice (judges.scoring.copied_lines, repeated_lines, voiced_lines), in turn order: "
+        "{turn, kind: copied | repeated | voiced, text}.",
     )
 
 
@@ -227,7 +228,7 @@ def _detail(record: SessionRecord, judgment: SessionJudgment | None, ratings: li
 
 
 def _lines(record: SessionRecord) -> list[dict[str, Any]]:
-    """Copied and repeated supporter turns, as the session view names them beside the turn."""
+    """Copied, repeated and voiced supporter turns, as the session view names them beside the turn."""
     out = [
         {
             "turn": c.turn,
@@ -245,6 +246,7 @@ def _lines(record: SessionRecord) -> list[dict[str, Any]]:
         }
         for r in repeated_lines(record)
     ]
+    out += [{"turn": v.turn, "kind": "voiced", "text": f'said as a member ("{v.said}")'} for v in voiced_lines(record)]
     return sorted(out, key=lambda x: (x["turn"], x["kind"]))
 
 

@@ -12,10 +12,11 @@ from judges.scoring._facts import (
     copy_runs,
     repeat_runs,
     repeated_lines,
+    voiced_lines,
 )
 from judges.scoring._judge_run import judge_all, judge_hook
 from judges.scoring._panel import SURE_P, LabelledShare, labelled_shares, session_values
-from judges.scoring._records import CopiedLine, ItemAnswer, RepeatedLine, SessionJudgment
+from judges.scoring._records import CopiedLine, ItemAnswer, RepeatedLine, SessionJudgment, VoicedLine
 from judges.scoring._rubric import Rubric, RubricError, load_rubric
 from judges.scoring._store import read_judgment, write_judgment
 
@@ -37,6 +38,8 @@ __all__ = [
     "copy_runs",
     "repeat_runs",
     "repeated_lines",
+    "voiced_lines",
+    "VoicedLine",
     "judge_all",
     "judge_hook",
     "load_rubric",

@@ -20,6 +20,12 @@ REPEAT_RUN_WORDS words, and when the runs from one earlier turn cover REPEAT_MIN
 (word for word, or nearly: a new name or a word changed here and there), it is recorded on the judgment with the
 turn it repeats, shown to the judges, and caps every dimension whose rubric entry has a `repeat_cap`. It is the
 supporter's behaviour, never a simulator fault.
+
+**Voiced lines.** A supporter turn that speaks of the speaker's own hurt or life ("my father's absence is
+challenging for me") is said from a member's seat, not the counsellor's (`simulator.transcript.member_voice`: on
+RESCUE's real sessions 1 of 59 therapist turns, a "for me" in a request to re-enact a fight). It is recorded on the
+judgment and caps every dimension whose rubric entry has a `voice_cap`; the supporter's behaviour, never a simulator
+fault. Not shown to the judges: their prompts are unchanged.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from judges.scoring._records import CopiedLine, CopySource, DimensionScore, RepeatedLine
+from judges.scoring._records import CopiedLine, CopySource, DimensionScore, RepeatedLine, VoicedLine
 from judges.scoring._rubric import Level, Rubric
 from simulator.records import SessionRecord, Turn
 from simulator.turn_checks import MIN_REPEAT_WORDS, words
@@ -226,3 +232,23 @@ def apply_repeat_caps(
     did. `capped_from` keeps the judge's own value (also when a copy cap came first)."""
     caps = {d.id: d.repeat_cap for d in rubric.active if d.repeat_cap is not None}
     return _apply_caps(scores, {r.turn for r in repeats}, caps)
+
+
+def voiced_lines(record: SessionRecord) -> list[VoicedLine]:
+    """Supporter turns said in a member's voice (see the module docstring), in turn order."""
+    from simulator.transcript import member_voice
+
+    out = []
+    for turn in record.turns:
+        if turn.kind == "supporter" and (said := member_voice(turn.text)) is not None:
+            out.append(VoicedLine(turn=turn.index, said=said, quote=turn.text[:200]))
+    return out
+
+
+def apply_voice_caps(
+    scores: Sequence[DimensionScore], voiced: Sequence[VoicedLine], rubric: Rubric
+) -> list[DimensionScore]:
+    """Scores with each dimension's `voice_cap` applied: an intervention said in a member's voice, and the session
+    if any was. `capped_from` keeps the judge's own value (also when another cap came first)."""
+    caps = {d.id: d.voice_cap for d in rubric.active if d.voice_cap is not None}
+    return _apply_caps(scores, {v.turn for v in voiced}, caps)

@@ -22,12 +22,14 @@ from judges.scoring._checklist import checklist_digest, checklist_questions, jud
 from judges.scoring._facts import (
     apply_copy_caps,
     apply_repeat_caps,
+    apply_voice_caps,
     copied_lines,
     intervention_window,
     member_turns,
     repeated_lines,
     scope_of,
     speakers_of,
+    voiced_lines,
 )
 from judges.scoring._panel import aggregate_scores, panel_agreement, simulator_check
 from judges.scoring._records import DimensionScore, JudgeFailure, JudgeVerdict, JudgmentStatus, SessionJudgment
@@ -383,7 +385,7 @@ def rubric_judge(
         results = await asyncio.gather(*(run(c) for c in plan))
         failures = [f for _, _, fs in results for f in fs]
         scores = apply_copy_caps([sc for got, _, _ in results for sc in got], copies, rubric)
-        scores = apply_repeat_caps(scores, repeats, rubric)
+        scores = apply_voice_caps(apply_repeat_caps(scores, repeats, rubric), voiced_lines(record), rubric)
         if not plan:
             status = JudgmentStatus.OK
         elif not scores and failures:
@@ -479,6 +481,7 @@ async def judge_session(
         trajectory=trajectory_metrics(record, gamma=gamma, lam=lam),
         copied_lines=copied_lines(record),
         repeated_lines=repeated_lines(record),
+        voiced_lines=voiced_lines(record),
         trial=trial,
         temperature=temperature,
     )

@@ -177,6 +177,16 @@ class RepeatedLine(Record):
     quote: str = Field(description="The repeating turn's words (up to 200 characters), as the judges are shown.")
 
 
+class VoicedLine(Record):
+    """A supporter turn said in a member's voice, about the speaker's own hurt or life ("my father's absence is
+    challenging for me"): not a counsellor's line. A fact measured from the record
+    (judges.scoring._facts.voiced_lines, by `simulator.transcript.in_member_voice`)."""
+
+    turn: int = Field(description="The supporter turn said as a member.")
+    said: str = Field(description='The words that show it ("my", "I feel", "me").')
+    quote: str = Field(description="The turn's words (up to 200 characters).")
+
+
 class JudgeVerdict(Record):
     """Everything one judge model produced for one session."""
 
@@ -288,6 +298,12 @@ class SessionJudgment(Record):
         description="Supporter turns that repeat the supporter's own earlier line word for word or nearly: shown to "
         "the judges as a checked fact; they cap the scores of every dimension with a `repeat_cap` (that turn's, and "
         "the session's). Empty in judgments written before it was measured.",
+    )
+    voiced_lines: list[VoicedLine] = Field(
+        default_factory=list,
+        description='Supporter turns said in a member\'s voice ("I feel so alone", "my father"): they cap the '
+        "scores of every dimension with a `voice_cap` (that turn's, and the session's). Empty in judgments written "
+        "before it was measured.",
     )
     judged_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc), description="UTC time of judging.")
     trial: int = Field(

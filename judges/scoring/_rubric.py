@@ -215,6 +215,12 @@ class Dimension(_Strict):
         "line word for word or nearly (intervention level: that turn's score; session level: the session's, if any "
         "turn repeated).",
     )
+    voice_cap: int | None = Field(
+        default=None,
+        description="Supporter scales: the highest score when a supporter turn is said in a member's voice, about "
+        "the speaker's own hurt or life (intervention level: that turn's score; session level: the session's, if "
+        "any turn was).",
+    )
     enabled: bool = Field(default=True, description="`false` in a user rubric drops a built-in dimension.")
     checklist: list[ChecklistItem] = Field(
         default_factory=list, description="Yes/no items a checklist judge asks (`judge --judge-mode checklist`)."
@@ -267,6 +273,7 @@ class Dimension(_Strict):
             "fail_at": self.fail_at,
             "copy_cap": self.copy_cap,
             "repeat_cap": self.repeat_cap,
+            "voice_cap": self.voice_cap,
         }
         label_only = {"allowed": self.allowed, "neutral": self.neutral, "strength": self.strength}
         if self.rate == "expected" and (self.kind != "label" or self.neutral is None):
@@ -287,6 +294,10 @@ class Dimension(_Strict):
                 raise ValueError(f"repeat_cap must lie within {self.min}-{self.max}")
             if self.repeat_cap is not None and (self.about != "supporter" or self.level == "member"):
                 raise ValueError("repeat_cap is only for supporter dimensions at intervention or session level")
+            if self.voice_cap is not None and not self.min <= self.voice_cap <= self.max:
+                raise ValueError(f"voice_cap must lie within {self.min}-{self.max}")
+            if self.voice_cap is not None and (self.about != "supporter" or self.level == "member"):
+                raise ValueError("voice_cap is only for supporter dimensions at intervention or session level")
             wrong = [k for k, v in label_only.items() if v not in (None, [], {})]
         else:
             wrong = [k for k, v in scale_only.items() if v not in (None, [], {})]
@@ -392,7 +403,7 @@ class Rubric(_Strict):
 
 def _unset_later(dim: Dimension) -> set[str]:
     """Fields added after rubrics were first digested, left out while at their default."""
-    return {"rate"} if dim.rate == "labelled" else set()
+    return ({"rate"} if dim.rate == "labelled" else set()) | ({"voice_cap"} if dim.voice_cap is None else set())
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -209,22 +209,26 @@ def _short(text: str, limit: int) -> str:
 
 
 def line_notes(judgment: SessionJudgment, *, session: bool = False, width: int = 80) -> list[Text]:
-    """The supporter turns measured as copied from members' lines or repeating its own (facts from the record,
-    shown to the judges and capping their scores), one line each, the quote cut to fit `width`:
+    """The supporter turns measured as copied from members' lines, repeating its own or said in a member's voice
+    (facts from the record, capping the judges' scores), one line each, the quote cut to fit `width`:
     `copied   t3: 100% of its words from Dana's turn 1: "…"`. `session` starts each line with the session id."""
     where = f"{judgment.session_id} " if session else ""
-    facts = [
-        (
-            "copied  ",
-            c.turn,
-            f"{c.coverage:.0%} of its words from " + " + ".join(f"{s.member}'s turn {s.turn}" for s in c.sources),
-            c.quote,
-        )
-        for c in judgment.copied_lines
-    ] + [
-        ("repeated", r.turn, f"its own turn {r.repeats_turn} again ({r.coverage:.0%} of its words)", r.quote)
-        for r in judgment.repeated_lines
-    ]
+    facts = (
+        [
+            (
+                "copied  ",
+                c.turn,
+                f"{c.coverage:.0%} of its words from " + " + ".join(f"{s.member}'s turn {s.turn}" for s in c.sources),
+                c.quote,
+            )
+            for c in judgment.copied_lines
+        ]
+        + [
+            ("repeated", r.turn, f"its own turn {r.repeats_turn} again ({r.coverage:.0%} of its words)", r.quote)
+            for r in judgment.repeated_lines
+        ]
+        + [("voiced  ", v.turn, f'said as a member ("{v.said}")', v.quote) for v in judgment.voiced_lines]
+    )
     out = []
     for kind, turn, what, quote in facts:
         head = f"{where}{kind} t{turn}: "

@@ -112,12 +112,13 @@ def render(judgments: list[SessionJudgment], *, validity: bool = False) -> Table
         table.add_column(header(d), justify="right", overflow="fold")
     table.add_column("copied", justify="right")
     table.add_column("repeated", justify="right")
+    table.add_column("voiced", justify="right")
     table.add_column("sim. failure", overflow="fold")
     for j in judgments:
         values, sure = session_values(j), labelled_shares(j)
         cells = [_cell(values[d][1] if d in values else None, m, sure.get(d), short=True) for d, m in dims]
         sim = escape(j.simulator_failure_reason or "") if j.simulator_failure else "-"
-        lines = [str(len(j.copied_lines)), str(len(j.repeated_lines))]
+        lines = [str(len(j.copied_lines)), str(len(j.repeated_lines)), str(len(j.voiced_lines))]
         table.add_row(escape(j.session_id), escape(j.supporter), j.status.value, *cells, *lines, sim)
     return table
 
@@ -166,6 +167,7 @@ def _render_tall(judgments: list[SessionJudgment], dims: list[tuple[str, str]], 
     extra = [""] if validity else []
     table.add_row("copied turns", *(_turns(j.copied_lines) for j in judgments), *extra)
     table.add_row("repeated turns", *(_turns(j.repeated_lines) for j in judgments), *extra)
+    table.add_row("voiced turns", *(_turns(j.voiced_lines) for j in judgments), *extra)
     table.add_row(
         "simulator failure",
         *(escape(j.simulator_failure_reason or "yes") if j.simulator_failure else "-" for j in judgments),

@@ -102,6 +102,10 @@ def _sections(board: Leaderboard) -> list[tuple[str, list[tuple[str, list[str]]]
                     "repeated turns",
                     [f"{r.repeated_turns}/{r.supporter_turns}" if r.repeated_turns else "0" for r in rows],
                 ),
+                (
+                    "voiced turns",
+                    [f"{r.voiced_turns}/{r.supporter_turns}" if r.voiced_turns else "0" for r in rows],
+                ),
             ],
         ),
         ("session scores", [(header(d), dim(d)) for d in session_dims]),
@@ -179,8 +183,8 @@ def footnotes(board: Leaderboard) -> list[str]:
         )
         + "judge failures: judge verdicts that failed or were partial; invalid decisions: supporter decisions "
         "still invalid after re-asking; copied turns: supporter turns made mostly of members' earlier words; "
-        "repeated turns: supporter turns repeating its own earlier line (both the supporter's doing; they cap the "
-        "scores the rubric says).",
+        "repeated turns: supporter turns repeating its own earlier line; voiced turns: supporter turns said as a "
+        "member, about its own hurt or life (all the supporter's doing; they cap the scores the rubric says).",
         "alpha: Krippendorff's alpha (interval) across judges, - with a single judge. Δtension: final - initial "
         f"tension (self-report); objective: discounted group objective, γ={board.gamma:g}, λ={board.lam:g}.",
     ]

@@ -554,13 +554,13 @@
       if (passes[t.i]) tr.appendChild(el("div", { "class": "pass", text: "Therapist stays silent after turn " + t.i }));
     });
     v.appendChild(tr);
-    // copied and repeated counsellor lines: measured from the record, shown to the judges, capping their scores
-    v.appendChild(el("h3", { id: "lines-title", text: "Copied and repeated counsellor lines" }));
+    // copied, repeated and voiced counsellor lines: measured from the record, capping the judges' scores
+    v.appendChild(el("h3", { id: "lines-title", text: "Copied, repeated and voiced counsellor lines" }));
     var lines = d.lines || [];
     v.appendChild(lines.length ? el("ul", { id: "lines" }, lines.map(function (f) {
       return el("li", null, el("a", { onclick: function () { jump("turn-" + f.turn, f.turn); }, text: "turn " + f.turn }),
         " " + f.kind + ": " + f.text);
-    })) : el("p", { "class": "note", id: "lines", text: "none: no counsellor turn is mostly members' words or its own earlier line" }));
+    })) : el("p", { "class": "note", id: "lines", text: "none: no counsellor turn is mostly members' words, its own earlier line or said as a member" }));
     if (d.safety.length) {
       v.appendChild(el("h3", { text: "Safety events" }));
       v.appendChild(table(["member", "turn", "source", "addressed", "note"], d.safety.map(function (e) {
