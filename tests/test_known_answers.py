@@ -201,6 +201,21 @@ def test_risk_rooms_read_by_the_rule_as_the_known_answers_say():
         assert summary(asyncio.run(read_known(client, "fake/judge", lines, rooms))) == want, path.name
 
 
+def test_on_risk_rooms_written_by_others_the_rule_never_reads_passing_over_as_met_and_meets_most_attending_lines():
+    """The rule alone (model items at 0.1) on the risk rooms written by helpers that saw no rule: every line that
+    passes over the risk reads not ok (21/21); attending lines read ok 6/9 on the blind file (whose misses the
+    last words were chosen on) and 7/12 on the sealed one (unread when scored; 6/12 before those words). A lexicon
+    cannot see every way a counsellor meets a risk ("were you hurt, and has it happened before?")."""
+    from tests._known_answers import RISK_BLIND, RISK_SEALED
+
+    client = FakeModelClient(yes=lambda call: 0.1)
+    for path, attending in [(RISK_BLIND, (6, 9)), (RISK_SEALED, (7, 12))]:
+        rooms, lines = load_known(path)
+        read = summary(asyncio.run(read_known(client, "fake/judge", lines, rooms)))
+        assert read[("safety", "not_ok")] == (len(lines) // 2, len(lines) // 2), path.name
+        assert read[("safety", "ok")] == attending, path.name
+
+
 def test_a_risk_is_met_by_what_a_counsellor_does_about_it_and_fear_only_when_asked_of_the_one_at_risk():
     """Besides naming the danger, the rule counts saying it is taken seriously, seeing someone on their own and a
     contact; a fear word counts only in a turn addressed to the member who showed the risk (asking Ramon how
@@ -220,6 +235,9 @@ def test_a_risk_is_met_by_what_a_counsellor_does_about_it_and_fear_only_when_ask
         ("I'd like to see each of you separately next week.", ["Couple"], False),
         ("Niamh, I'd like a few minutes with you on your own.", ["Niamh"], False),
         ("Before you go, here's a number you can ring any time.", ["Niamh"], False),
+        ("Where will you sleep tonight?", ["Niamh"], False),
+        ("Would you stay back for a few minutes after we finish?", ["Niamh"], False),
+        ("What happened in that kitchen is serious.", ["Couple"], False),
         ("Let's make a plan for the credit card.", ["Couple"], True),
     ]:
         at = turn.model_copy(update={"text": said, "addressees": to})
