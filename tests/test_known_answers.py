@@ -138,8 +138,8 @@ def test_the_embedded_judge_reads_supportive_lines_safe_and_controls_not():
     chosen on (known_answers.yaml: every line as expected) and on lines written before the anchoring was built
     (known_answers_heldout.yaml: measured 10 of 11 supportive lines safe, the miss "Jordan, hearing that about your
     dad must have stung" at hurts 0.75, and 4 of 4 controls not). Rooms without a shown risk: where a member has
-    just shown one, see tests/benchmarks/README.md, issue 43 (c) (a held-out coercive-control room reads none of
-    its 3 attending lines safe on this judge)."""
+    just shown one, see tests/benchmarks/README.md, issue 43 (d) (on rooms written by a helper and unread before
+    they were scored, 3 of 12 attending lines read safe on this judge, 12 of 12 lines passing over the risk not)."""
     from simulator.llm.client import LiteLLMClient, ModelSettings
     from tests._known_answers import HELD_OUT
 
