@@ -9,6 +9,7 @@ from personas.case import Case
 from personas.common.prompts import render_prompt
 from personas.taxonomy import patterns_for, strategies_for
 from simulator.records import SUPPORTER, Turn
+from simulator.turn_checks._text import unquoted
 
 DEFAULT_WINDOW = 16  # turns of transcript shown to models; older turns are summarised by count
 
@@ -101,14 +102,10 @@ _MEMBER_VOICE = re.compile(
 )
 
 
-# Words in quotation marks are someone else's: "you said 'I feel invisible in my own home'" quotes a member.
-_QUOTED = re.compile(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|(?<!\w)'[^']*'(?!\w)")
-
-
 def member_voice(text: str) -> str | None:
     """The words by which a counsellor line speaks of the speaker's own hurt or life, as a member would ("talk to
     me", "my potential", "I feel so drained"), if it does; quoted words are someone else's and do not count."""
-    found = _MEMBER_VOICE.search(_QUOTED.sub(" ", text.replace("\u2019", "'")))
+    found = _MEMBER_VOICE.search(unquoted(text))
     return found[0] if found else None
 
 

@@ -97,6 +97,21 @@ def test_a_member_who_speaks_to_themself_by_name_speaks_from_another_seat(dana, 
         assert r.counsellor_voice == f"speaks to {speaker}, who is speaking"
 
 
+def test_words_a_member_quotes_are_not_their_voice(dana):
+    """README command 1 on 2026-12-06 (stop 49): Dana quoted her parents ("They always told me that 'no matter what
+    happens to you, your parents will still be here for you.'"), and the counsellor phrase inside the quotation made
+    the session a simulator fault. Said as her own words, it is still the counsellor's voice."""
+    quoting = (
+        "They always told me that 'no matter what happens to you, your parents will still be here for you.' Now "
+        "they're not here, and I'm left alone."
+    )
+    assert read_line(quoting, "Dana", ["Theo"], dana, []).counsellor_voice is None
+    assert FidelityCheck.SPEAKING_AS_OTHER not in _checks(dana, quoting, "Dana", ("Theo",))
+    own = "No matter what happens to you, I'm still here for you. Now they're not here, and I'm left alone."
+    assert FidelityCheck.SPEAKING_AS_OTHER in _checks(dana, own, "Dana", ("Theo",))
+    assert read_line('He said "I\'m here for you" and left.', "Dana", ["Theo"], dana, []).counsellor_voice is None
+
+
 def test_re_saying_the_counsellor_is_its_voice_too(dana):
     earlier = [said(1, "Therapist", "Dana, it sounds like the evenings alone have been very hard.", ("Dana",))]
     r = read_line("It sounds like the evenings alone have been very hard, yes.", "Dana", ["Therapist"], dana, earlier)

@@ -44,6 +44,7 @@ from simulator.turn_checks._text import (
     lexicon,
     overlap,
     trigrams,
+    unquoted,
     words,
 )
 
@@ -231,7 +232,9 @@ def grounding(text: str, speaker: str, case: Case, earlier: Sequence[Turn]) -> s
 
 
 def counsellor_phrase(text: str) -> str | None:
-    """The counsellor's stock phrase in a member's line (`counsellor_phrases`, then `counsellor_patterns`), if any."""
+    """The counsellor's stock phrase in a member's line (`counsellor_phrases`, then `counsellor_patterns`), if any;
+    words the member quotes (their parents' "we'll always be here for you") are not their voice."""
+    text = unquoted(text)
     low = " ".join(words(text))
     phrase = next((p for p in lexicon().counsellor_phrases if " ".join(words(p)) in low), None)
     if phrase is not None:

@@ -64,6 +64,16 @@ def lexicon() -> Lexicon:
     )
 
 
+# Words in quotation marks are someone else's: "they always told me 'no matter what, we're here for you'" quotes
+# Dana's parents, and "you said 'I feel invisible in my own home'" quotes a member.
+_QUOTED = re.compile(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|(?<![\w'])'[^']*'(?![\w'])")
+
+
+def unquoted(text: str) -> str:
+    """The text with what it quotes (in double, curly or single quotation marks) taken out: the speaker's own words."""
+    return _QUOTED.sub(" ", text.replace("\u2019", "'"))
+
+
 def words(text: str) -> list[str]:
     """Lower-cased words (letters and digits, inner apostrophes kept)."""
     return [w.replace("’", "'") for w in _WORD.findall(text.lower())]
