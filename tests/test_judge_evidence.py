@@ -344,11 +344,17 @@ def test_copy_cap_is_declared_in_the_rubric_and_validated(tmp_path: Path) -> Non
         "session_relation_sensitivity": 2,
     }
     path = tmp_path / "r.yaml"
-    path.write_text(yaml.safe_dump({"dimensions": [{"id": "strategy_fit", "copy_cap": 3}]}), encoding="utf-8")
+    # the copied line ("I just want him to look at me") is also said as a member, so its voice cap binds at 2 too:
+    # raising only the copy cap leaves it at 2; with the voice cap dropped, the copy cap of 3 is what holds
     record = with_t5(COPY)
     client = FakeModelClient(default=lambda call: fill_reply(call.schema, record=record))
-    j = asyncio.run(judge_session(record, client, ["fake/judge"], load_rubric(path), False, judge_mode="verdict"))
-    assert score_of(j, "t5", "strategy_fit").score == 3
+    for entry, score in (
+        ({"id": "strategy_fit", "copy_cap": 3}, 2),
+        ({"id": "strategy_fit", "copy_cap": 3, "voice_cap": None}, 3),
+    ):
+        path.write_text(yaml.safe_dump({"dimensions": [entry]}), encoding="utf-8")
+        j = asyncio.run(judge_session(record, client, ["fake/judge"], load_rubric(path), False, judge_mode="verdict"))
+        assert score_of(j, "t5", "strategy_fit").score == score, entry
     for entry, message in (
         ({"id": "strategy_fit", "copy_cap": 9}, "copy_cap must lie within 1-5"),
         ({"id": "persona_fidelity", "copy_cap": 2}, "copy_cap is only for supporter dimensions"),

@@ -65,12 +65,18 @@ def lexicon() -> Lexicon:
 
 
 # Words in quotation marks are someone else's: "they always told me 'no matter what, we're here for you'" quotes
-# Dana's parents, and "you said 'I feel invisible in my own home'" quotes a member.
-_QUOTED = re.compile(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|(?<![\w'])'[^']*'(?![\w'])")
+# Dana's parents, and "you said 'I feel invisible in my own home'" quotes a member; so are the words a counsellor
+# reports without marks, up to the clause's end ("when you say you just want him to look at me, what ...").
+_QUOTED = re.compile(
+    r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|(?<![\w'])'[^']*'(?![\w'])"
+    r"|\byou(?:'re| are)? (?:say|said|saying|mean|meant)\b[^,.;:!?]*",
+    re.IGNORECASE,
+)
 
 
 def unquoted(text: str) -> str:
-    """The text with what it quotes (in double, curly or single quotation marks) taken out: the speaker's own words."""
+    """The text with what it quotes (in double, curly or single quotation marks, or reported after "you say") taken
+    out: the speaker's own words."""
     return _QUOTED.sub(" ", text.replace("\u2019", "'"))
 
 
