@@ -31,15 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from judges.scoring._facts import (
-    apply_copy_caps,
-    apply_repeat_caps,
-    apply_voice_caps,
-    copied_lines,
-    repeated_lines,
-    speakers_of,
-    voiced_lines,
-)
+from judges.scoring._facts import apply_line_caps, copied_lines, repeated_lines, speakers_of, voiced_lines
 from judges.scoring._records import (
     AnchorReading,
     CopiedLine,
@@ -587,9 +579,7 @@ async def judge_checklist(
         sc.model_copy(update={"value": float(sc.score)})
         if sc.capped_from is not None and sc.value is not None and sc.score is not None and sc.value > sc.score
         else sc
-        for sc in apply_voice_caps(
-            apply_repeat_caps(apply_copy_caps(scores, copies, rubric), repeats, rubric), voiced_lines(record), rubric
-        )
+        for sc in apply_line_caps(scores, rubric, copies, repeats, voiced_lines(record))
     ]
     if not asks and not failures:
         status = JudgmentStatus.OK

@@ -35,8 +35,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from judges.scoring._records import CopiedLine, CopySource, DimensionScore, RepeatedLine, VoicedLine
-from judges.scoring._rubric import Level, Rubric
+from judges.scoring._rubric import LINE_CAPS, Level, Rubric
 from simulator.records import SessionRecord, Turn
+from simulator.transcript import member_voice
 from simulator.turn_checks import MIN_REPEAT_WORDS, words
 
 # Measured (tests/benchmarks/copy_bench.py) on 59 RESCUE therapist turns (known answer: none parrots) and 78
@@ -167,13 +168,21 @@ def copied_lines(record: SessionRecord) -> list[CopiedLine]:
     return out
 
 
-def apply_copy_caps(
-    scores: Sequence[DimensionScore], copies: Sequence[CopiedLine], rubric: Rubric
+def apply_line_caps(
+    scores: Sequence[DimensionScore],
+    rubric: Rubric,
+    copies: Sequence[CopiedLine],
+    repeats: Sequence[RepeatedLine],
+    voiced: Sequence[VoicedLine],
 ) -> list[DimensionScore]:
-    """Scores with each dimension's `copy_cap` applied: an intervention that copied, and the session if any did.
-    A capped score keeps the judge's own value in `capped_from`."""
-    caps = {d.id: d.copy_cap for d in rubric.active if d.copy_cap is not None}
-    return _apply_caps(scores, {c.turn for c in copies}, caps)
+    """Scores with each dimension's `copy_cap`, `repeat_cap` and `voice_cap` applied: to an intervention that
+    copied, repeated or was said as a member, and to the session if any did. A capped score keeps the judge's own
+    value in `capped_from`."""
+    out = list(scores)
+    for field, lines in zip(LINE_CAPS, (copies, repeats, voiced), strict=True):
+        caps = {d.id: getattr(d, field) for d in rubric.active if getattr(d, field) is not None}
+        out = _apply_caps(out, {line.turn for line in lines}, caps)
+    return out
 
 
 def _apply_caps(scores: Sequence[DimensionScore], turns: set[int], caps: dict[str, int]) -> list[DimensionScore]:
@@ -225,30 +234,10 @@ def repeated_lines(record: SessionRecord) -> list[RepeatedLine]:
     return out
 
 
-def apply_repeat_caps(
-    scores: Sequence[DimensionScore], repeats: Sequence[RepeatedLine], rubric: Rubric
-) -> list[DimensionScore]:
-    """Scores with each dimension's `repeat_cap` applied: an intervention that repeated, and the session if any
-    did. `capped_from` keeps the judge's own value (also when a copy cap came first)."""
-    caps = {d.id: d.repeat_cap for d in rubric.active if d.repeat_cap is not None}
-    return _apply_caps(scores, {r.turn for r in repeats}, caps)
-
-
 def voiced_lines(record: SessionRecord) -> list[VoicedLine]:
     """Supporter turns said in a member's voice (see the module docstring), in turn order."""
-    from simulator.transcript import member_voice
-
     out = []
     for turn in record.turns:
         if turn.kind == "supporter" and (said := member_voice(turn.text)) is not None:
             out.append(VoicedLine(turn=turn.index, said=said, quote=turn.text[:200]))
     return out
-
-
-def apply_voice_caps(
-    scores: Sequence[DimensionScore], voiced: Sequence[VoicedLine], rubric: Rubric
-) -> list[DimensionScore]:
-    """Scores with each dimension's `voice_cap` applied: an intervention said in a member's voice, and the session
-    if any was. `capped_from` keeps the judge's own value (also when another cap came first)."""
-    caps = {d.id: d.voice_cap for d in rubric.active if d.voice_cap is not None}
-    return _apply_caps(scores, {v.turn for v in voiced}, caps)

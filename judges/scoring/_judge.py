@@ -20,9 +20,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from judges.scoring._checklist import checklist_digest, checklist_questions, judge_checklist
 from judges.scoring._facts import (
-    apply_copy_caps,
-    apply_repeat_caps,
-    apply_voice_caps,
+    apply_line_caps,
     copied_lines,
     intervention_window,
     member_turns,
@@ -384,8 +382,9 @@ def rubric_judge(
 
         results = await asyncio.gather(*(run(c) for c in plan))
         failures = [f for _, _, fs in results for f in fs]
-        scores = apply_copy_caps([sc for got, _, _ in results for sc in got], copies, rubric)
-        scores = apply_voice_caps(apply_repeat_caps(scores, repeats, rubric), voiced_lines(record), rubric)
+        scores = apply_line_caps(
+            [sc for got, _, _ in results for sc in got], rubric, copies, repeats, voiced_lines(record)
+        )
         if not plan:
             status = JudgmentStatus.OK
         elif not scores and failures:

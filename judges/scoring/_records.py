@@ -180,7 +180,7 @@ class RepeatedLine(Record):
 class VoicedLine(Record):
     """A supporter turn said in a member's voice, about the speaker's own hurt or life ("my father's absence is
     challenging for me"): not a counsellor's line. A fact measured from the record
-    (judges.scoring._facts.voiced_lines, by `simulator.transcript.in_member_voice`)."""
+    (judges.scoring._facts.voiced_lines, by `simulator.transcript.member_voice`)."""
 
     turn: int = Field(description="The supporter turn said as a member.")
     said: str = Field(description='The words that show it ("my", "I feel", "me").')

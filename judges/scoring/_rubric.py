@@ -175,6 +175,10 @@ class ChecklistItem(_Strict):
         return set(_PLACEHOLDER.findall(self.question))
 
 
+# The caps the supporter-line facts bind (judges.scoring._facts.apply_line_caps): copied, repeated, voiced lines.
+LINE_CAPS = ("copy_cap", "repeat_cap", "voice_cap")
+
+
 class Dimension(_Strict):
     """One thing a judge scores, with the question it answers and what evidence to cite."""
 
@@ -286,18 +290,12 @@ class Dimension(_Strict):
                 raise ValueError(f"fail_at must lie within {self.min}-{self.max}")
             if self.fail_at is not None and self.about != "simulator":
                 raise ValueError("fail_at is only for `about: simulator` dimensions")
-            if self.copy_cap is not None and not self.min <= self.copy_cap <= self.max:
-                raise ValueError(f"copy_cap must lie within {self.min}-{self.max}")
-            if self.copy_cap is not None and (self.about != "supporter" or self.level == "member"):
-                raise ValueError("copy_cap is only for supporter dimensions at intervention or session level")
-            if self.repeat_cap is not None and not self.min <= self.repeat_cap <= self.max:
-                raise ValueError(f"repeat_cap must lie within {self.min}-{self.max}")
-            if self.repeat_cap is not None and (self.about != "supporter" or self.level == "member"):
-                raise ValueError("repeat_cap is only for supporter dimensions at intervention or session level")
-            if self.voice_cap is not None and not self.min <= self.voice_cap <= self.max:
-                raise ValueError(f"voice_cap must lie within {self.min}-{self.max}")
-            if self.voice_cap is not None and (self.about != "supporter" or self.level == "member"):
-                raise ValueError("voice_cap is only for supporter dimensions at intervention or session level")
+            for name in LINE_CAPS:
+                cap = getattr(self, name)
+                if cap is not None and not self.min <= cap <= self.max:
+                    raise ValueError(f"{name} must lie within {self.min}-{self.max}")
+                if cap is not None and (self.about != "supporter" or self.level == "member"):
+                    raise ValueError(f"{name} is only for supporter dimensions at intervention or session level")
             wrong = [k for k, v in label_only.items() if v not in (None, [], {})]
         else:
             wrong = [k for k, v in scale_only.items() if v not in (None, [], {})]
@@ -375,7 +373,7 @@ class Rubric(_Strict):
         dumps = [
             d.model_dump(
                 mode="json",
-                exclude={"checklist"} | ({"repeat_cap"} if d.repeat_cap is None else set()) | _unset_later(d),
+                exclude={"checklist"} | _unset_later(d),
             )
             for d in self.active
         ]
@@ -403,7 +401,8 @@ class Rubric(_Strict):
 
 def _unset_later(dim: Dimension) -> set[str]:
     """Fields added after rubrics were first digested, left out while at their default."""
-    return ({"rate"} if dim.rate == "labelled" else set()) | ({"voice_cap"} if dim.voice_cap is None else set())
+    unset = {name for name in ("repeat_cap", "voice_cap") if getattr(dim, name) is None}
+    return unset | ({"rate"} if dim.rate == "labelled" else set())
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -239,7 +239,7 @@ def counsellor_phrase(text: str) -> str | None:
     phrase = next((p for p in lexicon().counsellor_phrases if " ".join(words(p)) in low), None)
     if phrase is not None:
         return phrase
-    plain = " ".join(text.lower().replace("\u2019", "'").split())
+    plain = " ".join(text.lower().split())
     return next((m[0] for pat in room_lexicon().counsellor_patterns if (m := pat.search(plain))), None)
 
 
