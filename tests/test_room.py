@@ -97,6 +97,26 @@ def test_a_member_who_speaks_to_themself_by_name_speaks_from_another_seat(dana, 
         assert r.counsellor_voice == f"speaks to {speaker}, who is speaking"
 
 
+@pytest.mark.parametrize(
+    "text, voiced",
+    [  # the counsellor's moves, not only its phrases (2026-12-07); then a member's own lines with the same words
+        ("What I'm noticing is that every time the money comes up, we both go quiet.", True),
+        ("Maybe each of us could name one thing we need from the other this week.", True),
+        ("Could we let each person finish before anyone answers?", True),
+        ("Your feelings are totally valid, Theo.", True),
+        ("Everything is going to be fine, I promise. It will all get better.", True),
+        ("Can we take a breath for a second?", True),
+        ("I noticed the receipts in your coat pocket.", False),
+        ("Each of us said things that night that we regret.", False),
+        ("Each of us paid half the deposit, that was the deal.", False),
+        ("Things will get worse if you keep lying to me.", False),
+        ("That's not a valid excuse and you know it.", False),
+    ],
+)
+def test_the_counsellors_moves_in_a_members_mouth(dana, text, voiced):
+    assert (read_line(text, "Dana", ["Theo"], dana, []).counsellor_voice is not None) is voiced
+
+
 def test_words_a_member_quotes_are_not_their_voice(dana):
     """README command 1 on 2026-12-06 (stop 49): Dana quoted her parents ("They always told me that 'no matter what
     happens to you, your parents will still be here for you.'"), and the counsellor phrase inside the quotation made
@@ -136,6 +156,23 @@ def test_re_saying_the_counsellor_is_its_voice_too(dana):
 def test_the_addressee_in_the_third_person(dana, speaker, to, text, third):
     assert (read_line(text, speaker, [to], dana, []).third_person is not None) is third
     assert (FidelityCheck.THIRD_PERSON in _checks(dana, text, speaker, (to,))) is third
+
+
+@pytest.mark.parametrize(
+    "case, speaker, to, text, third",
+    [  # 2026-12-07: the addressee as a sentence's subject, by name with any verb, or by what their children call them
+        ("bia-and-sujin", "Bia", "Sujin", "Sujin leaves at seven, and then Sujin decides who sleeps in my house.", True),
+        ("yilmaz-family", "Deniz", "Ayse", "Mum thinks nobody sees her skip the pills.", True),
+        ("yilmaz-family", "Elif", "Kemal", "I asked twice. Dad never answers when it is about money.", True),
+        ("santos-family", "Jasmine", "Cora", "Ma, you keep saying we're fine.", False),  # an address, then you
+        ("santos-family", "Paolo", "Rodel", "Mom keeps telling everyone I'm fine.", False),  # not the addressee
+        ("bia-and-sujin", "Bia", "Sujin", "Sujin, you go back to work and I stay here with the baby.", False),
+        ("bia-and-sujin", "Bia", "Sujin", "I told Sujin lots of things that night.", False),  # not the subject
+    ],
+)  # fmt: skip
+def test_the_addressee_as_the_subject_of_a_sentence(case, speaker, to, text, third):
+    card = resolve_case(case)
+    assert (read_line(text, speaker, [to], card, []).third_person is not None) is third
 
 
 ROHAN = "You've been working so hard with Rohan's wedding plans, and it's making me anxious."

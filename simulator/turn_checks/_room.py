@@ -366,6 +366,8 @@ def third_person(
     )
     if m:
         return m[0]
+    if m := _subject_of(plain, (name, *_kin_words(case, name))):
+        return m
     pronouns = pronoun_of(case, name)
     if pronouns is None:
         return None
@@ -384,6 +386,34 @@ def third_person(
         if name.lower() not in before and _someone_else_before(name, pronouns, case, earlier, speaker):
             return None
         return " ".join(ws[max(0, i - 3) : i + 3])
+    return None
+
+
+# What a member's children call them: said as the subject of a sentence to that member ("Mum thinks she's a burden",
+# to Ayse), the word speaks of them as absent, like their name.
+_KIN = {
+    "mother": ("mum", "mom", "mama", "mummy", "mommy", "umma", "ma"),
+    "father": ("dad", "daddy", "papa", "appa", "baba", "pa"),
+    "grandmother": ("grandma", "granny", "nana", "gran"),
+    "grandfather": ("grandpa", "grandad", "granddad"),
+}
+# A subject at a sentence's start or after a joining word, and a verb after it: the name (or kin word) is spoken of
+# ("Sujin goes back to work at six weeks, ... and then Sujin decides"), not to ("Sujin, ..." is an address).
+_SUBJECT_START = r"(?:^|[.!?;:]\s+|\b(?:and|but|then|so|because|when|while|if|until|that|now)\s+)"
+_THIRD_VERB = rf"(?:(?:{_ADVERBS}|\w+ly) )?(?:{_SELF_VERBS}|[a-z]+[^su\W]s|[a-z]+ed|will|would|won't|wouldn't)\b"
+
+
+def _kin_words(case: Case, name: str) -> tuple[str, ...]:
+    role = words(case.member(name).role)[:1]
+    return _KIN.get(role[0], ()) if role else ()
+
+
+def _subject_of(text: str, names: Sequence[str]) -> str | None:
+    """`name verb` with the name as a sentence's subject, for any of `names` (case-blind for kin words), or None."""
+    for n in names:
+        flags = 0 if n[:1].isupper() else re.IGNORECASE
+        if m := re.search(rf"{_SUBJECT_START}({re.escape(n)}) ({_THIRD_VERB})", text, flags):
+            return f"{m[1]} {m[2]}"
     return None
 
 

@@ -1,11 +1,14 @@
 """The room measures of issue 42 (simulator.turn_checks.read_line), measured where the answer is known.
 
-    python tests/benchmarks/room_bench.py known                 # the hand-labelled lines of data/room_lines.yaml
+    python tests/benchmarks/room_bench.py known [--file F] [--ask]   # hand-labelled lines (data/room_lines.yaml)
     python tests/benchmarks/room_bench.py rescue [--src FILE]   # RESCUE's real member lines
     python tests/benchmarks/room_bench.py sessions RUN_OR_SESSIONS_DIR ...   # simulated sessions
 
 `known`: per measure, how the rule reads lines whose answer was written before the rule existed (hits, false
-alarms, misses, agreement).
+alarms, misses, agreement). `--file data/room_lines_blind.yaml` reads the blind held-out set (written by a helper
+that read only the case cards); `--file data/room_lines_sealed.yaml --counts-only` the sealed one, printing no
+line, so it stays unread by whoever tunes the checks. `--ask` also asks each yes/no question about every line, and reports the question
+alone and as `ask_room` uses it: the rule first, the question only where the rule is silent.
 `rescue`: real people. For each sample, a card is derived from its first third of rows (the importer's
 `case_from_sample` on that part), and every member line of the other two thirds is read against it, with the
 rows before it as the transcript: the share of real lines the rule calls grounded is the real-people reference
@@ -35,36 +38,48 @@ def _turn(i: int, speaker: str, text: str, to: list[str]):
     return Turn(index=i, speaker=speaker, kind=kind, addressees=to, text=text)
 
 
-def known() -> None:
+def _lines(file: Path) -> list[dict]:
+    return yaml.safe_load(file.read_text())["lines"]
+
+
+def _rule_reads(file: Path) -> list:
+    """Per line, how the rules read it (simulator.turn_checks.read_line)."""
     from personas.library import resolve_case
     from simulator.turn_checks import read_line
 
-    lines = yaml.safe_load((HERE / "data" / "room_lines.yaml").read_text())["lines"]
-    counts = {m: {"hit": 0, "false_alarm": 0, "miss": 0, "right_no": 0} for m in MEASURES}
-    wrong: list[str] = []
-    for ln in lines:
+    out = []
+    for ln in _lines(file):
         case = resolve_case(ln["case"])
         earlier = [_turn(i + 1, e["speaker"], e["text"], []) for i, e in enumerate(ln.get("earlier", []))]
-        r = read_line(ln["text"], ln["speaker"], ln["to"], case, earlier)
+        out.append(read_line(ln["text"], ln["speaker"], ln["to"], case, earlier))
+    return out
+
+
+def known(file: Path, quiet: bool = False) -> None:
+    lines = _lines(file)
+    counts = {m: {"hit": 0, "false_alarm": 0, "miss": 0, "right_no": 0} for m in MEASURES}
+    wrong: list[str] = []
+    for ln, r in zip(lines, _rule_reads(file), strict=True):
         for m in MEASURES:
             got, want = getattr(r, m) is not None, bool(ln[m])
             key = "hit" if got and want else "false_alarm" if got else "miss" if want else "right_no"
             counts[m][key] += 1
             if got != want:
                 wrong.append(f"  {m:<17} want {want!s:<5} got {getattr(r, m)!r}: {ln['speaker']}: {ln['text']}")
-    print(f"{len(lines)} known-answer lines (tests/benchmarks/data/room_lines.yaml)")
+    print(f"{len(lines)} known-answer lines ({file})")
     print(f"{'measure':<18}{'hits':>6}{'false alarms':>14}{'misses':>8}{'right no':>10}{'agreement':>11}")
     for m, c in counts.items():
         agree = (c["hit"] + c["right_no"]) / len(lines)
         print(f"{m:<18}{c['hit']:>6}{c['false_alarm']:>14}{c['miss']:>8}{c['right_no']:>10}{agree:>11.0%}")
-    if wrong:
+    if wrong and not quiet:
         print("disagreements:")
         print("\n".join(wrong))
 
 
-def known_ask(model: str | None) -> None:
+def known_ask(file: Path, model: str | None, measures: tuple[str, ...], quiet: bool = False) -> None:
     """The yes/no questions (judges.room_audit.ask_room) on the known-answer lines: every line asked every question
-    (not only where the rule is silent), so each question is measured on its own against the labels."""
+    (not only where the rule is silent), so each question is measured on its own against the labels, and then as
+    `ask_room` uses it (the rule's hit stands; the question decides only where the rule is silent)."""
     import asyncio
 
     from judges.room_audit._room_questions import YES, room_questions
@@ -78,12 +93,13 @@ def known_ask(model: str | None) -> None:
 
     client = LiteLLMClient(ModelSettings(cache=False))
     model = model or client.model_for("judge")
-    lines = yaml.safe_load((HERE / "data" / "room_lines.yaml").read_text())["lines"]
-    asked = ("grounded", "counsellor_voice", "third_person")
-    got: dict[str, list[tuple[bool, float]]] = {m: [] for m in asked}
+    lines = _lines(file)
+    rules = [{m: getattr(r, m) is not None for m in MEASURES} for r in _rule_reads(file)]
+    asked = measures
+    got: dict[str, list[tuple[bool, float, bool, str]]] = {m: [] for m in asked}
 
     async def run() -> None:
-        for ln in lines:
+        for ln, rule in zip(lines, rules, strict=True):
             case = resolve_case(ln["case"])
             turns = [_turn(i + 1, e["speaker"], e["text"], []) for i, e in enumerate(ln.get("earlier", []))]
             turns.append(_turn(len(turns) + 1, ln["speaker"], ln["text"], ln["to"]))
@@ -99,17 +115,36 @@ def known_ask(model: str | None) -> None:
                 prompt = Prompt(context=judge_context(rec), instructions=render_prompt(
                     "item", CHECKLIST_PROMPTS, about=about, question=q))  # fmt: skip
                 a = await client.yes_probability(prompt, role="judge", model=model, samples=SAMPLES, seed=0)
-                got[m].append((bool(ln[m]), a.p_yes))
+                got[m].append((bool(ln[m]), a.p_yes, rule[m], f"{ln['speaker']}: {ln['text'][:90]}"))
 
     asyncio.run(run())
     print(f"questions on the known-answer lines, model {model} (counted yes at P >= {YES})")
-    print(f"{'measure':<18}{'n':>4}{'agreement':>11}{'mean P | yes':>14}{'mean P | no':>13}")
+    mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")  # noqa: E731
+
+    def tally(reads: list[tuple[bool, bool]]) -> str:
+        hit = sum(w and g for w, g in reads)
+        fa = sum(g and not w for w, g in reads)
+        miss = sum(w and not g for w, g in reads)
+        agree = sum(w == g for w, g in reads) / max(len(reads), 1)
+        return f"{hit:>5}{fa:>6}{miss:>6}{agree:>7.0%}"
+
+    print(f"{'':<18}{'':>4}{'question alone':^24}{'rule alone':^24}{'rule, then question':^24}")
+    print(f"{'measure':<18}{'n':>4}" + f"{'hits':>5}{'f.a.':>6}{'miss':>6}{'agree':>7}" * 3
+          + f"{'mean P|yes':>12}{'mean P|no':>11}")  # fmt: skip
     for m, rows in got.items():
-        agree = sum((p >= YES) == want for want, p in rows) / max(len(rows), 1)
-        py = [p for want, p in rows if want]
-        pn = [p for want, p in rows if not want]
-        mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")  # noqa: E731
-        print(f"{m:<18}{len(rows):>4}{agree:>11.0%}{mean(py):>14.2f}{mean(pn):>13.2f}")
+        alone = [(w, p >= YES) for w, p, _, _ in rows]
+        rule = [(w, r) for w, _, r, _ in rows]
+        both = [(w, r or p >= YES) for w, p, r, _ in rows]
+        py = [p for w, p, _, _ in rows if w]
+        pn = [p for w, p, _, _ in rows if not w]
+        print(f"{m:<18}{len(rows):>4}{tally(alone)}{tally(rule)}{tally(both)}{mean(py):>12.2f}{mean(pn):>11.2f}")
+    if quiet:
+        return
+    print("where rule-then-question disagrees with the label:")
+    for m, rows in got.items():
+        for w, p, r, text in rows:
+            if w != (r or p >= YES):
+                print(f"  {m:<17} want {w!s:<5} rule {r!s:<5} P {p:.2f}: {text}")
 
 
 def rescue(src: Path) -> None:
@@ -181,6 +216,13 @@ def main() -> None:
         "--ask", action="store_true", help="also ask the yes/no questions on the embedded (or --model) judge"
     )
     k.add_argument("--model", help="the judge model for --ask (default: the embedded model)")
+    k.add_argument(
+        "--measures",
+        default="grounded,counsellor_voice,third_person",
+        help="the questions to ask, comma-separated (default: all three)",
+    )
+    k.add_argument("--counts-only", action="store_true", help="print no line (for a sealed file, read unseen)")
+    k.add_argument("--file", type=Path, default=HERE / "data" / "room_lines.yaml", help="the labelled lines")
     r = sub.add_parser("rescue")
     r.add_argument(
         "--src", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "rescue" / "samples.jsonl"
@@ -189,9 +231,9 @@ def main() -> None:
     s.add_argument("folders", type=Path, nargs="+")
     args = ap.parse_args()
     if args.cmd == "known":
-        known()
+        known(args.file, args.counts_only)
         if args.ask:
-            known_ask(args.model)
+            known_ask(args.file, args.model, tuple(args.measures.split(",")), args.counts_only)
     elif args.cmd == "rescue":
         rescue(args.src)
     else:
