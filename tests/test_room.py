@@ -448,31 +448,36 @@ def view_strategy(case):
 
 
 def test_the_questions_ask_only_what_the_rule_left_unflagged_and_record_failures(dana):
-    from judges.room_audit import ask_room, questions_for
+    from judges.room_audit import LINE_CONTEXT, ask_room, questions_for, room_questions
     from tests._stress_fixtures import record
 
     rec = record(dana, [("m", "Dana", "You took the promotion and now he's never home."),
-                        ("m", "Theo", "I'm here for you, let's work through this together.")])  # fmt: skip
+                        ("m", "Theo", "I'm here for you, let's work through this together."),
+                        ("m", "Dana", "Maybe we both need to look at what happens when we get home.")])  # fmt: skip
     rec = rec.model_copy(update={"turns": [t.model_copy(update={"addressees": [o]}) for t, o in
-                                           zip(rec.turns, ["Theo", "Dana"], strict=True)]})  # fmt: skip
-    asked = {(t, m) for t, m, _ in questions_for(rec)}
-    # turn 1: grounded by rule, third person by rule ("he's" to Theo) -> only the voice is asked
-    # turn 2: a counsellor phrase by rule -> grounded is asked; no he/she or name -> no third-person question
-    assert asked == {(1, "counsellor_voice"), (2, "grounded")}
+                                           zip(rec.turns, ["Theo", "Dana", "Theo"], strict=True)]})  # fmt: skip
+    # turn 2 is the counsellor's voice by rule: only turns 1 and 3 are asked, and only the validated question
+    assert set(room_questions()) == {"counsellor_voice"}
+    assert questions_for(rec) == [(1, "counsellor_voice"), (3, "counsellor_voice")]
+    cut = room_questions()["counsellor_voice"].yes_at
 
     def yes(call):
-        if "kept back" in call.prompt.instructions:
-            return RuntimeError("boom")
-        return 0.8 if "particular" in call.prompt.instructions else 0.1
+        return cut + 0.01 if "look at what happens" in call.prompt.instructions else cut - 0.01
 
     client = FakeModelClient(yes=yes)
     answers = asyncio.run(ask_room(rec, client, "fake/judge"))
-    got = {(a.turn, a.measure): a.p_yes for a in answers}
-    assert got == {(1, "counsellor_voice"): 0.1, (2, "grounded"): 0.8}
-    assert all(c.role == "judge" for c in client.calls) and "[2]" in client.calls[-1].prompt.instructions
+    assert [(a.turn, a.holds) for a in answers] == [(1, False), (3, True)]
+    # the line alone, quoted as data: no other line of the transcript, no card, no inner state
+    last = client.calls[-1].prompt
+    assert last.context == LINE_CONTEXT and '"Maybe we both need to look at what happens when we get home."' in (
+        last.instructions
+    )
+    assert "promotion" not in last.instructions and "work through" not in last.instructions
+    assert all(c.role == "judge" for c in client.calls)
     client = FakeModelClient(yes=lambda call: RuntimeError("server down"))
     failed = asyncio.run(ask_room(rec, client, "fake/judge"))
-    assert all(a.p_yes is None and a.failure == "server down" for a in failed) and len(failed) == 2
+    assert all(a.p_yes is None and a.holds is None and a.failure == "server down" for a in failed)
+    assert len(failed) == 2
 
 
 def test_a_frequent_english_word_alone_does_not_ground_a_line_unless_the_card_quotes_it(dana):

@@ -60,7 +60,15 @@ from judges.room_audit._responsiveness import (
     session_responsiveness,
     trajectory_separation,
 )
-from judges.room_audit._room_questions import RoomAnswer, ask_room, questions_for, room_questions
+from judges.room_audit._room_questions import (
+    LINE_CONTEXT,
+    RoomAnswer,
+    RoomQuestion,
+    ask_room,
+    questions_for,
+    room_prompt,
+    room_questions,
+)
 from judges.room_audit._room_shares import (
     SHARE_PERCENTILE,
     SHARE_WINDOW,
@@ -96,9 +104,12 @@ from judges.room_audit._turn_taking import (
 from judges.stats._distances import js_distance, wasserstein
 
 __all__ = [
+    "LINE_CONTEXT",
     "RoomAnswer",
+    "RoomQuestion",
     "ask_room",
     "questions_for",
+    "room_prompt",
     "room_questions",
     "RoomFigures",
     "RoomTurn",

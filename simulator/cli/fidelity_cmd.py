@@ -44,7 +44,7 @@ RUNS_NOTE = (
     "repeats: member turns repeating an earlier turn (verbatim + near-duplicate); re-asked: member turns with a "
     "part re-asked after failed checks; grounded: member turns that bring something of their own case (the card's "
     "facts, people, grievances, or what another member said of them); counsellor voice: turns speaking as a "
-    "therapist would; third person: turns speaking of their addressee as someone absent; echo: turns re-saying "
+    "therapist would (by the phrases and moves the rule knows: a lower bound, see judges/README.md); third person: turns speaking of their addressee as someone absent; echo: turns re-saying "
     "another speaker's line (unrecorded: not flagged in the record); "
     "flags: failed checks per 100 member turns (audited from the saved turns; "
     "recorded = still failing when accepted); language: turns off the session's language; gap: mean "

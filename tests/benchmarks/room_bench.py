@@ -76,26 +76,25 @@ def known(file: Path, quiet: bool = False) -> None:
         print("\n".join(wrong))
 
 
-def known_ask(file: Path, model: str | None, measures: tuple[str, ...], quiet: bool = False) -> None:
-    """The yes/no questions (judges.room_audit.ask_room) on the known-answer lines: every line asked every question
-    (not only where the rule is silent), so each question is measured on its own against the labels, and then as
-    `ask_room` uses it (the rule's hit stands; the question decides only where the rule is silent)."""
+def known_ask(file: Path, model: str | None, quiet: bool = False) -> None:
+    """The yes/no questions (judges.room_audit.room_questions, asked as `ask_room` asks them) on the known-answer
+    lines: every line asked every question (not only where the rule is silent), so each question is measured on
+    its own against the labels, and then as `ask_room` uses it (the rule's hit stands; the question decides only
+    where the rule is silent). Counted yes at the question's own `yes_at`; the AUC says how well P(yes) ranks the
+    lines whatever the threshold."""
     import asyncio
 
-    from judges.room_audit._room_questions import YES, room_questions
-    from judges.scoring._checklist import CHECKLIST_PROMPTS, SAMPLES
-    from judges.scoring._render import judge_context
-    from personas.common.prompts import render_prompt
+    from judges.room_audit import room_prompt, room_questions
+    from judges.scoring._checklist import SAMPLES
     from personas.library import resolve_case
     from simulator.llm.client import LiteLLMClient, ModelSettings
-    from simulator.llm.types import Prompt
     from simulator.records import EndReason, SessionRecord, SessionStatus
 
     client = LiteLLMClient(ModelSettings(cache=False))
     model = model or client.model_for("judge")
     lines = _lines(file)
     rules = [{m: getattr(r, m) is not None for m in MEASURES} for r in _rule_reads(file)]
-    asked = measures
+    asked = tuple(room_questions())
     got: dict[str, list[tuple[bool, float, bool, str]]] = {m: [] for m in asked}
 
     async def run() -> None:
@@ -105,20 +104,13 @@ def known_ask(file: Path, model: str | None, measures: tuple[str, ...], quiet: b
             turns.append(_turn(len(turns) + 1, ln["speaker"], ln["text"], ln["to"]))
             rec = SessionRecord(session_id="known", case=case, supporter="-", models={}, seed=0, max_turns=1,
                                 status=SessionStatus.COMPLETED, end_reason=EndReason.TURN_LIMIT, turns=turns)  # fmt: skip
-            to = [a for a in ln["to"] if a in case.member_names]
-            fill = {"speaker": ln["speaker"], "group": case.group, "addressee": to[0] if to else "the counsellor"}
-            about = f"{ln['speaker']}'s line [{len(turns)}], the last turn of the transcript"
             for m in asked:
-                if m == "third_person" and not to:
-                    continue
-                q = room_questions()[m].format(**fill)
-                prompt = Prompt(context=judge_context(rec), instructions=render_prompt(
-                    "item", CHECKLIST_PROMPTS, about=about, question=q))  # fmt: skip
+                prompt = room_prompt(rec, len(turns), m)
                 a = await client.yes_probability(prompt, role="judge", model=model, samples=SAMPLES, seed=0)
                 got[m].append((bool(ln[m]), a.p_yes, rule[m], f"{ln['speaker']}: {ln['text'][:90]}"))
 
     asyncio.run(run())
-    print(f"questions on the known-answer lines, model {model} (counted yes at P >= {YES})")
+    print(f"questions on the known-answer lines, model {model}")
     mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")  # noqa: E731
 
     def tally(reads: list[tuple[bool, bool]]) -> str:
@@ -132,27 +124,31 @@ def known_ask(file: Path, model: str | None, measures: tuple[str, ...], quiet: b
     print(f"{'measure':<18}{'n':>4}" + f"{'hits':>5}{'f.a.':>6}{'miss':>6}{'agree':>7}" * 3
           + f"{'mean P|yes':>12}{'mean P|no':>11}")  # fmt: skip
     for m, rows in got.items():
-        alone = [(w, p >= YES) for w, p, _, _ in rows]
+        cut = room_questions()[m].yes_at
+        alone = [(w, p >= cut) for w, p, _, _ in rows]
         rule = [(w, r) for w, _, r, _ in rows]
-        both = [(w, r or p >= YES) for w, p, r, _ in rows]
+        both = [(w, r or p >= cut) for w, p, r, _ in rows]
         py = [p for w, p, _, _ in rows if w]
         pn = [p for w, p, _, _ in rows if not w]
-        print(f"{m:<18}{len(rows):>4}{tally(alone)}{tally(rule)}{tally(both)}{mean(py):>12.2f}{mean(pn):>11.2f}")
+        auc = sum((a > b) + 0.5 * (a == b) for a in py for b in pn) / max(len(py) * len(pn), 1)
+        print(f"{m:<18}{len(rows):>4}{tally(alone)}{tally(rule)}{tally(both)}{mean(py):>12.2f}{mean(pn):>11.2f}"
+              f"   AUC {auc:.2f}, yes at P >= {cut}")  # fmt: skip
     if quiet:
         return
     print("where rule-then-question disagrees with the label:")
     for m, rows in got.items():
         for w, p, r, text in rows:
-            if w != (r or p >= YES):
+            if w != (r or p >= room_questions()[m].yes_at):
                 print(f"  {m:<17} want {w!s:<5} rule {r!s:<5} P {p:.2f}: {text}")
 
 
-def rescue(src: Path) -> None:
+def rescue(src: Path, ask: str | None = None) -> None:
     from personas.rescue import case_from_sample, load_rescue
     from personas.taxonomy import SUPPORTER_NAME
     from simulator.turn_checks import read_line
 
     samples = load_rescue(src)
+    asked: list = []
     total = {m: 0 for m in MEASURES}
     n = 0
     shown: dict[str, list[str]] = {m: [] for m in MEASURES}
@@ -166,6 +162,8 @@ def rescue(src: Path) -> None:
             print(f"{s.sample_id:<48} no card from its first {k} rows: {err}")
             continue
         members = set(case.member_names)
+        if ask is not None:
+            asked.append((case, s.rows[k:]))
         turns = []
         for i, row in enumerate(s.rows, 1):
             who = row.primary_speaker if row.primary_speaker in members else SUPPORTER_NAME
@@ -192,6 +190,50 @@ def rescue(src: Path) -> None:
     print("real lines a rule fired on (first 8 per measure):")
     for m in MEASURES:
         print("\n".join(shown[m]) or f"  {m}: none")
+    if ask is not None:
+        _rescue_ask(asked, ask or None)
+
+
+def _rescue_ask(parts: list, model: str | None) -> None:
+    """The questions on real lines (the rows after each derived card's part): a real member's line read as a
+    therapist's is a false alarm on real people; a real therapist's line, put in a member's mouth, read as a
+    therapist's is a hit (how much of real counselling talk the question can see)."""
+    import asyncio
+
+    from judges.room_audit import room_prompt, room_questions
+    from judges.scoring._checklist import SAMPLES
+    from simulator.llm.client import LiteLLMClient, ModelSettings
+    from simulator.records import EndReason, SessionRecord, SessionStatus
+
+    client = LiteLLMClient(ModelSettings(cache=False))
+    model = model or client.model_for("judge")
+    seen: dict[str, dict[str, list[float]]] = {m: {"member": [], "therapist": []} for m in room_questions()}
+
+    async def run() -> None:
+        for case, rows in parts:
+            members = list(case.member_names)
+            for row in rows:
+                text = row.dialogue_cleaned.strip()
+                if len(text.split()) < 3:
+                    continue
+                kind = "member" if row.primary_speaker in members else "therapist"
+                speaker = row.primary_speaker if kind == "member" else members[0]
+                rec = SessionRecord(session_id="real", case=case, supporter="-", models={}, seed=0, max_turns=1,
+                                    status=SessionStatus.COMPLETED, end_reason=EndReason.TURN_LIMIT,
+                                    turns=[_turn(1, speaker, text, [])])  # fmt: skip
+                for m in room_questions():
+                    a = await client.yes_probability(room_prompt(rec, 1, m), role="judge", model=model,
+                                                     samples=SAMPLES, seed=0)  # fmt: skip
+                    seen[m][kind].append(a.p_yes)
+
+    asyncio.run(run())
+    print(f"questions on RESCUE's real lines (3+ words), model {model}")
+    for m, by in seen.items():
+        cut = room_questions()[m].yes_at
+        for kind, ps in by.items():
+            held = sum(p >= cut for p in ps)
+            print(f"  {m}: real {kind} lines read yes (P >= {cut}): {held}/{len(ps)}"
+                  f" ({held / max(len(ps), 1):.0%}), mean P {sum(ps) / max(len(ps), 1):.2f}")  # fmt: skip
 
 
 def sessions(folders: list[Path]) -> None:
@@ -216,26 +258,25 @@ def main() -> None:
         "--ask", action="store_true", help="also ask the yes/no questions on the embedded (or --model) judge"
     )
     k.add_argument("--model", help="the judge model for --ask (default: the embedded model)")
-    k.add_argument(
-        "--measures",
-        default="grounded,counsellor_voice,third_person",
-        help="the questions to ask, comma-separated (default: all three)",
-    )
     k.add_argument("--counts-only", action="store_true", help="print no line (for a sealed file, read unseen)")
     k.add_argument("--file", type=Path, default=HERE / "data" / "room_lines.yaml", help="the labelled lines")
     r = sub.add_parser("rescue")
     r.add_argument(
         "--src", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "rescue" / "samples.jsonl"
     )
+    r.add_argument(
+        "--ask", nargs="?", const="", default=None, metavar="MODEL",
+        help="also ask the room questions about the real lines (default model: the embedded judge)",
+    )  # fmt: skip
     s = sub.add_parser("sessions")
     s.add_argument("folders", type=Path, nargs="+")
     args = ap.parse_args()
     if args.cmd == "known":
         known(args.file, args.counts_only)
         if args.ask:
-            known_ask(args.file, args.model, tuple(args.measures.split(",")), args.counts_only)
+            known_ask(args.file, args.model, args.counts_only)
     elif args.cmd == "rescue":
-        rescue(args.src)
+        rescue(args.src, args.ask)
     else:
         sessions(args.folders)
 
