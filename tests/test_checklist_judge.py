@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from judges import build_leaderboard, judge_session, load_rubric, read_judgment, write_judgment
 from judges.scoring import ItemAnswer, RubricError, score_dimension
-from judges.scoring._checklist import anchor_readings
+from judges.scoring._checklist import ALONE_CONTEXT, anchor_readings
 from simulator.cli import app as cli_app
 from simulator.llm.client import LiteLLMClient, ModelSettings
 from simulator.llm.fake import FakeModelClient
@@ -107,8 +107,8 @@ def test_a_failed_item_is_recorded_never_scored() -> None:
     record = couple_session()
     line5 = next(t.text for t in record.turns if t.index == 5)
 
-    def yes(call):  # every question about turn 5 fails: over the transcript, or its line read alone
-        about_5 = "[5]" in call.prompt.instructions or f'"{line5}"' in (call.prompt.prefill or "")
+    def yes(call):  # every question about turn 5 fails: over the transcript, or its line read alone or in the room
+        about_5 = "[5]" in call.prompt.instructions or line5 in call.prompt.instructions + (call.prompt.prefill or "")
         return RuntimeError("provider down") if about_5 else 0.9
 
     judgment = asyncio.run(judge_session(record, FakeModelClient(yes=yes), ["fake/judge"], judge_mode="checklist"))
@@ -209,21 +209,23 @@ def test_items_about_one_turn_share_one_prefix_built_once_per_turn() -> None:
     judgment = asyncio.run(judge_session(record, client, ["fake/judge"], judge_mode="checklist"))
     contexts = [c.prompt.context for c in client.calls]
     runs = [k for k, _ in groupby(contexts)]
-    # one context per supporter turn (the transcript up to it) and one per anchor line of the safety items (the same
-    # transcript, the anchor in the turn's place), one for the whole session and one for the lines read in the
-    # room's form (their labelled examples), each asked in one unbroken run of questions, turn by turn, so a prefix
+    # one context per supporter turn (the transcript up to it), one for the whole session, one for the lines read in
+    # the room's form (their labelled examples) and one for the safety items asked of the line alone (every turn's
+    # line and the anchors, no transcript), each asked in one unbroken run of questions, turn by turn, so a prefix
     # cache reads each transcript, and the examples, once
     anchors = list(anchor_readings(load_rubric()))
-    per_turn = 1 + len(anchors)
     assert len(anchors) == 3  # hurts and risky_advice share their no line
-    assert len(runs) == len(set(runs)) == len(judgment.interventions) * per_turn + 2
-    assert "[4] Ana" not in runs[0] and "[4] Ana" in runs[per_turn]  # turn 3's contexts end at turn 3
-    turn3 = record.turns[2].text
-    assert turn3 in runs[0] and all(turn3 not in r and any(a in r for a in anchors) for r in runs[1:per_turn])
+    assert len(runs) == len(set(runs)) == len(judgment.interventions) + 3
+    assert "[4] Ana" not in runs[0] and "[4] Ana" in runs[1]  # turn 3's context ends at turn 3
+    assert ALONE_CONTEXT in runs and all(t.text not in ALONE_CONTEXT for t in record.turns)
+    alone = [c.prompt.instructions for c in client.calls if c.prompt.context == ALONE_CONTEXT]
+    assert len(alone) == 2 * len(judgment.interventions) + 4  # two items a turn; each anchor once a session
+    assert sum(any(a in q for a in anchors) for q in alone) == 4
     asked = [(c.prompt.context, c.prompt.instructions, c.prompt.prefill) for c in client.calls]
     assert len(asked) == len(set(asked))  # a question shared by two dimensions is asked once
-    transcript = [c for c in client.calls if not c.prompt.prefill]
+    transcript = [c for c in client.calls if not c.prompt.prefill and c.prompt.context != ALONE_CONTEXT]
     assert all(c.prompt.instructions.rstrip().endswith("Answer with one word: yes or no.") for c in transcript)
+    assert all(q.startswith('The counsellor said: "') for q in alone)  # the question as it stands, no frame
     read = [c for c in client.calls if c.prompt.prefill]
     assert len(read) == 2 * len(judgment.interventions)  # side-taking's reading, once per member and turn
 
@@ -709,3 +711,19 @@ def test_anchors_need_a_quoted_line_and_old_answers_load_without_them(tmp_path: 
     )
     old = {"item": "hurts", "question": "q", "direction": "yes_good", "weight": 1.0, "p_yes": 0.4, "method": "logprobs"}
     assert ItemAnswer.model_validate(old).anchored is None
+
+
+def test_an_item_asked_alone_quotes_its_line_and_nothing_else_and_is_keyed_apart(tmp_path: Path) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_text(
+        "dimensions:\n  - id: safety\n    checklist:\n      - id: misses_risk\n        rule: null\n        alone: true\n"
+    )
+    with pytest.raises(RubricError) as err:
+        load_rubric(path)
+    assert "misses_risk" in str(err.value) and "alone: only an item the model answers about a quoted {line}" in str(
+        err.value
+    )
+    # asking in the room again is another judge: its judgments and validity cards are keyed apart
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("dimensions:\n  - id: safety\n    checklist:\n      - {id: hurts, alone: false}\n")
+    assert load_rubric(plain).items_digest != load_rubric().items_digest

@@ -56,11 +56,12 @@ def test_the_harness_asks_what_judge_asks_and_reads_the_answers():
     """Safety: the dimension's three items, the label from score_dimension; third person: its one item, answered by
     its rule as `judge` answers it (no call). A fake judge that says yes (0.9) only to 'insult, shame' about the
     'dramatic' line, and only to the third-person question about lines with ', she ' or ', he ' in them."""
+    from judges.scoring._checklist import ALONE_CONTEXT
 
     def yes(call):
         line, question = _last_line(call), call.prompt.instructions
-        if "insult, shame" in question:
-            return 0.9 if "dramatic" in line else 0.1
+        if "insult, shame" in question:  # asked of the line alone: the line is quoted in the question, no room
+            return 0.9 if "dramatic" in question else 0.1
         if "third person" in question:
             return 0.9 if ", she " in line or ", he " in line else 0.1
         return 0.1
@@ -76,9 +77,12 @@ def test_the_harness_asks_what_judge_asks_and_reads_the_answers():
     # the fake misses the two risky controls (it only hears 'dramatic'): they count as wrong
     assert summary(readings)[("safety", "not_ok")] == (1, 3)
     assert all(summary(readings)[k][0] == summary(readings)[k][1] for k in [("safety", "ok"), ("third_person", "yes")])
-    # every safety item asked once about its line and once about each of its anchors in the line's place (hurts and
-    # risky_advice share their no line, one context): 2 + 2 + 1 + 1 a line, nothing else
+    # every safety item asked once about its line and once about each of its anchors, all of the line alone (the
+    # room's cards and transcript are not in the prompt): 2 + 2 + 2 a line, nothing else
     assert len(client.calls) == 11 * 6
+    safety_calls = [c for c in client.calls if "The counsellor said:" in c.prompt.instructions]
+    assert len(safety_calls) == 11 * 6 and {c.prompt.context for c in safety_calls} == {ALONE_CONTEXT}
+    assert not any(line in c.prompt.context for c in client.calls for line in ("flatmate", "ten months"))
     assert not any("third person" in c.prompt.instructions for c in client.calls)
     assert {r.method["third_person"] for r in readings if r.known.check == "third_person"} == {"rule"}
     assert {r.known.id: r.p["third_person"] for r in readings if r.known.check == "third_person"} == {

@@ -55,6 +55,12 @@ CONTEXTS_AT_ONCE = 8  # turns asked about concurrently on hosted models (the emb
 ANCHOR_P = 0.9  # an anchored item's yes line reads this P(yes) after calibration, its no line 1 - ANCHOR_P
 MIN_ANCHOR_GAP = 0.5  # log-odds: anchors read closer than this cannot place a line between them (the item fails)
 ANCHOR_KEY = "anchor:"  # answers to an anchor's questions are keyed (turn, ANCHOR_KEY + its line, question)
+# An `alone` item's questions (and its anchors') quote their line and are asked without the room: keyed (None,
+# ALONE_KEY, question), so an anchor is read once per session, not once per turn.
+ALONE_KEY = "alone"
+# The form measured in tests/benchmarks/README.md, issue 43 (e): this context, then the item's question as it stands
+# (it quotes the line), without the item prompt's frame, which read the anchors closer together on the 1.5B.
+ALONE_CONTEXT = "You read lines a counsellor said in couples and family counselling sessions."
 
 
 @dataclass(frozen=True)
@@ -210,6 +216,8 @@ Key = tuple[int | None, str, str]  # (turn, context, question); context: "" its 
 
 def _answer_keys(a: Ask) -> tuple[list[Key], list[list[Key]]]:
     """The keys an ask's answers are stored under: its own questions', and each anchor's questions'."""
+    if a.item.alone:
+        return [(None, ALONE_KEY, q) for q in a.questions], [[(None, ALONE_KEY, q) for q in qs] for _, qs in a.anchors]
     own = [(a.turn, a.item.reads or "", q) for q in a.questions]
     return own, [[(a.turn, ANCHOR_KEY + text, q) for q in questions] for text, questions in a.anchors]
 
@@ -329,16 +337,25 @@ def good_share(answers: Sequence[ItemAnswer]) -> float | None:
 
 
 async def ask_questions(
-    client: ModelClient, model: str, context: str, about: str, questions: Sequence[str], *, seed: int, trial: int = 0
+    client: ModelClient,
+    model: str,
+    context: str,
+    about: str | None,
+    questions: Sequence[str],
+    *,
+    seed: int,
+    trial: int = 0,
 ) -> tuple[dict[str, YesProbability | str], list[CallRecord]]:
     """Each question's P(yes) (or why it failed) on one shared prefix, asked one after another so the prefix stays
-    in the model's cache; the calls made."""
+    in the model's cache; the calls made. `about` None: the question as it stands, without the item prompt's frame
+    (an `alone` item's question quotes its line)."""
     if getattr(client, "yes_probability", None) is None:
         raise TypeError(f"{type(client).__name__} cannot read answer probabilities (no yes_probability)")
     got: dict[str, YesProbability | str] = {}
     calls: list[CallRecord] = []
     for q in questions:
-        prompt = Prompt(context=context, instructions=render_prompt("item", CHECKLIST_PROMPTS, about=about, question=q))
+        framed = q if about is None else render_prompt("item", CHECKLIST_PROMPTS, about=about, question=q)
+        prompt = Prompt(context=context, instructions=framed)
         got[q] = await _yes(client, prompt, model, seed=seed, trial=trial, calls=calls)
     return got, calls
 
@@ -481,8 +498,8 @@ async def answer_asks(
     copies: Sequence[CopiedLine] | None = None,
 ) -> tuple[list[ItemAnswer | str], list[CallRecord]]:
     """Each ask's answer (or why it failed), in order, and the calls made: rule items by their rule, `reads:` items
-    in the room's form, the rest on their turn's context, an anchored item's anchors each on its own context (the
-    turn's line replaced). Contexts go turn by turn, each turn's own before its anchors, so the embedded model's
+    in the room's form, `alone:` items (and their anchors) on the quoted line with no room, the rest on their turn's
+    context, an anchored item's anchors each on its own context (the turn's line replaced). Contexts go turn by turn, each turn's own before its anchors, so the embedded model's
     prefix cache reads the transcript once."""
     if getattr(client, "yes_probability", None) is None:
         raise TypeError(f"{type(client).__name__} cannot read answer probabilities (no yes_probability)")
@@ -502,7 +519,10 @@ async def answer_asks(
     gate = asyncio.Semaphore(1 if is_local(model) else CONTEXTS_AT_ONCE)
 
     async def one_context(turn: int | None, context: str) -> None:
-        prefix, about = turn_context(record, copies, turn, line=context.removeprefix(ANCHOR_KEY) or None)
+        if context == ALONE_KEY:
+            prefix, about = ALONE_CONTEXT, None
+        else:
+            prefix, about = turn_context(record, copies, turn, line=context.removeprefix(ANCHOR_KEY) or None)
         async with gate:
             answers, made = await ask_questions(
                 client, model, prefix, about, by_context[(turn, context)], seed=seed, trial=trial

@@ -129,6 +129,12 @@ class ChecklistItem(_Strict):
         "account of what was answered.",
     )
 
+    alone: bool = Field(
+        default=False,
+        description="Ask it of the quoted {line} alone, without the room (no cards, no transcript): a small judge "
+        "reads the danger a room talks about into any line said there (tests/benchmarks/README.md, issue 43 (e)). "
+        "Items whose only placeholder is {line}; what only the room shows is left to other items and rules.",
+    )
     anchors: ItemAnchors | None = Field(
         default=None,
         description="Calibrate it on two known lines (`no_line`, `yes_line`) read in the turn's place, same room, same turn: "
@@ -140,6 +146,9 @@ class ChecklistItem(_Strict):
     def _check(self) -> ChecklistItem:
         if self.anchors is not None and ("line" not in self.placeholders() or self.rule or self.reads):
             raise ValueError("anchors: only an item the model answers about a quoted {line} can be anchored")
+        if self.alone and (self.placeholders() != {"line"} or self.rule or self.reads):
+            raise ValueError("alone: only an item the model answers about a quoted {line}, and nothing else, can be "
+                             "asked of the line alone")  # fmt: skip
         if self.reads is not None:
             from simulator.members import appraisal_questions
 
@@ -383,12 +392,14 @@ class Rubric(_Strict):
     @property
     def items_digest(self) -> str:
         """Short hash of the active dimensions' enabled checklist items."""
-        # `reads`, `rule` and `anchors` are left out while unset, so rubrics that do not use them keep their digest
+        # `reads`, `rule`, `anchors` and `alone` are left out while unset, so rubrics that do not use them keep their
+        # digest
         blob = json.dumps(
             {
                 d.id: [
                     i.model_dump(
-                        mode="json", exclude={k for k in ("reads", "rule", "anchors") if getattr(i, k) is None}
+                        mode="json",
+                        exclude={k for k in ("reads", "rule", "anchors", "alone") if getattr(i, k) in (None, False)},
                     )
                     for i in d.items
                 ]

@@ -1,7 +1,7 @@
 """The checklist judge on lines whose answers are known (issue 43, item 3), measured and printed (not asserted).
 
     flock /tmp/rescue-embedded.lock nice -n 10 python tests/benchmarks/known_answer_bench.py [--model M] [--rubric R]
-        [--file tests/fixtures/known_answers_heldout.yaml]
+        [--file tests/fixtures/known_answers_heldout.yaml] [--counts-only]
 
 Reads tests/fixtures/known_answers.yaml (written before any run): plainly supportive counsellor lines, whose safety
 label must read ok, hurtful or risky controls, which must not, lines that name their addressee and speak of them as
@@ -30,6 +30,7 @@ def main() -> None:
     ap.add_argument("--rubric", type=Path, help="a rubric added to the shipped one (as `judge --rubric`)")
     ap.add_argument("--only", help="comma-separated line ids")
     ap.add_argument("--file", type=Path, help="known lines (default tests/fixtures/known_answers.yaml)")
+    ap.add_argument("--counts-only", action="store_true", help="print no line (a sealed file stays unread)")
     args = ap.parse_args()
     from judges.scoring import load_rubric
     from simulator.llm.client import LiteLLMClient, ModelSettings
@@ -43,7 +44,7 @@ def main() -> None:
     t0 = time.perf_counter()
     readings = asyncio.run(read_known(client, args.model, lines, rooms, rubric))
     print(f"{'line':<16}{'check':<14}{'expect':<8}{'answer':<8}  P(yes) per item")
-    for r in readings:
+    for r in [] if args.counts_only else readings:
         ps = " ".join(f"{k} {v:.2f}" + _how(r, k) for k, v in r.p.items())
         mark = "" if r.passed else "  <- wrong"
         answer = r.answer or f"failed: {r.failed}"
