@@ -29,6 +29,7 @@ RISK_HELD_OUT = KNOWN.with_name("known_answers_risk_heldout.yaml")  # written be
 RISK_FRESH = KNOWN.with_name("known_answers_risk_fresh.yaml")  # written at stop 49, before its changes
 RISK_BLIND = KNOWN.with_name("known_answers_risk_blind.yaml")  # by a helper that saw no rule or word list
 RISK_SEALED = KNOWN.with_name("known_answers_risk_sealed.yaml")  # the same, and unread before it was scored
+RISK_SEALED2 = KNOWN.with_name("known_answers_risk_sealed2.yaml")  # the same, before the items were asked alone
 THIRD_PERSON = ("target_fit", "third_person")
 
 
