@@ -15,7 +15,6 @@ nearly half of real people therapists cannot check a room against "at most 5% in
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Literal
 
 import yaml
@@ -87,14 +86,7 @@ def questions_for(record: SessionRecord) -> list[tuple[int, str]]:
     return out
 
 
-async def ask_room(
-    record: SessionRecord,
-    client: ModelClient,
-    model: str,
-    *,
-    seed: int = 0,
-    on_answer: Callable[[RoomAnswer], None] | None = None,
-) -> list[RoomAnswer]:
+async def ask_room(record: SessionRecord, client: ModelClient, model: str, *, seed: int = 0) -> list[RoomAnswer]:
     """Every question of `questions_for(record)`, answered by `model` as P(yes)."""
     answers = []
     for turn, measure in questions_for(record):
@@ -108,8 +100,6 @@ async def ask_room(
         except ModelError as err:
             answer = RoomAnswer(turn=turn, measure=measure, failure=err.reason)
         answers.append(answer)
-        if on_answer is not None:
-            on_answer(answer)
     return answers
 
 

@@ -499,8 +499,8 @@ async def answer_asks(
 ) -> tuple[list[ItemAnswer | str], list[CallRecord]]:
     """Each ask's answer (or why it failed), in order, and the calls made: rule items by their rule, `reads:` items
     in the room's form, `alone:` items (and their anchors) on the quoted line with no room, the rest on their turn's
-    context, an anchored item's anchors each on its own context (the turn's line replaced). Contexts go turn by turn, each turn's own before its anchors, so the embedded model's
-    prefix cache reads the transcript once."""
+    context, an anchored item's anchors each on its own context (the turn's line replaced). Contexts go turn by turn,
+    each turn's own before its anchors, so the embedded model's prefix cache reads the transcript once."""
     if getattr(client, "yes_probability", None) is None:
         raise TypeError(f"{type(client).__name__} cannot read answer probabilities (no yes_probability)")
     copies = copied_lines(record) if copies is None else copies

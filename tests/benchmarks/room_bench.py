@@ -7,8 +7,8 @@
 `known`: per measure, how the rule reads lines whose answer was written before the rule existed (hits, false
 alarms, misses, agreement). `--file data/room_lines_blind.yaml` reads the blind held-out set (written by a helper
 that read only the case cards); `--file data/room_lines_sealed.yaml --counts-only` the sealed one, printing no
-line, so it stays unread by whoever tunes the checks. `--ask` also asks each yes/no question about every line, and reports the question
-alone and as `ask_room` uses it: the rule first, the question only where the rule is silent.
+line, so it stays unread by whoever tunes the checks. `--ask` also asks each yes/no question about every line, and
+reports the question alone and as `ask_room` uses it: the rule first, the question only where the rule is silent.
 `rescue`: real people. For each sample, a card is derived from its first third of rows (the importer's
 `case_from_sample` on that part), and every member line of the other two thirds is read against it, with the
 rows before it as the transcript: the share of real lines the rule calls grounded is the real-people reference
@@ -42,13 +42,21 @@ def _lines(file: Path) -> list[dict]:
     return yaml.safe_load(file.read_text())["lines"]
 
 
-def _rule_reads(file: Path) -> list:
+def _record(case, turns):
+    """A one-off record of `turns` on `case`, for asking a question about its last line."""
+    from simulator.records import EndReason, SessionRecord, SessionStatus
+
+    return SessionRecord(session_id="known", case=case, supporter="-", models={}, seed=0, max_turns=1,
+                         status=SessionStatus.COMPLETED, end_reason=EndReason.TURN_LIMIT, turns=turns)  # fmt: skip
+
+
+def _rule_reads(lines: list[dict]) -> list:
     """Per line, how the rules read it (simulator.turn_checks.read_line)."""
     from personas.library import resolve_case
     from simulator.turn_checks import read_line
 
     out = []
-    for ln in _lines(file):
+    for ln in lines:
         case = resolve_case(ln["case"])
         earlier = [_turn(i + 1, e["speaker"], e["text"], []) for i, e in enumerate(ln.get("earlier", []))]
         out.append(read_line(ln["text"], ln["speaker"], ln["to"], case, earlier))
@@ -59,7 +67,7 @@ def known(file: Path, quiet: bool = False) -> None:
     lines = _lines(file)
     counts = {m: {"hit": 0, "false_alarm": 0, "miss": 0, "right_no": 0} for m in MEASURES}
     wrong: list[str] = []
-    for ln, r in zip(lines, _rule_reads(file), strict=True):
+    for ln, r in zip(lines, _rule_reads(lines), strict=True):
         for m in MEASURES:
             got, want = getattr(r, m) is not None, bool(ln[m])
             key = "hit" if got and want else "false_alarm" if got else "miss" if want else "right_no"
@@ -88,12 +96,11 @@ def known_ask(file: Path, model: str | None, quiet: bool = False) -> None:
     from judges.scoring._checklist import SAMPLES
     from personas.library import resolve_case
     from simulator.llm.client import LiteLLMClient, ModelSettings
-    from simulator.records import EndReason, SessionRecord, SessionStatus
 
     client = LiteLLMClient(ModelSettings(cache=False))
     model = model or client.model_for("judge")
     lines = _lines(file)
-    rules = [{m: getattr(r, m) is not None for m in MEASURES} for r in _rule_reads(file)]
+    rules = [{m: getattr(r, m) is not None for m in MEASURES} for r in _rule_reads(lines)]
     asked = tuple(room_questions())
     got: dict[str, list[tuple[bool, float, bool, str]]] = {m: [] for m in asked}
 
@@ -102,8 +109,7 @@ def known_ask(file: Path, model: str | None, quiet: bool = False) -> None:
             case = resolve_case(ln["case"])
             turns = [_turn(i + 1, e["speaker"], e["text"], []) for i, e in enumerate(ln.get("earlier", []))]
             turns.append(_turn(len(turns) + 1, ln["speaker"], ln["text"], ln["to"]))
-            rec = SessionRecord(session_id="known", case=case, supporter="-", models={}, seed=0, max_turns=1,
-                                status=SessionStatus.COMPLETED, end_reason=EndReason.TURN_LIMIT, turns=turns)  # fmt: skip
+            rec = _record(case, turns)
             for m in asked:
                 prompt = room_prompt(rec, len(turns), m)
                 a = await client.yes_probability(prompt, role="judge", model=model, samples=SAMPLES, seed=0)
@@ -203,7 +209,6 @@ def _rescue_ask(parts: list, model: str | None) -> None:
     from judges.room_audit import room_prompt, room_questions
     from judges.scoring._checklist import SAMPLES
     from simulator.llm.client import LiteLLMClient, ModelSettings
-    from simulator.records import EndReason, SessionRecord, SessionStatus
 
     client = LiteLLMClient(ModelSettings(cache=False))
     model = model or client.model_for("judge")
@@ -218,9 +223,7 @@ def _rescue_ask(parts: list, model: str | None) -> None:
                     continue
                 kind = "member" if row.primary_speaker in members else "therapist"
                 speaker = row.primary_speaker if kind == "member" else members[0]
-                rec = SessionRecord(session_id="real", case=case, supporter="-", models={}, seed=0, max_turns=1,
-                                    status=SessionStatus.COMPLETED, end_reason=EndReason.TURN_LIMIT,
-                                    turns=[_turn(1, speaker, text, [])])  # fmt: skip
+                rec = _record(case, [_turn(1, speaker, text, [])])
                 for m in room_questions():
                     a = await client.yes_probability(room_prompt(rec, 1, m), role="judge", model=model,
                                                      samples=SAMPLES, seed=0)  # fmt: skip
