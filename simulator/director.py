@@ -14,8 +14,9 @@ The rule, in order, seeded by (session seed, member, turn) so a replay makes the
 3. otherwise one piece of the card this member has not brought up yet (its grounding words not yet in their
    earlier lines), drawn with weights: `agenda` (the card's declared agenda for this member) 4, `grievance` (their
    viewpoints of the others) 2, `fact` (the presenting problem, the history where it names them, their
-   background) 2, `secret` (private knowledge; only from their third turn on, as secrets come out late if at all) 1. When everything has been
-   brought up, any piece may come back (an open grievance is raised again).
+   background; of a sentence about several members only the clauses naming this one, `own_part`) 2, `secret`
+   (private knowledge; only from their third turn on, as secrets come out late if at all) 1. When everything has
+   been brought up, any piece may come back (an open grievance is raised again).
 Pieces with no word specific to the case ("nothing he does is enough for her") are left out unless the card
 declares them as agenda: said aloud they would still be generic.
 """
@@ -48,6 +49,26 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(" ".join(text.split())) if s.strip()]
 
 
+def _names(text: str, name: str) -> bool:
+    return re.search(rf"\b{re.escape(name)}\b", text) is not None
+
+
+def own_part(sentence: str, speaker: str, names: Sequence[str], *, anyone: bool = True) -> str | None:
+    """What of a card sentence is `speaker`'s to bring up. A sentence about several members is cut at its `;` into
+    the clauses that name the speaker: README command 1 handed Dana "Theo's father was absent through long shifts;
+    Dana's parents divorced when she was nine", and she told Theo's father's story as hers ("I miss how he was
+    there for me"). A sentence naming only other members is theirs (None); one naming no member is everyone's,
+    unless `anyone` is False (the history: then only what names the speaker)."""
+    named = [n for n in names if _names(sentence, n)]
+    if speaker not in named:
+        return sentence if anyone and not named else None
+    if len(named) == 1:
+        return sentence
+    clauses = [c.strip() for c in re.split(r";\s+", sentence.rstrip(".!? "))]
+    mine = [c for c in clauses if _names(c, speaker)]
+    return sentence if len(mine) == len(clauses) else "; ".join(mine) + "."
+
+
 def card_beats(case: Case, speaker: str) -> list[Beat]:
     """Every piece of the card this member could bring up (not `reply` or `trigger`: those answer the room)."""
     i = case.member_names.index(speaker)
@@ -64,12 +85,14 @@ def card_beats(case: Case, speaker: str) -> list[Beat]:
     for j, vp in enumerate(case.viewpoints):
         if vp.source == speaker:
             add("grievance", f"about {vp.target}: {vp.viewpoint}", f"viewpoints[{j}]")
-    for j, sent in enumerate(_sentences(case.presenting_problem)):  # why they came: everyone's to bring up
-        add("fact", sent, f"presenting_problem[{j}]")
+    for j, sent in enumerate(_sentences(case.presenting_problem)):  # why they came: theirs unless it is another's
+        part = own_part(sent, speaker, case.member_names)
+        if part is not None:
+            add("fact", part, f"presenting_problem[{j}]")
     history = _sentences(case.history)
-    mine = [s for s in history if re.search(rf"\b{re.escape(speaker)}\b", s)]
-    for j, sent in enumerate(mine or history):
-        add("fact", sent, f"history[{j}]")
+    mine = [(j, p) for j, s in enumerate(history) if (p := own_part(s, speaker, case.member_names, anyone=False))]
+    for j, part in mine or list(enumerate(history)):
+        add("fact", part, f"history[{j}]")
     for j, sent in enumerate(_sentences(member.background)):
         add("fact", sent, f"members[{i}].background[{j}]")
     for j, item in enumerate(member.private_knowledge):
@@ -117,9 +140,23 @@ def choose_beat(case: Case, turns: Sequence[Turn], speaker: str, seed: int) -> B
     return rng.choices(pool, weights=[WEIGHTS[b.kind] for b in pool], k=1)[0]
 
 
-def beat_direction(beat: Beat, speaker: str, addressees: Sequence[str]) -> str:
-    """The private stage direction a beat becomes, in the member's own terms."""
+def _told_of(text: str, names: Sequence[str]) -> str | None:
+    """The member a card sentence is about when it opens on them ("Abena's visa and salary ...", "Akua raised
+    ..."), else None."""
+    return next((n for n in names if re.match(rf"{re.escape(n)}\b", text)), None)
+
+
+def beat_direction(beat: Beat, speaker: str, addressees: Sequence[str], members: Sequence[str] = ()) -> str:
+    """The private stage direction a beat becomes, in the member's own terms. A fact that opens on another member
+    is said to be theirs: in issue 42's runs Kojo told of "my visa" (his mother's) and Paolo of the medication
+    reversal his sister did."""
     to = ", ".join(addressees) or "the room"
+    owner = _told_of(beat.text, members) if beat.kind == "fact" else None
+    whose = (
+        f" This is {owner}'s part of the story, not {speaker}'s: {speaker} speaks of it as {owner}'s."
+        if owner and owner != speaker
+        else ""
+    )
     what = {
         "agenda": f"bring up this, which {speaker} came to say: {beat.text}",
         "reply": f"answer what was just said about {speaker}, from {speaker}'s own side, with the facts as "
@@ -130,6 +167,6 @@ def beat_direction(beat: Beat, speaker: str, addressees: Sequence[str]) -> str:
         "secret": f"let slip or hint at what {speaker} has kept back: {beat.text}",
     }[beat.kind]
     return (
-        f"In this line to {to}, {what}. The notes speak of {speaker} by name; {speaker} says it of themself with "
-        f"'I' and 'my', and says 'you' to {to}. One or two short sentences."
+        f"In this line to {to}, {what}.{whose} The notes speak of {speaker} by name; {speaker} says it of themself "
+        f"with 'I' and 'my', and says 'you' to {to}. One or two short sentences."
     )

@@ -13,7 +13,7 @@ import pytest
 from judges.room_audit import audit_record, room_turns
 from personas.case import parse_case
 from personas.library import resolve_case
-from simulator.director import card_beats, choose_beat
+from simulator.director import beat_direction, card_beats, choose_beat
 from simulator.engine import run_session
 from simulator.faults import detect_faults
 from simulator.llm.fake import FakeModelClient
@@ -298,6 +298,28 @@ def test_the_directors_choice_is_seeded_and_draws_from_the_members_own_card(dana
     assert all(p.source not in theos or p.kind == "fact" for p in picks)  # Theo's background or secrets never
     assert all(p.kind != "secret" for p in picks)  # no secret on a member's first turn
     assert all(p.words for p in picks)  # every beat has words specific to the case
+
+
+def test_a_sentence_about_two_members_hands_each_only_their_own_clause(dana):
+    # README command 1: Dana was handed "Theo's father was absent through long shifts; Dana's parents divorced when
+    # she was nine" and told Theo's father's story as hers
+    facts = {m: [b.text for b in card_beats(dana, m) if b.kind == "fact"] for m in dana.member_names}
+    assert "Dana's parents divorced when she was nine." in facts["Dana"]
+    assert "Theo's father was absent through long shifts." in facts["Theo"]
+    assert not any("Theo's father" in t or "Theo took a promotion" in t for t in facts["Dana"])
+    assert not any("Dana's parents" in t for t in facts["Theo"])
+    # a sentence about both, with no clause to cut, stays with both
+    both = "Every attempt to talk ends with Dana listing what he missed and Theo going silent or leaving the room."
+    assert both in facts["Dana"] and both in facts["Theo"]
+
+
+def test_a_fact_that_opens_on_another_member_is_told_as_theirs():
+    mensah = resolve_case("mensah-family")
+    visa = next(b for b in card_beats(mensah, "Kojo") if b.text.startswith("Abena's visa"))
+    said_by_kojo = beat_direction(visa, "Kojo", ["Therapist"], mensah.member_names)
+    assert "This is Abena's part of the story, not Kojo's" in said_by_kojo
+    own = next(b for b in card_beats(mensah, "Abena") if b.text.startswith("Abena's visa"))
+    assert "part of the story" not in beat_direction(own, "Abena", ["Kojo"], mensah.member_names)
 
 
 def test_a_card_agenda_is_drawn_first_and_a_reply_answers_what_was_said_about_them(dana):
