@@ -518,7 +518,9 @@ def _speak_instructions(brief: _TurnBrief, inner: InnerState, move: str) -> str:
     """The line's instructions: the sheet, how the member feels and the move it picked, then the stage direction,
     or the director's beat when no stressor directs the turn."""
     if brief.beat is not None and not brief.directive:
-        direction = brief.direction(beat_direction(brief.beat, brief.speaker, brief.addressees, brief.case.member_names))
+        direction = brief.direction(
+            beat_direction(brief.beat, brief.speaker, brief.addressees, brief.case.member_names)
+        )
     else:
         direction = brief.direction(brief.directive) if brief.directive else ""
     speak = render_prompt(
