@@ -232,6 +232,18 @@ def test_an_echo_is_near_verbatim_not_only_verbatim(dana):
     assert read_line(answer, "Dana", ["Theo"], dana, earlier).echo is None
 
 
+def test_a_line_re_said_from_the_other_seat_is_an_echo_and_a_conceded_charge_is_not(dana):
+    theirs = "All I've ever asked is that you're honest with me. That's all I've ever asked."
+    earlier = [said(1, "Theo", theirs, ("Dana",))]
+    flipped = "All you've ever asked is that I'm honest with you. Yes. That's all you've ever asked."
+    r = read_line(flipped, "Dana", ["Theo"], dana, earlier)
+    assert r.echo is not None and r.echo_turn == 1
+    assert FidelityCheck.ECHO in _checks(dana, flipped, "Dana", ("Theo",), earlier)
+    charge = [said(1, "Dana", "You missed the scan in February and told nobody, Theo.", ("Theo",))]
+    conceded = "I missed the scan in February, yes, and I drove to the warehouse because they rang me at six."
+    assert read_line(conceded, "Theo", ["Dana"], dana, charge).echo is None
+
+
 def _checks(case, text, speaker, to, turns=()):
     flags = check_line(text, speaker=speaker, case=case, turns=list(turns), addressees=list(to), language="en",
                        finish_reason="stop")  # fmt: skip

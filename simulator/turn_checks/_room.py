@@ -18,7 +18,8 @@ member's own role, and does it re-say another speaker's line. Rules over words, 
   nor, in the lines just before, a person of the card outside the room it could mean (Rohan, a dead son, in
   "we're coping without him").
 - echo: the line re-says another speaker's line: the same words, most of its word trigrams (at least
-  ECHO_MIN_TRIGRAMS of them), or `room.echo_run` words in a row.
+  ECHO_MIN_TRIGRAMS of them), or `room.echo_run` words in a row, read with I and you as one seat (`seatless`:
+  a line re-said from the other side is still re-said).
 
 Thresholds are data (simulator/data/fidelity.yaml, `room`), measured on the known-answer lines of
 tests/benchmarks/data/room_lines.yaml and on RESCUE's real member lines (tests/benchmarks/room_bench.py).
@@ -456,11 +457,35 @@ class Echo:
     how: str  # "verbatim", "overlap 62%", "7 words in a row"
 
 
+# A line re-said from the other side ("All you've ever asked is that I'm honest with you", to "All I've ever asked
+# is that you're honest with me") shares few word runs with the line it re-says until both are read with I and you
+# as one seat: 3 of the 6 echoes of room_lines_blind.yaml were so. Read that way, most of the line itself must be
+# the other's words: a reply that concedes a charge and answers it ("I fell in the bathroom in February, yes, and
+# I got up by myself") shares most of the charge, not most of itself.
+_SEAT = {
+    **dict.fromkeys(("i", "me", "you"), "@"),
+    **dict.fromkeys(("my", "your", "mine", "yours"), "@s"),
+    **dict.fromkeys(("myself", "yourself"), "@self"),
+    **dict.fromkeys(("i'm", "you're"), "@'re"),
+    **dict.fromkeys(("i've", "you've"), "@'ve"),
+    **dict.fromkeys(("i'd", "you'd"), "@'d"),
+    **dict.fromkeys(("i'll", "you'll"), "@'ll"),
+    **dict.fromkeys(("am", "are"), "are"),
+    **dict.fromkeys(("was", "were"), "were"),
+}
+
+
+def seatless(ws: Sequence[str]) -> list[str]:
+    """Words with the speaker's and the listener's seats made one (I and you, my and your, am and are)."""
+    return [_SEAT.get(w, w) for w in ws]
+
+
 def _echo_of(text: str, speaker: str, earlier: Sequence[Turn]) -> Echo | None:
     ws = words(text)
     if len(ws) < 4:
         return None
     run_min = room_lexicon().echo_run
+    mine = trigrams(seatless(ws))
     for t in reversed(earlier):
         if t.speaker == speaker or not t.text:
             continue
@@ -474,6 +499,10 @@ def _echo_of(text: str, speaker: str, earlier: Sequence[Turn]) -> Echo | None:
         run = _longest_run(ws, theirs)
         if run >= run_min:
             return Echo(t, f"{run} words in a row")
+        flipped = mine & trigrams(seatless(theirs))
+        share = len(flipped) / len(mine) if mine else 0.0
+        if share >= NEAR_DUPLICATE_OVERLAP and len(flipped) >= ECHO_MIN_TRIGRAMS:
+            return Echo(t, f"{share:.0%} of it with I and you swapped")
     return None
 
 
