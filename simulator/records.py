@@ -106,6 +106,7 @@ class FidelityCheck(StrEnum):
     THIRD_PERSON = "third_person"  # a line to a member that speaks of them by name or as he/she, not as "you"
     ECHO = "echo"  # the line re-says another speaker's line (most of its trigrams, or many words in a row)
     UNGROUNDED = "ungrounded"  # the line leaves out what the director gave it to bring up, and nothing of the case
+    WRONG_ADDRESS = "wrong_address"  # the line speaks by name to a member it is not addressed to
 
 
 class FidelityFlag(Record):

@@ -244,6 +244,23 @@ def test_a_line_re_said_from_the_other_seat_is_an_echo_and_a_conceded_charge_is_
     assert read_line(conceded, "Theo", ["Dana"], dana, charge).echo is None
 
 
+@pytest.mark.parametrize(
+    ("to", "text", "wrong"),
+    [
+        (("Therapist",), "I missed you too, Theo. I feel like I've been left alone again.", True),  # command 1, t1
+        (("Therapist",), "He works till nine. Theo, you know it's true.", True),
+        (("Theo",), "Theo, you read the promotion email at dinner again.", False),  # the addressee, by name
+        (("Therapist",), "Theo said he'd be home by six, and then I called Theo.", False),  # spoken of, not to
+        (("Therapist",), "My mum used to say, 'Theo, look after her.' He never did.", False),  # quoted words
+        (("Couple",), "Theo, I need you home before nine once a week.", False),  # a line to the whole room
+    ],
+)
+def test_a_member_spoken_to_by_name_in_a_line_not_to_them_is_a_wrong_address(dana, to, text, wrong):
+    r = read_line(text, "Dana", list(to), dana, [])
+    assert (r.wrong_address == "speaks to Theo") is wrong
+    assert (FidelityCheck.WRONG_ADDRESS in _checks(dana, text, "Dana", to)) is wrong
+
+
 def _checks(case, text, speaker, to, turns=()):
     flags = check_line(text, speaker=speaker, case=case, turns=list(turns), addressees=list(to), language="en",
                        finish_reason="stop")  # fmt: skip

@@ -172,7 +172,7 @@ def test_the_runner_stores_the_faults_of_a_finished_session():
             "You took the promotion without asking me first.",
             "Because every time I ask about the IVF, you change the subject.",
             "That is not fair, I was at the logistics office until nine.",
-            "Fine. Then tell me when the promotion leaves a good time, Theo.",
+            "Fine. Then tell me when the promotion leaves a good time.",  # no "Theo,": lines go to the counsellor
         ]
     )
     script = RoomScript(case)

@@ -67,9 +67,11 @@ from simulator.turn_checks._room import (
     pronoun_of,
     read_line,
     room_lexicon,
+    seatless,
     self_address,
     stem,
     third_person,
+    wrong_address,
 )
 from simulator.turn_checks._self_report import (
     LEGACY_CHAR_CAPS,
@@ -109,6 +111,8 @@ __all__ = [
     "room_lexicon",
     "stem",
     "third_person",
+    "wrong_address",
+    "seatless",
     "LANGUAGE_MIN_WORDS",
     "LANGUAGE_NAMES",
     "LEGACY_CHAR_CAPS",

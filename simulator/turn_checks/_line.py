@@ -12,7 +12,7 @@ from personas.case import Case
 from personas.taxonomy import SUPPORTER_NAME
 from simulator.records import FidelityCheck, FidelityFlag, Turn
 from simulator.turn_checks._language import language_switch
-from simulator.turn_checks._room import counsellor_phrase, echo_of, self_address, third_person
+from simulator.turn_checks._room import counsellor_phrase, echo_of, self_address, third_person, wrong_address
 from simulator.turn_checks._text import (
     _ADVERBS,
     _SELF_VERBS,
@@ -119,6 +119,17 @@ def check_line(
                 FidelityCheck.THIRD_PERSON,
                 f"{speaker} is talking to {to} but speaks of {to} as someone absent ('{said_of}'); say 'you' to {to}",
                 said_of,
+            )
+        )
+    elsewhere = wrong_address(text, speaker, addressees, case)
+    if elsewhere:
+        to_all = ", ".join(addressees) or "the room"
+        flags.append(
+            _flag(
+                FidelityCheck.WRONG_ADDRESS,
+                f"{speaker} is talking to {to_all} but speaks to {elsewhere} by name; speak to {to_all}, and of "
+                f"{elsewhere} as someone in the room",
+                elsewhere,
             )
         )
     echo = echo_of(text, speaker, turns)

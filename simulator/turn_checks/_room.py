@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import yaml
 
 from personas.case import Case
+from personas.taxonomy import SUPPORTER_NAME
 from simulator.llm.tokenizers import common_words
 from simulator.records import Turn
 from simulator.turn_checks._text import (
@@ -244,12 +245,26 @@ def counsellor_phrase(text: str) -> str | None:
     return next((m[0] for pat in room_lexicon().counsellor_patterns if (m := pat.search(plain))), None)
 
 
+def _said_to(text: str, name: str) -> bool:
+    """Whether `name` (its first word) is said as an address in `text`: at a sentence's start or set off by a comma,
+    and ending there ("Theo, ...", "..., Theo."); "My name is Dana, and ..." and "I called Theo." are not."""
+    first = re.escape(name.split()[0]) if name.split() else ""
+    return bool(first) and re.search(rf"(?:^|[.!?]\s+|,\s*){first}\s*(?:[,.!?]|$)", text.strip()) is not None
+
+
 def self_address(text: str, speaker: str) -> str | None:
-    """The speaker's own first name said as an address, at a sentence's start or set off by a comma and ending
-    there ("Theo, ...", "..., Theo."), if the line has it; "My name is Dana, and ..." is not an address."""
-    name = re.escape(speaker.split()[0]) if speaker.split() else ""
-    m = re.search(rf"(?:^|[.!?]\s+|,\s*)({name})\s*(?:[,.!?]|$)", text.strip()) if name else None
-    return f"speaks to {m[1]}, who is speaking" if m else None
+    """The speaker's own first name said as an address, if the line has it (`_said_to`)."""
+    return f"speaks to {speaker.split()[0]}, who is speaking" if _said_to(text, speaker) else None
+
+
+def wrong_address(text: str, speaker: str, addressees: Sequence[str], case: Case) -> str | None:
+    """The member spoken to by name in a line that is not to them, if the line has one: Dana, speaking to the
+    counsellor, "I missed you too, Theo" (README command 1, turn 1). A line to the whole group is to everyone;
+    names inside quoted words ("my mother used to say, 'Dana, come home'") are not the speaker's address."""
+    if any(a not in case.member_names and a != SUPPORTER_NAME for a in addressees):
+        return None  # the group label: every member is spoken to
+    plain = unquoted(text)
+    return next((n for n in case.member_names if n != speaker and n not in addressees and _said_to(plain, n)), None)
 
 
 _HE = ("he", "him", "his", "he's", "he'd", "he'll", "himself")
@@ -520,6 +535,7 @@ class RoomReading:
     third_person: str | None
     echo: str | None
     echo_turn: int | None = None
+    wrong_address: str | None = None
 
 
 def read_line(text: str, speaker: str, addressees: Sequence[str], case: Case, earlier: Sequence[Turn]) -> RoomReading:
@@ -534,4 +550,5 @@ def read_line(text: str, speaker: str, addressees: Sequence[str], case: Case, ea
         third_person=third_person(text, speaker, addressees, case, earlier),
         echo=f"turn {echo.turn.index} ({echo.turn.speaker}): {echo.how}" if echo else None,
         echo_turn=echo.turn.index if echo else None,
+        wrong_address=f"speaks to {name}" if (name := wrong_address(text, speaker, addressees, case)) else None,
     )
