@@ -433,6 +433,30 @@ def test_a_room_that_stays_off_its_case_is_a_fault_and_a_grounded_one_is_not(dan
     assert audit_record(rec).room.grounded_turns == 4
 
 
+def _lines_then_script(lines, script):
+    it = iter(lines)
+    return lambda call: next(it) if call.schema is None else script(call)
+
+
+def test_a_line_that_speaks_to_the_wrong_member_is_reasked_and_if_it_stays_counted_and_a_fault(dana):
+    wrong = "I missed you too, Theo. You took the promotion and I eat alone until nine."  # command 1, turn 1
+    right = "You took the promotion and I eat alone until nine, and I sit there waiting."
+    script = RoomScript(dana)
+    for lines, fixed in (([wrong, right], True), ([wrong, wrong], False)):
+        client = FakeModelClient(default=_lines_then_script(lines, script))
+        turn = asyncio.run(member_turn(client, dana, [], "Dana", ["Therapist"], seed=5, window=16))
+        assert [r.flags[0].check for r in turn.reasks] == [FidelityCheck.WRONG_ADDRESS]
+        line_calls = [c for c in client.calls if c.schema is None]
+        assert "speaks to Theo by name" in line_calls[1].prompt.instructions  # the re-ask says why
+        assert turn.text == (right if fixed else wrong)
+        kept = [f.check for f in turn.flags]
+        assert (FidelityCheck.WRONG_ADDRESS in kept) is not fixed
+    rec = _room(dana, ["You took the promotion without asking me.", "The IVF money had to come from somewhere."])
+    rec = rec.model_copy(update={"turns": [turn.model_copy(update={"index": 1})]})  # the kept line, in a record
+    assert any(f.kind == FaultKind.OUT_OF_ROLE and "by name" in f.detail for f in detect_faults(rec))
+    assert audit_record(rec).room.wrong_address_turns == 1
+
+
 def test_an_old_record_without_beats_loads_and_keeps_its_faults(dana):
     rec = _room(dana, ["I just feel so alone.", "I'm tired of all of it."], beats=False)
     data = json.loads(rec.model_dump_json())

@@ -137,6 +137,7 @@ def _turn(t, room: RoomTurn | None = None) -> dict[str, Any]:  # simulator.recor
             "grounded": room.grounded,
             "voice": room.counsellor_voice,
             "third": room.third_person,
+            "address": room.wrong_address,
             "echo": room.echo,
             "echo_recorded": room.echo_recorded,
         }

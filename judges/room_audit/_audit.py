@@ -64,6 +64,9 @@ class RoomTurn(Record):
     counsellor_voice: str | None = Field(default=None, description="The counsellor's phrase it uses, if any.")
     third_person: str | None = Field(default=None, description="Words speaking of the addressee as absent, if any.")
     echo: str | None = Field(default=None, description="Which other speaker's line it re-says, and how, if any.")
+    wrong_address: str | None = Field(
+        default=None, description="The member it speaks to by name though the line is not to them, if any."
+    )
     echo_recorded: bool = Field(
         default=True, description="The turn's own flags record it as a repeat or an echo (re-asked, then kept)."
     )
@@ -78,6 +81,7 @@ class RoomFigures(Record):
     counsellor_voice_turns: int = Field(default=0, description="Turns in the counsellor's voice.")
     third_person_turns: int = Field(default=0, description="Turns speaking of their addressee in the third person.")
     echo_turns: int = Field(default=0, description="Turns re-saying another speaker's line.")
+    wrong_address_turns: int = Field(default=0, description="Turns speaking by name to a member not addressed.")
     echo_unrecorded: int = Field(default=0, description="Echoes the record's flags do not carry.")
     directed_turns: int = Field(default=0, description="Turns the director gave something to bring up.")
 
@@ -101,6 +105,7 @@ def room_turns(record: SessionRecord) -> dict[int, RoomTurn]:
             counsellor_voice=r.counsellor_voice,
             third_person=r.third_person,
             echo=r.echo,
+            wrong_address=r.wrong_address,
             echo_recorded=r.echo is None or any(f.check in REPEATS for f in t.flags),
             beat=f"{t.beat.kind}: {t.beat.text}" if t.beat is not None else None,
         )
@@ -115,6 +120,7 @@ def room_figures(turns: dict[int, RoomTurn]) -> RoomFigures:
         counsellor_voice_turns=sum(r.counsellor_voice is not None for r in rows),
         third_person_turns=sum(r.third_person is not None for r in rows),
         echo_turns=sum(r.echo is not None for r in rows),
+        wrong_address_turns=sum(r.wrong_address is not None for r in rows),
         echo_unrecorded=sum(r.echo is not None and not r.echo_recorded for r in rows),
         directed_turns=sum(r.beat is not None for r in rows),
     )

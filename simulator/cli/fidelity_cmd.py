@@ -45,8 +45,9 @@ RUNS_NOTE = (
     "part re-asked after failed checks; grounded: member turns that bring something of their own case (the card's "
     "facts, people, grievances, or what another member said of them); counsellor voice: turns speaking as a "
     "therapist would (by the phrases and moves the rule knows: a lower bound, see judges/README.md); third person: "
-    "turns speaking of their addressee as someone absent; echo: turns re-saying "
-    "another speaker's line (unrecorded: not flagged in the record); "
+    "turns speaking of their addressee as someone absent; wrong address: turns speaking by name to a member the "
+    "line is not to; echo: turns re-saying another speaker's line, I and you read as one seat (unrecorded: not "
+    "flagged in the record); "
     "flags: failed checks per 100 member turns (audited from the saved turns; "
     "recorded = still failing when accepted); language: turns off the session's language; gap: mean "
     "|self-report - tracker| intensity / tension."
@@ -67,6 +68,7 @@ def _summary_rows(summaries: list[FidelitySummary], *, runs: bool) -> list[tuple
         ("grounded", [_pct(s.room.share("grounded")) for s in summaries]),
         ("counsellor voice", [_pct(s.room.share("counsellor_voice")) for s in summaries]),
         ("third person", [_pct(s.room.share("third_person")) for s in summaries]),
+        ("wrong address", [_pct(s.room.share("wrong_address")) for s in summaries]),
         ("echo", [f"{_pct(s.room.share('echo'))} ({s.room.echo_unrecorded} unrecorded)" for s in summaries]),
         ("language", [_pct(s.language_drift) for s in summaries]),
         ("gap", [f"{_num(s.intensity_gap, 1)} / {_num(s.tension_gap, 1)}" for s in summaries]),
@@ -364,7 +366,7 @@ def render_by_supporter(summaries: dict[str, FidelitySummary], width: int = 80) 
         width,
     )
     note = (
-        "repeats: verbatim + near-duplicate member turns; grounded, counsellor voice, third person, echo: the room "
+        "repeats: verbatim + near-duplicate member turns; grounded, counsellor voice, third person, wrong address, echo: the room "
         "measures (share of member turns); flags: failed checks per 100 member turns "
         "(rescue-sim fidelity RUN_DIR for the details)."
     )
