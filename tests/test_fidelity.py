@@ -165,6 +165,10 @@ def test_line_cut_off_at_the_token_limit(case):
     assert line_checks(case, "I work all day, I really do.", finish="length")[0] == [Check.CUT_OFF]
     assert line_checks(case, "I just want to", finish="stop")[0] == [Check.CUT_OFF]  # ends mid-phrase
     assert line_checks(case, "Whatever", finish="stop")[0] == []  # trailing off is allowed when it stopped itself
+    # a stop string hit after a comma: the sentence is not finished (issue 42's nakamura run)
+    assert line_checks(case, "I know you might be worried about your son's health,", finish="stop")[0] == [
+        Check.CUT_OFF
+    ]
 
 
 def test_cut_off_self_report_field(case):

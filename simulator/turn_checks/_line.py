@@ -162,7 +162,9 @@ def _line_cut_off(text: str, finish_reason: str | None) -> str | None:
     if _TERMINAL.search(text):
         return None
     ws = words(text)
-    if finish_reason is None or (ws and ws[-1] in lexicon().dangling):
+    # a line ending on a comma stopped mid-sentence whatever stopped it (a stop string, issue 42's nakamura run:
+    # "I know you might be feeling a bit nervous and worried about your son's health,")
+    if finish_reason is None or text.rstrip().endswith((",", ";", ":")) or (ws and ws[-1] in lexicon().dangling):
         return "it stops mid-sentence; finish the sentence"
     return None
 
