@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 from personas.case import Case
 from simulator.records import Beat, Turn
-from simulator.turn_checks import ITEM_WORDS, case_words, content_words, grounding, stem
+from simulator.turn_checks import ITEM_WORDS, case_words, content_words, grounding, pronoun_of, stem, words
 
 WEIGHTS = {"agenda": 4, "grievance": 2, "fact": 2, "secret": 1}
 SECRET_FROM_TURN = 3  # a member's own turn from which private knowledge may be drawn
@@ -53,20 +53,34 @@ def _names(text: str, name: str) -> bool:
     return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
 
-def own_part(sentence: str, speaker: str, names: Sequence[str], *, anyone: bool = True) -> str | None:
-    """What of a card sentence is `speaker`'s to bring up. A sentence about several members is cut at its `;` into
-    the clauses that name the speaker: README command 1 handed Dana "Theo's father was absent through long shifts;
+_LEANS_BACK = re.compile(r"(?:her|his|their|he|she|they|it|its|this|that)\b", re.IGNORECASE)
+_THIRD = frozenset(("he", "him", "his", "himself", "she", "her", "hers", "herself"))
+
+
+def _leans_on_another(clause: str, speaker: str, case: Case) -> bool:
+    """Whether a clause needs the one before it: it opens on a pronoun, or holds a he/she that is not the
+    speaker's ("Thuy came from Saigon at 24 to marry him")."""
+    own = set(pronoun_of(case, speaker) or ())
+    return bool(_LEANS_BACK.match(clause)) or any(w in _THIRD and w not in own for w in words(clause))
+
+
+def own_part(sentence: str, speaker: str, case: Case, *, anyone: bool = True) -> str | None:
+    """What of a card sentence is `speaker`'s to bring up. A sentence about several members loses, at its `;`, the
+    clauses about other members only: README command 1 handed Dana "Theo's father was absent through long shifts;
     Dana's parents divorced when she was nine", and she told Theo's father's story as hers ("I miss how he was
-    there for me"). A sentence naming only other members is theirs (None); one naming no member is everyone's,
+    there for me"). A clause that leans on one cut away ("...; her mother Thuy has known for ten months", "Thuy
+    came from Saigon to marry him") keeps the sentence whole: alone it says nothing or something wrong (issue 42's
+    nguyen run). A sentence naming only other members is theirs (None); one naming no member is everyone's,
     unless `anyone` is False (the history: then only what names the speaker)."""
+    names = case.member_names
     named = [n for n in names if _names(sentence, n)]
     if speaker not in named:
         return sentence if anyone and not named else None
-    if len(named) == 1:
-        return sentence
     clauses = [c.strip() for c in re.split(r";\s+", sentence.rstrip(".!? "))]
-    mine = [c for c in clauses if _names(c, speaker)]
-    return sentence if len(mine) == len(clauses) else "; ".join(mine) + "."
+    keep = [_names(c, speaker) or not any(_names(c, n) for n in names) for c in clauses]
+    if all(keep) or any(k and _leans_on_another(c, speaker, case) for c, k in zip(clauses, keep, strict=True)):
+        return sentence
+    return "; ".join(c for c, k in zip(clauses, keep, strict=True) if k) + "."
 
 
 def card_beats(case: Case, speaker: str) -> list[Beat]:
@@ -86,11 +100,11 @@ def card_beats(case: Case, speaker: str) -> list[Beat]:
         if vp.source == speaker:
             add("grievance", f"about {vp.target}: {vp.viewpoint}", f"viewpoints[{j}]")
     for j, sent in enumerate(_sentences(case.presenting_problem)):  # why they came: theirs unless it is another's
-        part = own_part(sent, speaker, case.member_names)
+        part = own_part(sent, speaker, case)
         if part is not None:
             add("fact", part, f"presenting_problem[{j}]")
     history = _sentences(case.history)
-    mine = [(j, p) for j, s in enumerate(history) if (p := own_part(s, speaker, case.member_names, anyone=False))]
+    mine = [(j, p) for j, s in enumerate(history) if (p := own_part(s, speaker, case, anyone=False))]
     for j, part in mine or list(enumerate(history)):
         add("fact", part, f"history[{j}]")
     for j, sent in enumerate(_sentences(member.background)):

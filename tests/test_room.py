@@ -337,6 +337,13 @@ def test_a_sentence_about_two_members_hands_each_only_their_own_clause(dana):
     assert "Theo's father was absent through long shifts." in facts["Theo"]
     assert not any("Theo's father" in t or "Theo took a promotion" in t for t in facts["Dana"])
     assert not any("Dana's parents" in t for t in facts["Theo"])
+    # a clause that leans on the one cut away keeps the sentence whole (issue 42's nguyen run handed Thuy "her
+    # mother Thuy has known for ten months and helped keep it secret." alone)
+    nguyen = resolve_case("nguyen-family")
+    thuy = [b.text for b in card_beats(nguyen, "Thuy") if b.kind == "fact"]
+    assert not any(t.startswith("her mother Thuy") for t in thuy)
+    assert any(t.startswith("Vy, 17, has been dating a girl, Kim") and "her mother Thuy" in t for t in thuy)
+    assert any("to marry him" in t and "Minh runs" in t for t in thuy)  # "him" is Minh: not cut from him
     # a sentence about both, with no clause to cut, stays with both
     both = "Every attempt to talk ends with Dana listing what he missed and Theo going silent or leaving the room."
     assert both in facts["Dana"] and both in facts["Theo"]
