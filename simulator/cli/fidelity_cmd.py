@@ -366,8 +366,8 @@ def render_by_supporter(summaries: dict[str, FidelitySummary], width: int = 80) 
         width,
     )
     note = (
-        "repeats: verbatim + near-duplicate member turns; grounded, counsellor voice, third person, wrong address, echo: the room "
-        "measures (share of member turns); flags: failed checks per 100 member turns "
+        "repeats: verbatim + near-duplicate member turns; grounded, counsellor voice, third person, wrong address, "
+        "echo: the room measures (share of member turns); flags: failed checks per 100 member turns "
         "(rescue-sim fidelity RUN_DIR for the details)."
     )
     return [*tables, Text(note, style="dim")]
