@@ -32,6 +32,7 @@ from simulator.llm.types import CallRecord, Completion, ModelClient, ModelError,
 from simulator.records import Beat, Feeling, FidelityCheck, FidelityFlag, InnerState, Reask, Turn
 from simulator.transcript import last_line, said_phrase, shared_context
 from simulator.turn_checks import (
+    FAULTING,
     LANGUAGE_NAMES,
     REPEATS,
     check_line,
@@ -337,8 +338,13 @@ async def _attempts(
             failures.append(Reask(part=part, attempt=attempt + 1, text=err.raw or "", failure=err.reason, calls=[call]))
             break
         tried.append((nxt, check(nxt)))
-    # fewest failed checks; between equals, one that repeats no earlier turn, then the later
-    best = min(range(len(tried)), key=lambda i: (len(tried[i][1]), _repeats(tried[i][1]), -i))
+    # fewest checks that make a fault of a kept line (README command 1 kept Dana's re-asked "I missed you too,
+    # Theo", said to the counsellor, over her first draw, in role but `ungrounded`: one flag each, the later won);
+    # then fewest failed checks; between equals, one that repeats no earlier turn, then the later
+    best = min(
+        range(len(tried)),
+        key=lambda i: (_faulting(tried[i][1]), len(tried[i][1]), _repeats(tried[i][1]), -i),
+    )
     reasks = [
         Reask(part=part, attempt=i + 1, text=c.text, flags=f, calls=[c.call])
         for i, (c, f) in enumerate(tried)
@@ -349,6 +355,10 @@ async def _attempts(
 
 def _repeats(flags: Sequence[FidelityFlag]) -> int:
     return sum(f.check in REPEATS for f in flags)
+
+
+def _faulting(flags: Sequence[FidelityFlag]) -> int:
+    return sum(f.check in FAULTING or f.check in REPEATS for f in flags)
 
 
 def _with_reask(instructions: str, flags: Sequence[FidelityFlag]) -> str:

@@ -388,6 +388,18 @@ def test_a_beat_reaches_only_its_member_and_an_ungrounded_line_is_reasked_with_i
     assert "nothing of Dana's own situation" in line_calls[1].prompt.instructions
 
 
+def test_of_two_drawn_lines_the_one_that_makes_no_fault_is_kept(dana):
+    # README command 1: Dana's first draw was in role but ungrounded, the re-ask spoke to Theo by name in a line to
+    # the counsellor; one flag each, and the later was kept, making the session a simulator fault
+    generic = "I just feel so alone all the time."
+    wrong = "I missed you too, Theo. I feel like I've been left alone again."
+    beat = next(b for b in card_beats(dana, "Dana") if b.kind == "fact")
+    client = FakeModelClient(default=_lines_then_script([generic, wrong], RoomScript(dana)))
+    turn = asyncio.run(member_turn(client, dana, [], "Dana", ["Therapist"], seed=5, window=16, beat=beat))
+    assert turn.text == generic and [f.check for f in turn.flags] == [FidelityCheck.UNGROUNDED]
+    assert [f.check for r in turn.reasks if r.part == "line" for f in r.flags] == [FidelityCheck.WRONG_ADDRESS]
+
+
 def test_a_session_records_beats_the_supporter_never_sees_them(dana):
     client = FakeModelClient(default=RoomScript(dana, line="You took the promotion and I eat alone until nine."))
     rec = asyncio.run(run_session(dana, SilentSupporter(), client, SessionConfig(max_turns=3, seed=4), session_id="b"))

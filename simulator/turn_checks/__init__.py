@@ -49,6 +49,7 @@ from simulator.turn_checks._line import (
     tagged_speaker,
 )
 from simulator.turn_checks._reask import (
+    FAULTING,
     REPEATS,
     reask_note,
     repeated_texts,
@@ -118,6 +119,7 @@ __all__ = [
     "MIN_REPEAT_WORDS",
     "NEAR_DUPLICATE_OVERLAP",
     "REPEATS",
+    "FAULTING",
     "SOFTENING_CUE_OVERLAP",
     "STATE_TEXT_FIELDS",
     "Lexicon",

@@ -9,6 +9,14 @@ from collections.abc import Sequence
 from simulator.records import FidelityCheck, FidelityFlag, Turn
 
 REPEATS = (FidelityCheck.DUPLICATE, FidelityCheck.NEAR_DUPLICATE, FidelityCheck.ECHO)
+# Checks whose flag on a kept line is a simulator fault by itself (simulator.faults): out of role, or another
+# language. A repeat kept after its re-ask is one too (REPEATS).
+FAULTING = (
+    FidelityCheck.SPEAKING_AS_OTHER,
+    FidelityCheck.THIRD_PERSON,
+    FidelityCheck.WRONG_ADDRESS,
+    FidelityCheck.LANGUAGE_SWITCH,
+)
 
 
 def repeated_texts(flags: Sequence[FidelityFlag], turns: Sequence[Turn]) -> tuple[str, ...]:
