@@ -29,7 +29,16 @@ from collections.abc import Sequence
 
 from personas.case import Case
 from simulator.records import Beat, Turn
-from simulator.turn_checks import ITEM_WORDS, case_words, content_words, grounding, pronoun_of, stem, words
+from simulator.turn_checks import (
+    GENDERED_PRONOUNS,
+    ITEM_WORDS,
+    case_words,
+    content_words,
+    grounding,
+    pronoun_of,
+    stem,
+    words,
+)
 
 WEIGHTS = {"agenda": 4, "grievance": 2, "fact": 2, "secret": 1}
 SECRET_FROM_TURN = 3  # a member's own turn from which private knowledge may be drawn
@@ -54,14 +63,13 @@ def _names(text: str, name: str) -> bool:
 
 
 _LEANS_BACK = re.compile(r"(?:her|his|their|he|she|they|it|its|this|that)\b", re.IGNORECASE)
-_THIRD = frozenset(("he", "him", "his", "himself", "she", "her", "hers", "herself"))
 
 
 def _leans_on_another(clause: str, speaker: str, case: Case) -> bool:
     """Whether a clause needs the one before it: it opens on a pronoun, or holds a he/she that is not the
     speaker's ("Thuy came from Saigon at 24 to marry him")."""
     own = set(pronoun_of(case, speaker) or ())
-    return bool(_LEANS_BACK.match(clause)) or any(w in _THIRD and w not in own for w in words(clause))
+    return bool(_LEANS_BACK.match(clause)) or any(w in GENDERED_PRONOUNS and w not in own for w in words(clause))
 
 
 def own_part(sentence: str, speaker: str, case: Case, *, anyone: bool = True) -> str | None:
@@ -129,7 +137,7 @@ def choose_beat(case: Case, turns: Sequence[Turn], speaker: str, seed: int) -> B
     member = case.members[i]
     last = turns[-1] if turns else None
     if last is not None and last.kind == "member" and last.speaker != speaker:
-        about = speaker in last.addressees or re.search(rf"\b{re.escape(speaker)}\b", last.text)
+        about = speaker in last.addressees or _names(last.text, speaker)
         grounded = grounding(last.text, last.speaker, case, turns[:-1])
         if about and grounded:
             return Beat(

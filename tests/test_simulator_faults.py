@@ -20,6 +20,7 @@ from simulator.perturbations import builtin_perturbations, plan_for
 from simulator.records import (
     DeliveryStatus,
     FaultKind,
+    FidelityFlag,
     Reask,
     SessionRecord,
     SessionStatus,
@@ -31,7 +32,7 @@ from simulator.runfolder import RunFolder
 from simulator.runner.session import SessionSpec, run_one
 from simulator.session_state import SessionConfig
 from simulator.supporters import ModelSupporter
-from simulator.turn_checks import check_line, check_state, session_language
+from simulator.turn_checks import FAULTING, REPEATS, check_line, check_state, session_language
 from tests._session_fixtures import couple_session, fill_reply
 from tests._sim_fakes import RoomScript
 
@@ -96,6 +97,21 @@ def test_each_turn_fault_is_found_with_its_turn_member_and_quote(kind):
     assert [(f.kind, f.turn, f.member) for f in faults] == [(kind, turn, member)]
     line = next(t.text for t in record.turns if t.index == turn)
     assert faults[0].quote and faults[0].quote in line
+
+
+@pytest.mark.parametrize("check", [*FAULTING, *REPEATS], ids=lambda c: c.value)
+def test_every_check_a_member_draw_is_chosen_to_avoid_faults_a_kept_line(check):
+    # simulator.members keeps the draw with the fewest FAULTING and REPEATS flags: each must be a fault when kept
+    record = couple_session()
+    flag = FidelityFlag(check=check, detail="as recorded", evidence="", turn=2)
+    turns = [
+        t.model_copy(update={"flags": [flag], "reasks": [Reask(part="line", attempt=1, text=t.text, flags=[flag])]})
+        if t.index == 4
+        else t
+        for t in record.turns
+    ]
+    faults = detect_faults(record.model_copy(update={"turns": turns}))
+    assert [f.turn for f in faults] == [4]
 
 
 def test_a_repeat_without_a_reask_is_not_a_repeat_fault():

@@ -55,6 +55,7 @@ from simulator.turn_checks._reask import (
     repeated_texts,
 )
 from simulator.turn_checks._room import (
+    GENDERED_PRONOUNS,
     ITEM_WORDS,
     CaseWords,
     Echo,
@@ -111,6 +112,7 @@ __all__ = [
     "room_lexicon",
     "stem",
     "third_person",
+    "GENDERED_PRONOUNS",
     "wrong_address",
     "LANGUAGE_MIN_WORDS",
     "LANGUAGE_NAMES",

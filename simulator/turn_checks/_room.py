@@ -269,6 +269,7 @@ def wrong_address(text: str, speaker: str, addressees: Sequence[str], case: Case
 
 _HE = ("he", "him", "his", "he's", "he'd", "he'll", "himself")
 _SHE = ("she", "her", "hers", "she's", "she'd", "she'll", "herself")
+GENDERED_PRONOUNS = frozenset(_HE + _SHE)  # he- and she-words: a person spoken of, not to
 _MALE_ROLES = ("husband", "father", "son", "brother", "stepfather", "stepson", "grandfather", "boyfriend", "uncle")
 _FEMALE_ROLES = ("wife", "mother", "daughter", "sister", "stepmother", "stepdaughter", "grandmother", "girlfriend",
                  "aunt")  # fmt: skip
