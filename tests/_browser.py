@@ -39,6 +39,10 @@ def chromium_missing() -> str | None:
     return None
 
 
+# What chromium answers when an evaluation meets a page that is navigating away.
+NAVIGATING = ("Inspected target navigated or closed", "Execution context was destroyed", "Cannot find context")
+
+
 class Page:
     def __init__(self, ws_url: str):
         from websockets.sync.client import connect
@@ -102,7 +106,13 @@ class Page:
     def wait_for(self, expression: str, timeout: float = 30) -> Any:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            value = self.eval(expression)
+            try:
+                value = self.eval(expression)
+            except RuntimeError as err:
+                # A click that navigates tears down the page being asked; the next page answers the next poll.
+                if not any(m in str(err) for m in NAVIGATING):
+                    raise
+                value = None
             if value:
                 return value
             time.sleep(0.05)
