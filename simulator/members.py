@@ -8,9 +8,9 @@ Each turn also picks a move (personas.taxonomy.MEMBER_MOVES) in its self-report.
 offer when the supporter has spoken since this member last did, and need a `cue` (the supporter's words that
 fit one of the member's softeners); an unearned one is re-asked, and if it stays unearned the state may not
 soften at all that turn. Both parts of the turn pass the fidelity checks (simulator.turn_checks) before they are
-accepted: a failing part is re-asked with the reason (REASKS times, a fresh seed each time); if it still fails,
-the attempt with the fewest failed checks is kept (between equals, one that repeats nothing) and the turn records
-them as flags.
+accepted: a failing part is re-asked with the reason (REASKS times, a fresh seed each time, and FAULT_REASKS
+more while every draw would make the session a simulator fault); if it still fails, the attempt with the fewest
+failed checks is kept (between equals, one that repeats nothing) and the turn records them as flags.
 """
 
 from __future__ import annotations
@@ -47,6 +47,10 @@ from simulator.turn_checks import (
 
 MAX_SOFTEN_STEP = 2.0
 REASKS = 1  # re-asks per part of a turn (self-report, line) after failed fidelity checks
+# ... and this many more while every draw so far would make the session a simulator fault (FAULTING): a re-ask
+# that mends one flag may bring another (issue 42's held-out nguyen run: Thuy's wrong address re-asked, kept
+# ungrounded; yilmaz: Kemal's "her" to Ayse, re-asked, still there)
+FAULT_REASKS = 1
 DIRECTED_REASKS = 3  # ... for a directed line that must carry its stressor's wordings (a stress test needs it said)
 RESEED = 104_729  # seed offset per re-ask, so a re-asked call samples afresh (and misses the call cache)
 # Word caps of the self-report fields: ceilings above the 10 words (3 for the emotion) the prompt asks for, so
@@ -320,7 +324,8 @@ async def _attempts(
     check: Callable[[Completion], list[FidelityFlag]],
     reasks: int = REASKS,
 ) -> tuple[Completion, list[FidelityFlag], list[Reask]]:
-    """Ask, check, re-ask with the reasons (`reasks` times); keep the attempt with the fewest failed checks.
+    """Ask, check, re-ask with the reasons (`reasks` times, then up to FAULT_REASKS more while every draw would
+    fault the session); keep the attempt with the fewest failed checks.
 
     A model error on the first attempt propagates (the turn fails); on a re-ask it ends the re-asking, and the
     earlier attempt is kept with its flags."""
@@ -328,8 +333,8 @@ async def _attempts(
     failures: list[Reask] = []
     first = await ask(0, ())
     tried.append((first, check(first)))
-    for attempt in range(1, reasks + 1):
-        if not tried[-1][1]:
+    for attempt in range(1, reasks + FAULT_REASKS + 1):
+        if not tried[-1][1] or (attempt > reasks and min(_faulting(f) for _, f in tried) == 0):
             break
         try:
             nxt = await ask(attempt, tried[-1][1])
@@ -552,7 +557,7 @@ async def _ask_line(
     """One try at the line, continuing a prefill; the last re-ask of a directed line that left the direction out
     begins with the stressor's own words (`opening`). An empty line is a model error."""
     start = ""
-    if brief.opening and attempt == line_tries and any(f.check == FidelityCheck.DIRECTION_IGNORED for f in flags):
+    if brief.opening and attempt >= line_tries and any(f.check == FidelityCheck.DIRECTION_IGNORED for f in flags):
         start = brief.opening.strip() + " "
     call = await brief.client.complete(
         Prompt(

@@ -14,6 +14,7 @@ from simulator.engine import run_session
 from simulator.llm.fake import FakeModelClient, FakeReply
 from simulator.members import (
     DIRECTED_REASKS,
+    FAULT_REASKS,
     FINISH_WORDS,
     MAX_SOFTEN_STEP,
     RESEED,
@@ -433,9 +434,27 @@ def test_a_line_that_still_fails_is_accepted_and_flagged(case):
 def test_the_attempt_with_fewer_failed_checks_is_kept(case):
     bad = "Arjun (to Therapist): He never listens when I talk about the money, not once in ten years."
     worse_later = 'Meera: "Yo trabajo todo el día y ella no lo ve, es muy difícil para mí'
-    client = FakeModelClient(replies=[*NEITHER, _state_reply(), bad, FakeReply(worse_later, "length")])
+    worse = [FakeReply(worse_later, "length")] * FAULT_REASKS  # both fault the session: asked once more
+    client = FakeModelClient(replies=[*NEITHER, _state_reply(), bad, FakeReply(worse_later, "length"), *worse])
     turn = play(client, case)
     assert turn.text == bad and {f.check for f in turn.flags} == {Check.COPIED_TAG, Check.NEAR_DUPLICATE}
+    assert len(turn.reasks) == 1 + FAULT_REASKS and not client.replies
+
+
+def test_a_line_whose_every_draw_would_fault_the_session_is_asked_once_more(case):
+    """One re-ask may mend one flag and bring another (issue 42's held-out runs); while every draw so far makes a
+    fault by itself (a repeat, out of role, another language), the line is asked FAULT_REASKS more times. A
+    re-ask whose only flag makes no fault (cut off) ends the asking."""
+    repeat, cut = EARLIER[0].text, FakeReply("I work all day and nobody here even notices what I carry, and", "length")
+    fine = "I work twelve hours a day and still I'm the one who gets blamed at home."
+    client = FakeModelClient(replies=[*NEITHER, _state_reply(), repeat, repeat, fine])
+    turn = play(client, case)
+    assert FAULT_REASKS >= 1 and turn.text == fine and turn.flags == []
+    assert [[f.check for f in r.flags] for r in turn.reasks] == [[Check.DUPLICATE], [Check.DUPLICATE]]
+    client = FakeModelClient(replies=[*NEITHER, _state_reply(), repeat, cut, fine])
+    turn = play(client, case)
+    assert turn.text == cut.text and [f.check for f in turn.flags] == [Check.CUT_OFF]
+    assert client.replies == [fine]  # never asked
 
 
 def test_between_equally_bad_attempts_the_one_that_repeats_nothing_is_kept(case):
@@ -522,7 +541,8 @@ def test_flags_and_reasks_are_part_of_the_session_record(case, tmp_path):
     members = [t for t in rec.turns if t.kind == "member"]
     assert members[0].flags == [] and members[0].reasks == []
     for t in members[1:]:
-        assert [f.check for f in t.flags] == [Check.DUPLICATE] and len(t.reasks) == 1 and t.move == "defend"
+        assert [f.check for f in t.flags] == [Check.DUPLICATE] and t.move == "defend"
+        assert len(t.reasks) == 1 + FAULT_REASKS  # a repeat makes a fault by itself: asked once more
     # accounting covers the rejected attempts
     assert len(rec.calls) == sum(len(t.calls) + sum(len(r.calls) for r in t.reasks) for t in rec.turns) + sum(
         1 for t in rec.turns if t.tracker and t.tracker.call

@@ -5,6 +5,7 @@ and old records. Fake models only; the one test that reads RESCUE skips without 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from simulator.director import beat_direction, card_beats, choose_beat
 from simulator.engine import run_session
 from simulator.faults import detect_faults
 from simulator.llm.fake import FakeModelClient
-from simulator.members import member_turn
+from simulator.members import FAULT_REASKS, member_turn
 from simulator.records import FaultKind, FidelityCheck, SessionRecord, Turn
 from simulator.session_state import SessionConfig
 from simulator.supporters import SilentSupporter
@@ -427,7 +428,7 @@ def test_a_session_records_beats_the_supporter_never_sees_them(dana):
 
 def _room(case, lines, *, beats=True):
     script = RoomScript(case)
-    it = iter(lines * 4)
+    it = itertools.cycle(lines)
     client = FakeModelClient(default=lambda call: next(it) if call.schema is None else script(call))
     rec = asyncio.run(run_session(case, SilentSupporter(), client, SessionConfig(max_turns=4, seed=2), session_id="g"))
     if not beats:
@@ -444,7 +445,7 @@ def test_a_room_that_stays_off_its_case_is_a_fault_and_a_grounded_one_is_not(dan
     grounded = [
         "You took the promotion without asking me.",
         "The IVF money had to come from somewhere.",  # no name: the engine, not the list, picks who says it
-        "You leave at seven and come back at nine.",
+        "You stay at work until nine most nights since the promotion.",
         "I'm not asking your father for a loan.",
     ]
     rec = _room(dana, grounded)
@@ -461,10 +462,11 @@ def test_a_line_that_speaks_to_the_wrong_member_is_reasked_and_if_it_stays_count
     wrong = "I missed you too, Theo. You took the promotion and I eat alone until nine."  # command 1, turn 1
     right = "You took the promotion and I eat alone until nine, and I sit there waiting."
     script = RoomScript(dana)
-    for lines, fixed in (([wrong, right], True), ([wrong, wrong], False)):
+    for lines, fixed in (([wrong, right], True), ([wrong] * (2 + FAULT_REASKS), False)):
         client = FakeModelClient(default=_lines_then_script(lines, script))
         turn = asyncio.run(member_turn(client, dana, [], "Dana", ["Therapist"], seed=5, window=16))
-        assert [r.flags[0].check for r in turn.reasks] == [FidelityCheck.WRONG_ADDRESS]
+        # a line that stays wrong is asked once more (a fault by itself), then kept flagged
+        assert [r.flags[0].check for r in turn.reasks] == [FidelityCheck.WRONG_ADDRESS] * (len(lines) - 1)
         line_calls = [c for c in client.calls if c.schema is None]
         assert "speaks to Theo by name" in line_calls[1].prompt.instructions  # the re-ask says why
         assert turn.text == (right if fixed else wrong)
