@@ -191,7 +191,7 @@ def _turn_faults(turn: Turn, members: list[str]) -> list[SimulatorFault]:
     for flag in turn.flags:
         if flag.check == FidelityCheck.SPEAKING_AS_OTHER:
             out.append(_role_fault(turn, flag, members))
-        elif flag.check in (FidelityCheck.THIRD_PERSON, FidelityCheck.WRONG_ADDRESS):
+        elif flag.check in (FidelityCheck.THIRD_PERSON, FidelityCheck.WRONG_ADDRESS, FidelityCheck.GIVEN_AWAY):
             out.append(
                 SimulatorFault(
                     kind=FaultKind.OUT_OF_ROLE,

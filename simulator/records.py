@@ -107,6 +107,7 @@ class FidelityCheck(StrEnum):
     ECHO = "echo"  # the line re-says another speaker's line (most of its trigrams, or many words in a row)
     UNGROUNDED = "ungrounded"  # the line leaves out what the director gave it to bring up, and nothing of the case
     WRONG_ADDRESS = "wrong_address"  # the line speaks by name to a member it is not addressed to
+    GIVEN_AWAY = "given_away"  # the line tells one of the speaker's own card facts as the listener's or another's
 
 
 class FidelityFlag(Record):

@@ -98,7 +98,9 @@ def test_fidelity_command_reports_per_run_and_flags_a_room_that_heals_itself(app
     case = resolve_case("dana-and-theo")
     # silent supporter, members reporting ever calmer states (the cap lets them drop 2 points a turn)
     healing = simulate(tmp_path / "heal", case, SilentSupporter(), RoomScript(case, intensity=0, tension=0))
-    line = "You took the promotion and I eat alone until nine."  # about the case: the director's check passes it
+    # about the case, so the director's check passes it, and anyone's to say (Theo saying "you took the promotion"
+    # would give his own fact away)
+    line = "We fight about the promotion and the IVF money every single evening."
     steady = simulate(tmp_path / "steady", case, SilentSupporter(), RoomScript(case, intensity=9, tension=9, line=line))
     report = fidelity_report([healing.path])
     drift = report.null_drift[0]
@@ -120,7 +122,7 @@ def test_fidelity_command_reports_per_run_and_flags_a_room_that_heals_itself(app
     # same speaker's line are not echoes (an echo re-says ANOTHER speaker)
     room = data["overall"]["room"]
     assert room["member_turns"] == 4 and room["grounded_turns"] == 4 and room["counsellor_voice_turns"] == 0
-    assert data["sessions"][0]["room_turns"]["1"]["grounded"] == "card: promotion"
+    assert data["sessions"][0]["room_turns"]["1"]["grounded"] == "card: promotion, ivf"
     assert "grounded" in res.output and "counsellor voice" in res.output and "100%" in res.output
 
 

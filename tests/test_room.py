@@ -22,7 +22,7 @@ from simulator.members import FAULT_REASKS, member_turn
 from simulator.records import FaultKind, FidelityCheck, SessionRecord, Turn
 from simulator.session_state import SessionConfig
 from simulator.supporters import SilentSupporter
-from simulator.turn_checks import check_line, read_line
+from simulator.turn_checks import check_line, member_facts, read_line
 from simulator.view import build_view
 from tests._sim_fakes import RoomScript
 
@@ -262,6 +262,42 @@ def test_a_member_spoken_to_by_name_in_a_line_not_to_them_is_a_wrong_address(dan
     assert (FidelityCheck.WRONG_ADDRESS in _checks(dana, text, "Dana", to)) is wrong
 
 
+@pytest.mark.parametrize(
+    ("speaker", "to", "text", "given"),
+    [
+        # README command 1: Theo's father, given to the counsellor
+        ("Theo", "Therapist", "I understand that your father was absent through long shifts.", True),
+        ("Theo", "Dana", "You took the promotion to pay for the IVF without telling anyone.", True),  # his secret
+        ("Theo", "Dana", "My father was absent through long shifts, and I swore I'd be different.", False),
+        ("Theo", "Dana", "You know my father was absent through long shifts.", False),
+        ("Dana", "Theo", "You took the promotion and now you're never home before nine.", False),  # his, said to him
+        ("Dana", "Theo", "Theo took the promotion and I eat alone.", False),  # his, told as his
+        ("Dana", "Therapist", "My mum worked two jobs, so I know what it is to wait up.", False),
+        ("Theo", "Dana", "I sent money to my mother again, and you said 'your father could lend it'.", False),  # quote
+    ],
+)
+def test_a_members_own_fact_told_as_someone_elses_is_given_away(dana, speaker, to, text, given):
+    r = read_line(text, speaker, [to], dana, [])
+    assert (r.given_away is not None) is given, r.given_away
+    assert (FidelityCheck.GIVEN_AWAY in _checks(dana, text, speaker, (to,))) is given
+
+
+def test_whose_fact_it_is_follows_the_card():
+    """Issue 42's nakamura run: Yumiko's secret ('met Haru secretly every month') told to Kenji as his; a fact of
+    the speaker's that is about the listener too is not given away by saying it to them."""
+    nakamura = resolve_case("nakamura-family")
+    assert any("met Haru secretly every month" in f for f in member_facts(nakamura, "Yumiko"))
+    assert not any("secretly" in f for n in ("Kenji", "Haru") for f in member_facts(nakamura, n))
+    secret = "I didn't realize that you were secretly meeting with Haru every month."
+    assert read_line(secret, "Yumiko", ["Kenji"], nakamura, []).given_away == (
+        '"you were secretly meeting with Haru every month", told of Kenji'
+    )
+    assert read_line(secret.replace("you were", "I was"), "Yumiko", ["Kenji"], nakamura, []).given_away is None
+    van = "You needed the money from the shop's accounts for the band's van."  # her secret, but about Haru
+    assert read_line(van, "Yumiko", ["Haru"], nakamura, []).given_away is None
+    assert read_line(van, "Yumiko", ["Kenji"], nakamura, []).given_away is not None  # told as Kenji's
+
+
 def _checks(case, text, speaker, to, turns=()):
     flags = check_line(text, speaker=speaker, case=case, turns=list(turns), addressees=list(to), language="en",
                        finish_reason="stop")  # fmt: skip
@@ -287,12 +323,12 @@ def test_no_role_or_echo_check_fires_on_lines_like_real_members(dana, speaker, t
 @pytest.mark.rescue
 def test_role_and_echo_rarely_fire_on_rescues_real_member_lines():
     """Real people are never the counsellor: the role and echo rules' false-positive rate on RESCUE's member lines
-    stays at most 5% (measured: 0%, 0% and 1% of 84; tests/benchmarks/README.md)."""
+    stays at most 5% (measured: 0%, 0%, 1%, 0% and 0% of 84; tests/benchmarks/README.md)."""
     if not RESCUE.exists():
         pytest.skip(f"RESCUE samples not found at {RESCUE} (../shared/rescue is outside the repository)")
     from personas.rescue import case_from_sample, load_rescue
 
-    fired = {"counsellor_voice": 0, "third_person": 0, "echo": 0}
+    fired = {"counsellor_voice": 0, "third_person": 0, "echo": 0, "wrong_address": 0, "given_away": 0}
     n = 0
     for sample in load_rescue(RESCUE):
         case = case_from_sample(sample)
@@ -476,6 +512,30 @@ def test_a_line_that_speaks_to_the_wrong_member_is_reasked_and_if_it_stays_count
     rec = rec.model_copy(update={"turns": [turn.model_copy(update={"index": 1})]})  # the kept line, in a record
     assert any(f.kind == FaultKind.OUT_OF_ROLE and "by name" in f.detail for f in detect_faults(rec))
     assert audit_record(rec).room.wrong_address_turns == 1
+
+
+def test_a_line_that_gives_the_speakers_own_fact_away_is_reasked_and_if_it_stays_a_fault(dana):
+    given = "I understand that your father was absent through long shifts."  # README command 1, Theo to Therapist
+    own = "My father was absent through long shifts, and the promotion keeps me out till nine."
+    script = RoomScript(dana)
+    for lines, fixed in (([given, own], True), ([given] * (2 + FAULT_REASKS), False)):
+        client = FakeModelClient(default=_lines_then_script(lines, script))
+        turn = asyncio.run(member_turn(client, dana, [], "Theo", ["Therapist"], seed=5, window=16))
+        assert [r.flags[0].check for r in turn.reasks] == [FidelityCheck.GIVEN_AWAY] * (len(lines) - 1)
+        line_calls = [c for c in client.calls if c.schema is None]
+        assert "tells Theo's own story as Therapist's" in line_calls[1].prompt.instructions  # the re-ask says why
+        assert turn.text == (own if fixed else given)
+        assert (FidelityCheck.GIVEN_AWAY in [f.check for f in turn.flags]) is not fixed
+    rec = _room(dana, ["You took the promotion without asking me.", "The IVF money had to come from somewhere."])
+    rec = rec.model_copy(update={"turns": [turn.model_copy(update={"index": 1})]})
+    assert any(f.kind == FaultKind.OUT_OF_ROLE and "own story" in f.detail for f in detect_faults(rec))
+    audit = audit_record(rec)
+    assert audit.room.given_away_turns == 1 and audit.room.share("given_away") == 1.0
+    data = json.loads(audit.model_dump_json())  # an audit written before the measure still loads
+    data["room"].pop("given_away_turns")
+    for t in data["room_turns"].values():
+        t.pop("given_away")
+    assert type(audit).model_validate(data).room.given_away_turns == 0
 
 
 def test_an_old_record_without_beats_loads_and_keeps_its_faults(dana):

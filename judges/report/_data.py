@@ -138,6 +138,7 @@ def _turn(t, room: RoomTurn | None = None) -> dict[str, Any]:  # simulator.recor
             "voice": room.counsellor_voice,
             "third": room.third_person,
             "address": room.wrong_address,
+            "given": room.given_away,
             "echo": room.echo,
             "echo_recorded": room.echo_recorded,
         }

@@ -67,6 +67,9 @@ class RoomTurn(Record):
     wrong_address: str | None = Field(
         default=None, description="The member it speaks to by name though the line is not to them, if any."
     )
+    given_away: str | None = Field(
+        default=None, description="The clause telling the speaker's own card fact as someone else's, and whose, if any."
+    )
     echo_recorded: bool = Field(
         default=True, description="The turn's own flags record it as a repeat or an echo (re-asked, then kept)."
     )
@@ -82,6 +85,7 @@ class RoomFigures(Record):
     third_person_turns: int = Field(default=0, description="Turns speaking of their addressee in the third person.")
     echo_turns: int = Field(default=0, description="Turns re-saying another speaker's line.")
     wrong_address_turns: int = Field(default=0, description="Turns speaking by name to a member not addressed.")
+    given_away_turns: int = Field(default=0, description="Turns telling the speaker's own fact as someone else's.")
     echo_unrecorded: int = Field(default=0, description="Echoes the record's flags do not carry.")
     directed_turns: int = Field(default=0, description="Turns the director gave something to bring up.")
 
@@ -106,6 +110,7 @@ def room_turns(record: SessionRecord) -> dict[int, RoomTurn]:
             third_person=r.third_person,
             echo=r.echo,
             wrong_address=r.wrong_address,
+            given_away=r.given_away,
             echo_recorded=r.echo is None or any(f.check in REPEATS for f in t.flags),
             beat=f"{t.beat.kind}: {t.beat.text}" if t.beat is not None else None,
         )
@@ -121,6 +126,7 @@ def room_figures(turns: dict[int, RoomTurn]) -> RoomFigures:
         third_person_turns=sum(r.third_person is not None for r in rows),
         echo_turns=sum(r.echo is not None for r in rows),
         wrong_address_turns=sum(r.wrong_address is not None for r in rows),
+        given_away_turns=sum(r.given_away is not None for r in rows),
         echo_unrecorded=sum(r.echo is not None and not r.echo_recorded for r in rows),
         directed_turns=sum(r.beat is not None for r in rows),
     )

@@ -46,7 +46,8 @@ RUNS_NOTE = (
     "facts, people, grievances, or what another member said of them); counsellor voice: turns speaking as a "
     "therapist would (by the phrases and moves the rule knows: a lower bound, see judges/README.md); third person: "
     "turns speaking of their addressee as someone absent; wrong address: turns speaking by name to a member the "
-    "line is not to; echo: turns re-saying another speaker's line, I and you read as one seat (unrecorded: not "
+    "line is not to; fact given away: turns telling the speaker's own card fact as the listener's or another "
+    "member's; echo: turns re-saying another speaker's line, I and you read as one seat (unrecorded: not "
     "flagged in the record); "
     "flags: failed checks per 100 member turns (audited from the saved turns; "
     "recorded = still failing when accepted); language: turns off the session's language; gap: mean "
@@ -69,6 +70,7 @@ def _summary_rows(summaries: list[FidelitySummary], *, runs: bool) -> list[tuple
         ("counsellor voice", [_pct(s.room.share("counsellor_voice")) for s in summaries]),
         ("third person", [_pct(s.room.share("third_person")) for s in summaries]),
         ("wrong address", [_pct(s.room.share("wrong_address")) for s in summaries]),
+        ("fact given away", [_pct(s.room.share("given_away")) for s in summaries]),
         ("echo", [f"{_pct(s.room.share('echo'))} ({s.room.echo_unrecorded} unrecorded)" for s in summaries]),
         ("language", [_pct(s.language_drift) for s in summaries]),
         ("gap", [f"{_num(s.intensity_gap, 1)} / {_num(s.tension_gap, 1)}" for s in summaries]),
@@ -367,7 +369,7 @@ def render_by_supporter(summaries: dict[str, FidelitySummary], width: int = 80) 
     )
     note = (
         "repeats: verbatim + near-duplicate member turns; grounded, counsellor voice, third person, wrong address, "
-        "echo: the room measures (share of member turns); flags: failed checks per 100 member turns "
+        "fact given away, echo: the room measures (share of member turns); flags: failed checks per 100 member turns "
         "(rescue-sim fidelity RUN_DIR for the details)."
     )
     return [*tables, Text(note, style="dim")]

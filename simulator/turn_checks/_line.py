@@ -12,7 +12,14 @@ from personas.case import Case
 from personas.taxonomy import SUPPORTER_NAME
 from simulator.records import FidelityCheck, FidelityFlag, Turn
 from simulator.turn_checks._language import language_switch
-from simulator.turn_checks._room import counsellor_phrase, echo_of, self_address, third_person, wrong_address
+from simulator.turn_checks._room import (
+    counsellor_phrase,
+    echo_of,
+    given_away,
+    self_address,
+    third_person,
+    wrong_address,
+)
 from simulator.turn_checks._text import (
     _ADVERBS,
     _SELF_VERBS,
@@ -130,6 +137,16 @@ def check_line(
                 f"{speaker} is talking to {to_all} but speaks to {elsewhere} by name; speak to {to_all}, and of "
                 f"{elsewhere} as someone in the room",
                 elsewhere,
+            )
+        )
+    handed = given_away(text, speaker, addressees, case)
+    if handed:
+        clause, whom = handed
+        flags.append(
+            _flag(
+                FidelityCheck.GIVEN_AWAY,
+                f'"{clause}" tells {speaker}\'s own story as {whom}\'s; {speaker} tells it with "I" and "my"',
+                clause,
             )
         )
     echo = echo_of(text, speaker, turns)

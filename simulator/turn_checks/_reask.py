@@ -15,6 +15,7 @@ FAULTING = (
     FidelityCheck.SPEAKING_AS_OTHER,
     FidelityCheck.THIRD_PERSON,
     FidelityCheck.WRONG_ADDRESS,
+    FidelityCheck.GIVEN_AWAY,
     FidelityCheck.LANGUAGE_SWITCH,
 )
 

@@ -17,6 +17,10 @@ member's own role, and does it re-say another speaker's line. Rules over words, 
   tells their gender, as he/she with no other person in the line it could mean ("Theo. I feel like he's ignoring me"),
   nor, in the lines just before, a person of the card outside the room it could mean (Rohan, a dead son, in
   "we're coping without him").
+- wrong address: a member spoken to by name in a line that is not to them ("I missed you too, Theo", to the
+  counsellor).
+- fact given away: a clause that tells one of the speaker's own facts as the listener's or another member's
+  ("your father was absent through long shifts", said by Theo, whose father it was; `given_away`).
 - echo: the line re-says another speaker's line: the same words, most of its word trigrams (at least
   ECHO_MIN_TRIGRAMS of them), or `room.echo_run` words in a row, read with I and you as one seat (`seatless`:
   a line re-said from the other side is still re-said).
@@ -34,7 +38,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from personas.case import Case
+from personas.case import Case, Member
 from personas.taxonomy import SUPPORTER_NAME
 from simulator.llm.tokenizers import common_words
 from simulator.records import Turn
@@ -527,9 +531,129 @@ def echo_of(text: str, speaker: str, earlier: Sequence[Turn]) -> Echo | None:
     return _echo_of(text, speaker, earlier)
 
 
+_SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "you're", "you've", "you'd", "you'll"})
+# I, my and we as the one a clause is about; "without a word to me" is still about "you".
+_FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "i'll", "my", "mine", "myself", "we", "we're", "we've", "our"})
+_SENTENCE_END = re.compile(r"[.!?;]+")
+# Where a sentence's clauses part: "I understand that | your father was absent", "I know | you did three years".
+_CONJUNCTION = r"\b(?:that|and|but|because|when|while|since|after|before|so|if)\b"
+_KNOWING = r"\bI (?:know|understand|realise|realize|remember|think|guess|get|see|believe|heard|hear)\b"
+_CLAUSE_BREAK = re.compile(rf"[:,]+|{_CONJUNCTION}|{_KNOWING}", re.I)
+_PLAIN_BREAK = re.compile(rf"{_CONJUNCTION}|{_KNOWING}", re.I)  # a sentence with no I, my or we: commas keep it
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_OPENS_ON_PRONOUN = re.compile(r"(?:he|she|they|his|her|their|him|them)\b", re.I)
+# The one a secret is kept from is not what it is about: "... and has not told Shane".
+_TOLD = re.compile(r"\b(?:told|tell|tells|telling|asked|asking)\s+(?:\w+\s+)?$", re.I)
+
+
+def _named(text: str, who: str) -> bool:
+    return any(not _TOLD.search(text[: m.start()]) for m in re.finditer(rf"\b{re.escape(who)}\b", text))
+
+
+def member_facts(case: Case, name: str) -> list[str]:
+    """What the card tells of `name` as theirs: the presenting problem's and history's clauses that open on them
+    ("Yumiko met Haru secretly every month") or name them and no other member and open on no pronoun ("He phones
+    his grandmother every night, will not call Abena 'Mum'" is Kojo's), and their own background, core fear and
+    private knowledge; a clause after theirs that opens on their he/she ("Abena's visa and salary could not support
+    bringing Kojo sooner; she sent money every month") is theirs too. A clause naming several members but opening on
+    none ("Every attempt to talk ends with Dana listing what he missed and Theo going silent") is no one member's."""
+    others = [n for n in case.member_names if n != name]
+
+    def theirs(clause: str) -> bool:
+        if re.match(rf"{re.escape(name)}\b", clause):
+            return True
+        alone = _named(clause, name) and not any(_named(clause, o) for o in others)
+        return alone and not _OPENS_ON_PRONOUN.match(clause)
+
+    own = set(pronoun_of(case, name) or ())
+    clauses: list[str] = []
+    for text in (case.presenting_problem, case.history):
+        for sentence in _SENTENCE.split(" ".join(text.split())):
+            before = False  # a clause opening on the speaker's he/she goes on from theirs ("...; she sent money")
+            for clause in re.split(r";\s+", sentence):
+                opener = words(clause)[:1]
+                before = theirs(clause) or (before and bool(opener) and opener[0] in own)
+                if before:
+                    clauses.append(clause)
+    member = case.member(name)
+    return clauses + [t for t in (member.background, member.core_fear, *member.private_knowledge) if t.strip()]
+
+
+def _about(fact: str, member: Member, owner: str) -> bool:
+    """Whether a fact of `owner` is also about `member`: it names them (not as the one told), or speaks of them
+    by their role ("boys mocked his mother", a fact of Kojo's, is about Abena, the mother)."""
+    role = words(member.role)[:1]
+    kin = bool(role) and re.search(rf"\b(?:his|her|their) {re.escape(role[0])}\b", fact, re.I) is not None
+    return member.name != owner and (_named(fact, member.name) or kin)
+
+
+@functools.lru_cache(maxsize=256)
+def _fact_stems(card_key: str, name: str) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+    """(the other members a fact is about, its content stems) for each of `name`'s facts."""
+    case = Case.model_validate_json(card_key)
+    return tuple(
+        (
+            frozenset(m.name for m in case.members if _about(f, m, name)),
+            frozenset(stem(w) for w in content_words(f, case.member_names)),
+        )
+        for f in member_facts(case, name)
+    )
+
+
+def _handed(stems: set[str], case: Case, speaker: str, to: Sequence[str]) -> set[str]:
+    """The content stems a clause shares with one of the speaker's own facts that is not about `to`, less every
+    stem of `to`'s own facts ("you took six hundred from the kids' savings" is Niamh's own fact, kept from Shane;
+    "you needed the money for the band's van", said by Yumiko to Haru, is about him too)."""
+    facts = [f for about, f in _fact_stems(_card_key(case), speaker) if not about.intersection(to)]
+    theirs = {w for m in to for _, f in _fact_stems(_card_key(case), m) for w in f}
+    return max((stems & f for f in facts), key=len, default=set()) - theirs
+
+
+def _clauses(text: str, case: Case) -> list[tuple[str, bool]]:
+    """The line's clauses, each with whether it is said of "you": its own "you", or, with no person in it, the one
+    of the clause before it in the sentence ("you came to England in 2017 and | sent money home every month").
+    A sentence with I, my or we is cut at its commas too; one without keeps them ("You'd know yourself, after
+    nineteen years as a machine technician, ...")."""
+    out: list[tuple[str, bool]] = []
+    people = _FIRST_PERSON | _SECOND_PERSON | GENDERED_PRONOUNS | {n.lower() for n in case.member_names}
+    for sentence in _SENTENCE_END.split(text):
+        cut = _CLAUSE_BREAK if _FIRST_PERSON.intersection(words(sentence)) else _PLAIN_BREAK
+        you = False
+        for clause in cut.split(sentence):
+            ws = set(words(clause))
+            you = bool(_SECOND_PERSON & ws) or (you and not people & ws)
+            out.append((clause, you))
+    return out
+
+
+def given_away(text: str, speaker: str, addressees: Sequence[str], case: Case) -> tuple[str, str] | None:
+    """The clause and whom it hands the speaker's own fact to, when a line does: Theo, whose father was absent
+    through long shifts, told the counsellor "I understand that your father was absent through long shifts"
+    (README command 1); Yumiko, who met Haru secretly every month, told Kenji "you were secretly meeting with Haru
+    every month" (issue 42's nakamura run). A clause with no I, my or we that says "you" (or names another member)
+    and shares ITEM_WORDS content words with one of the speaker's own facts (`member_facts`), words no fact of the
+    one it is handed to has, gives the fact away ("you lost your job over a credit card", said by Niamh, who found
+    the card, to Shane, whose card it is, does not). Quoted words are not the speaker's."""
+    names = case.member_names
+    for clause, you in _clauses(unquoted(text), case):
+        ws = words(clause)
+        if not ws or _FIRST_PERSON.intersection(ws):
+            continue
+        stems = {stem(w) for w in content_words(clause, names)}
+        if you:
+            to = [a for a in addressees if a in names and a != speaker]
+            if len(_handed(stems, case, speaker, to)) >= ITEM_WORDS:
+                return clause.strip(), ", ".join(addressees) or "the listener"
+        for other in names:  # told of another member by name (not spoken to by it: "So what's the app, Shane?")
+            if other != speaker and _named(clause, other) and not _said_to(clause.strip(), other):
+                if len(_handed(stems, case, speaker, [other])) >= ITEM_WORDS:
+                    return clause.strip(), other
+    return None
+
+
 @dataclass(frozen=True)
 class RoomReading:
-    """The four room measures of one member line, each with the words that show it (None: it does not hold)."""
+    """The room measures of one member line, each with the words that show it (None: it does not hold)."""
 
     grounded: str | None
     counsellor_voice: str | None
@@ -537,10 +661,11 @@ class RoomReading:
     echo: str | None
     echo_turn: int | None = None
     wrong_address: str | None = None
+    given_away: str | None = None
 
 
 def read_line(text: str, speaker: str, addressees: Sequence[str], case: Case, earlier: Sequence[Turn]) -> RoomReading:
-    """All four room measures of one member line, against the turns before it."""
+    """All the room measures of one member line, against the turns before it."""
     echo = _echo_of(text, speaker, earlier)
     voice = counsellor_phrase(text) or self_address(text, speaker)
     if voice is None and echo is not None and echo.turn.kind == "supporter":
@@ -552,4 +677,5 @@ def read_line(text: str, speaker: str, addressees: Sequence[str], case: Case, ea
         echo=f"turn {echo.turn.index} ({echo.turn.speaker}): {echo.how}" if echo else None,
         echo_turn=echo.turn.index if echo else None,
         wrong_address=f"speaks to {name}" if (name := wrong_address(text, speaker, addressees, case)) else None,
+        given_away=f'"{gave[0]}", told of {gave[1]}' if (gave := given_away(text, speaker, addressees, case)) else None,
     )

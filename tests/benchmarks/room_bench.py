@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).parent
-MEASURES = ("grounded", "counsellor_voice", "third_person", "echo", "wrong_address")
+MEASURES = ("grounded", "counsellor_voice", "third_person", "echo", "wrong_address", "given_away")
 
 
 def _turn(i: int, speaker: str, text: str, to: list[str]):
