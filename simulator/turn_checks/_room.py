@@ -6,9 +6,9 @@ member's own role, and does it re-say another speaker's line. Rules over words, 
   backgrounds, needs and fears, triggers, softeners, private knowledge, agenda or viewpoints that at most
   `room.max_other_cards` other shipped cards use; names, feeling words, conversation glue and English's most
   frequent words (`room.common_rank`: whole tokens among cl100k_base's first ranks) never count), or
-  ITEM_WORDS content words of one item of the card (a sentence, a trigger, a secret), a
-  person the card names by what they are to someone ("my father" where the card has a father), or a word of an
-  earlier line of another member that the card grounds (answering what was said about the case).
+  ITEM_WORDS content words of one item of the card (a sentence, a trigger, a secret), a person the card names by
+  what they are to someone, said as someone's ("my father" where the card has a father; not "Baby, ..."), or a word
+  of an earlier line of another member that the card grounds (answering what was said about the case).
 - counsellor voice: a counsellor's stock phrase (`counsellor_phrases`: validating, summarising, inviting, "I'm here
   for you", "tell me what happened"), the speaker's own name said as an address ("... made me feel alone, Theo.",
   said by Theo: a member speaking to themself is speaking from another seat, here the counsellor's), or an echo of a
@@ -200,13 +200,23 @@ def _common(word: str, common: frozenset[str]) -> bool:
     return word.removesuffix("'s") in common
 
 
+_OWNED = re.compile(r"\b(?:my|your|his|her|our|their)\s+([^\W\d_]+(?:'s)?)", re.IGNORECASE)
+
+
+def _owned_persons(text: str) -> list[str]:
+    """Words said as someone's ("my father", "your mum", "our son"): a person of the card is one of these, not an
+    endearment or a likeness ("Baby, there's room for it in here", "like I'm one of the kids")."""
+    return [m.group(1).lower() for m in _OWNED.finditer(text.replace("\u2019", "'"))]
+
+
 def _card_grounded(text: str, case: Case) -> bool:
     cw = case_words(case)
     content = content_words(text, case.member_names)
     common = common_words(room_lexicon().common_rank)
     rare = {stem(w) for w in content if not _common(w, common) or w in cw.quoted}
     mine = {stem(w) for w in content}
-    return bool(rare & cw.specific) or any(len(mine & stems) >= ITEM_WORDS for _, stems in cw.items)
+    person = any(room_lexicon().person_groups.get(w.removesuffix("'s")) in cw.persons for w in _owned_persons(text))
+    return bool(rare & cw.specific) or any(len(mine & stems) >= ITEM_WORDS for _, stems in cw.items) or person
 
 
 def grounding(text: str, speaker: str, case: Case, earlier: Sequence[Turn]) -> str | None:
@@ -222,7 +232,7 @@ def grounding(text: str, speaker: str, case: Case, earlier: Sequence[Turn]) -> s
         shared = mine & stems
         if len(shared) >= ITEM_WORDS:
             return f"card item: {', '.join(sorted(shared))} ({item[:60]})"
-    person = next((w for w in words(text) if lex.person_groups.get(w.removesuffix("'s")) in cw.persons), None)
+    person = next((w for w in _owned_persons(text) if lex.person_groups.get(w.removesuffix("'s")) in cw.persons), None)
     if person:
         return f"person on the card: {person}"
     said = {  # what another member said about the case: words of their lines that the card grounds
