@@ -494,44 +494,50 @@ def _lines_then_script(lines, script):
     return lambda call: next(it) if call.schema is None else script(call)
 
 
-def test_a_line_that_speaks_to_the_wrong_member_is_reasked_and_if_it_stays_counted_and_a_fault(dana):
-    wrong = "I missed you too, Theo. You took the promotion and I eat alone until nine."  # command 1, turn 1
-    right = "You took the promotion and I eat alone until nine, and I sit there waiting."
+@pytest.mark.parametrize(
+    ("speaker", "bad", "good", "check", "why", "fault"),
+    [
+        (  # README command 1, turn 1: Dana to the counsellor
+            "Dana",
+            "I missed you too, Theo. You took the promotion and I eat alone until nine.",
+            "You took the promotion and I eat alone until nine, and I sit there waiting.",
+            FidelityCheck.WRONG_ADDRESS,
+            "speaks to Theo by name",
+            "by name",
+        ),
+        (  # README command 1: Theo gives his own father to the counsellor
+            "Theo",
+            "I understand that your father was absent through long shifts.",
+            "My father was absent through long shifts, and the promotion keeps me out till nine.",
+            FidelityCheck.GIVEN_AWAY,
+            "tells Theo's own story as Therapist's",
+            "own story",
+        ),
+    ],
+)
+def test_a_role_fault_in_a_line_is_reasked_and_if_it_stays_counted_and_a_fault(
+    dana, speaker, bad, good, check, why, fault
+):
     script = RoomScript(dana)
-    for lines, fixed in (([wrong, right], True), ([wrong] * (2 + FAULT_REASKS), False)):
+    for lines, fixed in (([bad, good], True), ([bad] * (2 + FAULT_REASKS), False)):
         client = FakeModelClient(default=_lines_then_script(lines, script))
-        turn = asyncio.run(member_turn(client, dana, [], "Dana", ["Therapist"], seed=5, window=16))
+        turn = asyncio.run(member_turn(client, dana, [], speaker, ["Therapist"], seed=5, window=16))
         # a line that stays wrong is asked once more (a fault by itself), then kept flagged
-        assert [r.flags[0].check for r in turn.reasks] == [FidelityCheck.WRONG_ADDRESS] * (len(lines) - 1)
+        assert [r.flags[0].check for r in turn.reasks] == [check] * (len(lines) - 1)
         line_calls = [c for c in client.calls if c.schema is None]
-        assert "speaks to Theo by name" in line_calls[1].prompt.instructions  # the re-ask says why
-        assert turn.text == (right if fixed else wrong)
-        kept = [f.check for f in turn.flags]
-        assert (FidelityCheck.WRONG_ADDRESS in kept) is not fixed
+        assert why in line_calls[1].prompt.instructions  # the re-ask says why
+        assert turn.text == (good if fixed else bad)
+        assert (check in [f.check for f in turn.flags]) is not fixed
     rec = _room(dana, ["You took the promotion without asking me.", "The IVF money had to come from somewhere."])
     rec = rec.model_copy(update={"turns": [turn.model_copy(update={"index": 1})]})  # the kept line, in a record
-    assert any(f.kind == FaultKind.OUT_OF_ROLE and "by name" in f.detail for f in detect_faults(rec))
-    assert audit_record(rec).room.wrong_address_turns == 1
-
-
-def test_a_line_that_gives_the_speakers_own_fact_away_is_reasked_and_if_it_stays_a_fault(dana):
-    given = "I understand that your father was absent through long shifts."  # README command 1, Theo to Therapist
-    own = "My father was absent through long shifts, and the promotion keeps me out till nine."
-    script = RoomScript(dana)
-    for lines, fixed in (([given, own], True), ([given] * (2 + FAULT_REASKS), False)):
-        client = FakeModelClient(default=_lines_then_script(lines, script))
-        turn = asyncio.run(member_turn(client, dana, [], "Theo", ["Therapist"], seed=5, window=16))
-        assert [r.flags[0].check for r in turn.reasks] == [FidelityCheck.GIVEN_AWAY] * (len(lines) - 1)
-        line_calls = [c for c in client.calls if c.schema is None]
-        assert "tells Theo's own story as Therapist's" in line_calls[1].prompt.instructions  # the re-ask says why
-        assert turn.text == (own if fixed else given)
-        assert (FidelityCheck.GIVEN_AWAY in [f.check for f in turn.flags]) is not fixed
-    rec = _room(dana, ["You took the promotion without asking me.", "The IVF money had to come from somewhere."])
-    rec = rec.model_copy(update={"turns": [turn.model_copy(update={"index": 1})]})
-    assert any(f.kind == FaultKind.OUT_OF_ROLE and "own story" in f.detail for f in detect_faults(rec))
+    assert any(f.kind == FaultKind.OUT_OF_ROLE and fault in f.detail for f in detect_faults(rec))
     audit = audit_record(rec)
-    assert audit.room.given_away_turns == 1 and audit.room.share("given_away") == 1.0
-    data = json.loads(audit.model_dump_json())  # an audit written before the measure still loads
+    assert getattr(audit.room, f"{check.value}_turns") == 1 and audit.room.share(check.value) == 1.0
+
+
+def test_an_audit_written_before_the_given_away_measure_still_loads(dana):
+    audit = audit_record(_room(dana, ["You took the promotion without asking me.", "My father worked long shifts."]))
+    data = json.loads(audit.model_dump_json())
     data["room"].pop("given_away_turns")
     for t in data["room_turns"].values():
         t.pop("given_away")
