@@ -51,6 +51,8 @@ def said(index: int, speaker: str, text: str, to: tuple[str, ...] = ("Therapist"
         ("Dana", "Theo", "I just feel like I'm drowning and nobody cares.", False),
         ("Theo", "Dana", "I don't know what you want from me. I'm tired.", False),
         ("Dana", "Theo", "Theo, Theo, Theo.", False),  # a name alone is not the case
+        ("Dana", "Theo", "Mum, honestly, you sound like a broken record.", False),  # a card person, not someone's
+        ("Dana", "Therapist", "My mum never once said a word against him.", True),  # her mother, on the card
     ],
 )
 def test_grounding_needs_something_of_this_case(dana, speaker, to, text, grounded):
