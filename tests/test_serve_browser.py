@@ -30,12 +30,34 @@ from tests.test_report import browser_or_skip
 EVIL = 'I am done. <script>window.__xss = 1</script> <img src=x onerror="window.__xss = 2"> & more'
 
 
+class CallGate:
+    """Holds the fake model's calls while closed, after letting `free` more through, so a test sees a call in
+    flight however slowly the page catches up (a session of a few 0.3 s calls can end before a loaded machine's
+    browser has drawn it)."""
+
+    def __init__(self) -> None:
+        self.opened = threading.Event()
+        self.opened.set()
+        self.free = 0
+
+    def close(self, free: int) -> None:
+        self.free = free
+        self.opened.clear()
+
+    async def pass_through(self) -> None:
+        if not self.opened.is_set() and self.free > 0:
+            self.free -= 1
+            return
+        while not self.opened.is_set():
+            await asyncio.sleep(0.05)
+
+
 class SlowClient:
     """The fake model at a human pace (each call waits `delay` s first), so a watcher sees the session grow; it
     reports each call to the progress watcher as the real client does."""
 
-    def __init__(self, inner: FakeModelClient, delay: float):
-        self.inner, self.delay = inner, delay
+    def __init__(self, inner: FakeModelClient, delay: float, gate: CallGate | None = None):
+        self.inner, self.delay, self.gate = inner, delay, gate
 
     def __getattr__(self, name: str):
         return getattr(self.inner, name)
@@ -43,6 +65,8 @@ class SlowClient:
     async def complete(self, *args, **kwargs):
         watch = progress.start(kwargs["role"], self.inner.model)
         await asyncio.sleep(self.delay)
+        if self.gate is not None:
+            await self.gate.pass_through()
         try:
             return await self.inner.complete(*args, **kwargs)
         finally:
@@ -51,11 +75,11 @@ class SlowClient:
 
 
 @contextlib.contextmanager
-def live_server(runs_dir: Path, rate: tuple[Path, ...] = ()) -> Iterator[str]:
+def live_server(runs_dir: Path, rate: tuple[Path, ...] = (), gate: CallGate | None = None) -> Iterator[str]:
     import uvicorn
 
     def client() -> SlowClient:
-        return SlowClient(FakeModelClient(default=RoomScript(resolve_case("dana-and-theo"), line=EVIL)), 0.3)
+        return SlowClient(FakeModelClient(default=RoomScript(resolve_case("dana-and-theo"), line=EVIL)), 0.3, gate)
 
     sock = bind_socket("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(build_app(runs_dir, client_factory=client, rate=rate), log_level="warning"))
@@ -68,6 +92,8 @@ def live_server(runs_dir: Path, rate: tuple[Path, ...] = ()) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     finally:
+        if gate is not None:
+            gate.opened.set()
         server.should_exit = True
         thread.join(20)
 
@@ -110,7 +136,8 @@ def test_serve_in_headless_chromium(tmp_path: Path) -> None:
         [SessionSpec("c0__s0", case_id="c0", text={1: EVIL}), SessionSpec("c1__s0", case_id="c1")],
         lambda judge, sid, item, dim: 3,
     )
-    with live_server(runs_dir) as base, Browser(tmp_path / "profile") as browser:
+    gate = CallGate()
+    with live_server(runs_dir, gate=gate) as base, Browser(tmp_path / "profile") as browser:
         page = browser.page()
         goto(page, base + "/", "document.querySelectorAll('main table tbody tr').length === 1")
         shot(page, tmp_path, "index")
@@ -168,8 +195,9 @@ def test_serve_in_headless_chromium(tmp_path: Path) -> None:
             "document.getElementById('case').dispatchEvent(new Event('change'));"
             "document.getElementById('stressor').value = 'hostility_to_supporter';"
             "document.getElementById('member-model').value = 'openai/member-in-browser';"
-            "document.getElementById('run-btn').click()"
         )
+        gate.close(free=3)  # the session's first calls pass, then one is held until the page has shown it
+        page.eval("document.getElementById('run-btn').click()")
         page.wait_for(
             "window.__report && window.__report.ready === true && document.getElementById('live') !== null", 60
         )
@@ -180,6 +208,7 @@ def test_serve_in_headless_chromium(tmp_path: Path) -> None:
         )
         calls_line = page.eval("(document.getElementById('live') || {}).textContent || ''")
         shot(page, tmp_path, "live")
+        gate.opened.set()
         page.wait_for("document.getElementById('live') === null", 120)
         growing.append(page.eval("document.querySelectorAll('#transcript .turn').length"))
         live_status = page.eval("document.querySelector('#session-table tbody tr').textContent")
