@@ -652,3 +652,40 @@ def test_a_frequent_english_word_alone_does_not_ground_a_line_unless_the_card_qu
     assert read_line(generic, "Craig", ["Nadia"], nadia, []).grounded is None
     quoted = read_line("Theo always says later, and later never comes.", "Dana", ["Theo"], dana, [])
     assert quoted.grounded is not None and "later" in quoted.grounded  # Dana's trigger: "the word 'later'"
+
+
+@pytest.mark.parametrize(
+    ("text", "self_named"),
+    [
+        # issue 42 (3)'s live run: the card's sentence, read aloud by Shane
+        (
+            "My father drank away a small farm in County Clare and Shane swore he would never be that man.",
+            "Shane swore",
+        ),
+        ("Shane never once said no to his mother. I'm tired of it.", "Shane never"),
+        ("I guess Shane is the problem, so.", "Shane is"),  # one of the verbs a self-named line says anywhere
+        ("I swore I would never be my father, and here I am.", None),
+        ('Dad always said "Shane will end up like me." He was nearly right.', None),  # quoted words
+        ("Niamh, Shane's sorry. I'm sorry.", None),  # a possessive, not a subject
+        ("Your mother told the whole town Shane lost his job.", None),  # reported after a verb, not a joiner
+    ],
+)
+def test_a_member_speaking_of_themself_by_name_is_in_the_third_person(text, self_named):
+    shane = resolve_case("shane-and-niamh")
+    r = read_line(text, "Shane", ["Niamh"], shane, [])
+    assert r.third_person == self_named
+    assert (FidelityCheck.SPEAKING_AS_OTHER in _checks(shane, text, "Shane", ("Niamh",))) is (self_named is not None)
+
+
+def test_a_fact_given_away_inside_ive_heard_is_found():
+    """Issue 42 (3)'s live run: Niamh, who works the twelve-hour shifts, to Shane; "I've heard" now opens a clause
+    as "I heard" did. Her own shifts said as hers, or his redundancy said to him, are not given away."""
+    shane = resolve_case("shane-and-niamh")
+    heard = "I've heard about how you're working twelve-hour shifts at a nursing home. It's tough."
+    assert read_line(heard, "Niamh", ["Shane"], shane, []).given_away == (
+        '"about how you\'re working twelve-hour shifts at a nursing home", told of Shane'
+    )
+    own = "I've heard you say I'm never home, but I work twelve-hour shifts at a nursing home."
+    assert read_line(own, "Niamh", ["Shane"], shane, []).given_away is None
+    his = "I've been told you were made redundant from the plant in January, and I'm sorry."
+    assert read_line(his, "Niamh", ["Shane"], shane, []).given_away is None

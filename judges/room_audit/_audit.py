@@ -62,7 +62,9 @@ class RoomTurn(Record):
 
     grounded: str | None = Field(default=None, description="What of this case the line brings; None: nothing.")
     counsellor_voice: str | None = Field(default=None, description="The counsellor's phrase it uses, if any.")
-    third_person: str | None = Field(default=None, description="Words speaking of the addressee as absent, if any.")
+    third_person: str | None = Field(
+        default=None, description="Words speaking of the addressee (or the speaker, by name) as absent, if any."
+    )
     echo: str | None = Field(default=None, description="Which other speaker's line it re-says, and how, if any.")
     wrong_address: str | None = Field(
         default=None, description="The member it speaks to by name though the line is not to them, if any."
@@ -82,7 +84,9 @@ class RoomFigures(Record):
     member_turns: int = Field(default=0, description="Member turns read.")
     grounded_turns: int = Field(default=0, description="Turns bringing something of this case.")
     counsellor_voice_turns: int = Field(default=0, description="Turns in the counsellor's voice.")
-    third_person_turns: int = Field(default=0, description="Turns speaking of their addressee in the third person.")
+    third_person_turns: int = Field(
+        default=0, description="Turns speaking of their addressee (or the speaker) in the third person."
+    )
     echo_turns: int = Field(default=0, description="Turns re-saying another speaker's line.")
     wrong_address_turns: int = Field(default=0, description="Turns speaking by name to a member not addressed.")
     given_away_turns: int = Field(default=0, description="Turns telling the speaker's own fact as someone else's.")

@@ -17,12 +17,11 @@ from simulator.turn_checks._room import (
     echo_of,
     given_away,
     self_address,
+    self_named,
     third_person,
     wrong_address,
 )
 from simulator.turn_checks._text import (
-    _ADVERBS,
-    _SELF_VERBS,
     _TERMINAL,
     NEAR_DUPLICATE_OVERLAP,
     _flag,
@@ -111,12 +110,10 @@ def check_line(
                 speaker,
             )
         )
-    m = re.search(  # "Theo always has these lists", said by Theo: one adverb may sit between name and verb
-        rf"(?<![\w'’]){re.escape(speaker)}(?: (?:{_ADVERBS}|\w+ly))? (?:{_SELF_VERBS})\b", text
-    )
-    if m:
+    said = self_named(text, speaker)  # "Theo always has these lists", said by Theo
+    if said:
         flags.append(
-            _flag(FidelityCheck.SPEAKING_AS_OTHER, f"{speaker} speaks about {speaker} as someone else; use I", m[0])
+            _flag(FidelityCheck.SPEAKING_AS_OTHER, f"{speaker} speaks about {speaker} as someone else; use I", said)
         )
     to = next(iter(a for a in addressees if a in case.member_names and a != speaker), None)
     said_of = third_person(text, speaker, addressees, case, turns)

@@ -16,7 +16,8 @@ member's own role, and does it re-say another speaker's line. Rules over words, 
 - third person: a line to one member that speaks of them by name ("Theo always says later") or, when the card
   tells their gender, as he/she with no other person in the line it could mean ("Theo. I feel like he's ignoring me"),
   nor, in the lines just before, a person of the card outside the room it could mean (Rohan, a dead son, in
-  "we're coping without him").
+  "we're coping without him"); or a line whose speaker speaks of themself by name as absent ("... and Shane swore
+  he would never be that man", said by Shane: the card read aloud; `self_named`).
 - wrong address: a member spoken to by name in a line that is not to them ("I missed you too, Theo", to the
   counsellor).
 - fact given away: a clause that tells one of the speaker's own facts as the listener's or another member's
@@ -434,6 +435,31 @@ _SUBJECT_START = r"(?:^|[.!?;:]\s+|\b(?:and|but|then|so|because|when|while|if|un
 _THIRD_VERB = rf"(?:(?:{_ADVERBS}|\w+ly) )?(?:{_SELF_VERBS}|[a-z]+[^su\W]s|[a-z]+ed|will|would|won't|wouldn't)\b"
 
 
+# Pasts a narrator tells a member's story with that `_THIRD_VERB`'s -ed does not reach ("Shane swore he would never
+# be that man", the card's sentence said by Shane).
+_TOLD_PAST = (
+    "swore|were|went|made|kept|left|lost|took|gave|told|found|got|came|saw|grew|paid|spent|sent|met|stood|bought|"
+    "held|ran|began|brought|became|fought|sat|wrote|drove|quit|hid|can|could|should|never|always"
+)
+
+
+def self_named(text: str, speaker: str) -> str | None:
+    """The words that speak of the speaker by their own name as someone absent, outside quotation marks: the name
+    before one of `_SELF_VERBS` anywhere ("I guess Theo is just tired", said by Theo), or as a sentence's subject
+    before any third-person verb ("... and Shane swore he would never be that man", said by Shane: a member reading
+    their card aloud). The name after a word that is not a joining word ("Mum tells everyone Shane is ...") is
+    reported speech, and passes, unless its verb is one of `_SELF_VERBS`."""
+    plain = unquoted(text)
+    name = re.escape(speaker)
+    m = re.search(rf"(?<![\w']){name}(?: (?:{_ADVERBS}|\w+ly))? (?:{_SELF_VERBS})\b", plain)
+    if m:
+        return m[0]
+    verb = rf"(?:(?:{_ADVERBS}|\w+ly) )?(?:{_TOLD_PAST}|{_THIRD_VERB})"
+    if m := re.search(rf"{_SUBJECT_START}({name}) ({verb})", plain):
+        return f"{m[1]} {m[2]}"
+    return None
+
+
 def _kin_words(case: Case, name: str) -> tuple[str, ...]:
     role = words(case.member(name).role)[:1]
     return _KIN.get(role[0], ()) if role else ()
@@ -547,7 +573,10 @@ _FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "i'll", "my", "mine", "mys
 _SENTENCE_END = re.compile(r"[.!?;]+")
 # Where a sentence's clauses part: "I understand that | your father was absent", "I know | you did three years".
 _CONJUNCTION = r"\b(?:that|and|but|because|when|while|since|after|before|so|if)\b"
-_KNOWING = r"\bI (?:know|understand|realise|realize|remember|think|guess|get|see|believe|heard|hear)\b"
+_KNOWING = (  # "I know ...", "I've heard (about how) ...", "I've been told ...": what follows is said of someone
+    r"\bI(?:'ve| have)? (?:know|understand|realise|realize|remember|think|guess|get|see|believe|heard|hear|noticed|"
+    r"notice|been told|read)\b"
+)
 _CLAUSE_BREAK = re.compile(rf"[:,]+|{_CONJUNCTION}|{_KNOWING}", re.I)
 _PLAIN_BREAK = re.compile(rf"{_CONJUNCTION}|{_KNOWING}", re.I)  # a sentence with no I, my or we: commas keep it
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -683,7 +712,7 @@ def read_line(text: str, speaker: str, addressees: Sequence[str], case: Case, ea
     return RoomReading(
         grounded=grounding(text, speaker, case, earlier),
         counsellor_voice=voice,
-        third_person=third_person(text, speaker, addressees, case, earlier),
+        third_person=third_person(text, speaker, addressees, case, earlier) or self_named(text, speaker),
         echo=f"turn {echo.turn.index} ({echo.turn.speaker}): {echo.how}" if echo else None,
         echo_turn=echo.turn.index if echo else None,
         wrong_address=f"speaks to {name}" if (name := wrong_address(text, speaker, addressees, case)) else None,
