@@ -689,3 +689,41 @@ def test_a_fact_given_away_inside_ive_heard_is_found():
     assert read_line(own, "Niamh", ["Shane"], shane, []).given_away is None
     his = "I've been told you were made redundant from the plant in January, and I'm sorry."
     assert read_line(his, "Niamh", ["Shane"], shane, []).given_away is None
+
+
+PATTERN = "I notice that each time this comes up, voices rise and the same people end up on opposite sides."
+
+
+@pytest.mark.parametrize(
+    ("text", "voice"),
+    [
+        # issue 42 (4)'s carter run: the counsellor's turn 3 in other words (the echo rule needs the same words)
+        ("It feels like every time this comes back up, voices are rising and the same members end up on either side.",
+         "re-says the counsellor's turn 3 in other words (com, end, ris, sam, sid, tim, voic)"),
+        ("Voices rise at home too, and it's always me on my own side.", None),  # an answer in a few of its words
+        ("Yes. Every time this comes up at home, voices rise, and it's me against the rest of them.", None),
+        ("'Opposite sides'? There's one side here, and it's Marcus's.", None),  # its words quoted, to dispute them
+    ],
+)  # fmt: skip
+def test_a_member_re_saying_the_counsellor_in_other_words_speaks_in_its_voice(text, voice):
+    carter = resolve_case("carter-family")
+    earlier = [said(1, "Marcus", "My wife died four years ago, and now there's this new person taking over."),
+               said(2, "Jordan", "I can't imagine being without her.", ("Marcus",)), said(3, "Therapist", PATTERN)]  # fmt: skip
+    assert read_line(text, "Kayla", ["Therapist"], carter, earlier).counsellor_voice == voice
+    assert (FidelityCheck.SPEAKING_AS_OTHER in _checks(carter, text, "Kayla", ("Therapist",), earlier)) is (
+        voice is not None
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "seat"),
+    [
+        ("I feel forced into this. But as the counsellor, I can't ignore that fact.", True),  # lena-and-omar run
+        ("Speaking as your therapist, I think you two need a break.", True),
+        ("As the counsellor said, we keep going round and round.", False),  # the counsellor, referred to
+        ("As a nurse, I've watched overdoses come into my ICU.", False),
+    ],
+)
+def test_a_member_taking_the_counsellors_seat_speaks_in_its_voice(text, seat):
+    lena = resolve_case("lena-and-omar")
+    assert (read_line(text, "Lena", ["Therapist"], lena, []).counsellor_voice is not None) is seat

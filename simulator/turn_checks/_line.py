@@ -13,6 +13,7 @@ from personas.taxonomy import SUPPORTER_NAME
 from simulator.records import FidelityCheck, FidelityFlag, Turn
 from simulator.turn_checks._language import language_switch
 from simulator.turn_checks._room import (
+    counsellor_paraphrase,
     counsellor_phrase,
     echo_of,
     given_away,
@@ -155,6 +156,18 @@ def check_line(
                 "words instead of repeating them",
                 f"turn {echo.turn.index}: {echo.turn.text}",
                 turn=echo.turn.index,
+            )
+        )
+    said = counsellor_paraphrase(text, speaker, turns) if echo is None and phrase is None else None
+    if said is not None:
+        turn, shared = said
+        flags.append(
+            _flag(
+                FidelityCheck.SPEAKING_AS_OTHER,
+                f"it re-says the counsellor's turn {turn.index} in other words ({', '.join(shared)}); say what "
+                f"{speaker} thinks of it, in {speaker}'s own words",
+                f"turn {turn.index}: {turn.text}",
+                turn=turn.index,
             )
         )
     switch = language_switch(text, language)

@@ -11,8 +11,8 @@ member's own role, and does it re-say another speaker's line. Rules over words, 
   of an earlier line of another member that the card grounds (answering what was said about the case).
 - counsellor voice: a counsellor's stock phrase (`counsellor_phrases`: validating, summarising, inviting, "I'm here
   for you", "tell me what happened"), the speaker's own name said as an address ("... made me feel alone, Theo.",
-  said by Theo: a member speaking to themself is speaking from another seat, here the counsellor's), or an echo of a
-  counsellor line.
+  said by Theo: a member speaking to themself is speaking from another seat, here the counsellor's), an echo of a
+  counsellor line, or one of the last three counsellor lines said again in other words (`counsellor_paraphrase`).
 - third person: a line to one member that speaks of them by name ("Theo always says later") or, when the card
   tells their gender, as he/she with no other person in the line it could mean ("Theo. I feel like he's ignoring me"),
   nor, in the lines just before, a person of the card outside the room it could mean (Rohan, a dead son, in
@@ -72,6 +72,8 @@ class RoomLexicon:
     max_other_cards: int
     common_rank: int
     echo_run: int
+    paraphrase_words: int
+    paraphrase_share: float
     min_content_words: int
     ungrounded_min_member_turns: int
     ungrounded_share: float
@@ -89,6 +91,8 @@ def room_lexicon() -> RoomLexicon:
         max_other_cards=int(room["max_other_cards"]),
         common_rank=int(room["common_rank"]),
         echo_run=int(room["echo_run"]),
+        paraphrase_words=int(room["paraphrase_words"]),
+        paraphrase_share=float(room["paraphrase_share"]),
         min_content_words=int(room["min_content_words"]),
         ungrounded_min_member_turns=int(room["ungrounded_min_member_turns"]),
         ungrounded_share=float(room["ungrounded_share"]),
@@ -562,6 +566,39 @@ def _echo_of(text: str, speaker: str, earlier: Sequence[Turn]) -> Echo | None:
     return None
 
 
+def _root(word: str) -> str:
+    """A word cut to what its forms share (rise/rising/rises, voice/voices, side/sides), for telling a paraphrase."""
+    for end in ("ing", "ed", "es", "s", "e"):
+        if len(word) > len(end) + 2 and word.endswith(end):
+            word = word[: -len(end)]
+            break
+    return word[:5]
+
+
+def _said_words(text: str) -> set[str]:
+    """The roots of a line's words that say something: not function words, not one- or two-letter words."""
+    skip = lexicon().function_words
+    return {_root(w) for w in words(unquoted(text)) if w not in skip and len(w) >= 3}
+
+
+def counsellor_paraphrase(text: str, speaker: str, earlier: Sequence[Turn]) -> tuple[Turn, list[str]] | None:
+    """The counsellor line, among the last three, that this member line re-says in other words, with the roots they
+    share: at least `room.paraphrase_words` of them, and at least `room.paraphrase_share` of the counsellor line's.
+    Kayla, after the counsellor's "each time this comes up, voices rise and the same people end up on opposite
+    sides": "every time this comes back up, voices are rising and the same members end up on either side" (issue 42
+    (4)'s carter run; the echo rule, which needs the same words, passed it). A member answering in a few of the
+    counsellor's words ("voices rise at home too") shares too few."""
+    lex = room_lexicon()
+    mine = _said_words(text)
+    counsellor = [t for t in earlier if t.kind == "supporter" and t.text][-3:]
+    for t in reversed(counsellor):
+        theirs = _said_words(t.text)
+        shared = mine & theirs
+        if len(shared) >= lex.paraphrase_words and len(shared) >= lex.paraphrase_share * len(theirs):
+            return t, sorted(shared)
+    return None
+
+
 def echo_of(text: str, speaker: str, earlier: Sequence[Turn]) -> Echo | None:
     """The latest earlier line of another speaker that this line re-says, with how, or None."""
     return _echo_of(text, speaker, earlier)
@@ -709,6 +746,8 @@ def read_line(text: str, speaker: str, addressees: Sequence[str], case: Case, ea
     voice = counsellor_phrase(text) or self_address(text, speaker)
     if voice is None and echo is not None and echo.turn.kind == "supporter":
         voice = f"re-says the counsellor's turn {echo.turn.index}"
+    if voice is None and (said := counsellor_paraphrase(text, speaker, earlier)) is not None:
+        voice = f"re-says the counsellor's turn {said[0].index} in other words ({', '.join(said[1])})"
     return RoomReading(
         grounded=grounding(text, speaker, case, earlier),
         counsellor_voice=voice,
