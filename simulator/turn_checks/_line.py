@@ -158,9 +158,9 @@ def check_line(
                 turn=echo.turn.index,
             )
         )
-    said = counsellor_paraphrase(text, speaker, turns) if echo is None and phrase is None else None
-    if said is not None:
-        turn, shared = said
+    paraphrase = counsellor_paraphrase(text, speaker, turns) if echo is None and phrase is None else None
+    if paraphrase is not None:
+        turn, shared = paraphrase
         flags.append(
             _flag(
                 FidelityCheck.SPEAKING_AS_OTHER,

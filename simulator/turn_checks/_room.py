@@ -458,10 +458,7 @@ def self_named(text: str, speaker: str) -> str | None:
     m = re.search(rf"(?<![\w']){name}(?: (?:{_ADVERBS}|\w+ly))? (?:{_SELF_VERBS})\b", plain)
     if m:
         return m[0]
-    verb = rf"(?:(?:{_ADVERBS}|\w+ly) )?(?:{_TOLD_PAST}|{_THIRD_VERB})"
-    if m := re.search(rf"{_SUBJECT_START}({name}) ({verb})", plain):
-        return f"{m[1]} {m[2]}"
-    return None
+    return _subject_of(plain, (speaker,), rf"(?:(?:{_ADVERBS}|\w+ly) )?(?:{_TOLD_PAST}|{_THIRD_VERB})")
 
 
 def _kin_words(case: Case, name: str) -> tuple[str, ...]:
@@ -469,11 +466,11 @@ def _kin_words(case: Case, name: str) -> tuple[str, ...]:
     return _KIN.get(role[0], ()) if role else ()
 
 
-def _subject_of(text: str, names: Sequence[str]) -> str | None:
+def _subject_of(text: str, names: Sequence[str], verb: str = _THIRD_VERB) -> str | None:
     """`name verb` with the name as a sentence's subject, for any of `names` (case-blind for kin words), or None."""
     for n in names:
         flags = 0 if n[:1].isupper() else re.IGNORECASE
-        if m := re.search(rf"{_SUBJECT_START}({re.escape(n)}) ({_THIRD_VERB})", text, flags):
+        if m := re.search(rf"{_SUBJECT_START}({re.escape(n)}) ({verb})", text, flags):
             return f"{m[1]} {m[2]}"
     return None
 
@@ -567,7 +564,8 @@ def _echo_of(text: str, speaker: str, earlier: Sequence[Turn]) -> Echo | None:
 
 
 def _root(word: str) -> str:
-    """A word cut to what its forms share (rise/rising/rises, voice/voices, side/sides), for telling a paraphrase."""
+    """A word cut to what its forms share (rise/rising/rises, voice/voices, side/sides), for telling a paraphrase;
+    `stem`, which grounding and `given_away` read with, keeps the -ing and -ed that a paraphrase changes."""
     for end in ("ing", "ed", "es", "s", "e"):
         if len(word) > len(end) + 2 and word.endswith(end):
             word = word[: -len(end)]
