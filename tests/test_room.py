@@ -668,6 +668,8 @@ def test_a_frequent_english_word_alone_does_not_ground_a_line_unless_the_card_qu
         ('Dad always said "Shane will end up like me." He was nearly right.', None),  # quoted words
         ("Niamh, Shane's sorry. I'm sorry.", None),  # a possessive, not a subject
         ("Your mother told the whole town Shane lost his job.", None),  # reported after a verb, not a joiner
+        ("Shane gotta stop lying to himself.", "Shane gotta"),  # the whole word, not "got" cut from it
+        ("So Shane got angry and walked out.", "Shane got"),  # a joining word that opens the sentence
     ],
 )
 def test_a_member_speaking_of_themself_by_name_is_in_the_third_person(text, self_named):
@@ -713,6 +715,25 @@ def test_a_member_re_saying_the_counsellor_in_other_words_speaks_in_its_voice(te
     assert (FidelityCheck.SPEAKING_AS_OTHER in _checks(carter, text, "Kayla", ("Therapist",), earlier)) is (
         voice is not None
     )
+
+
+def test_the_audit_and_the_live_check_read_counsellor_voice_alike():
+    """One order decides counsellor voice for the room measure and the re-ask: a line that echoes a member and
+    says the counsellor's line again in other words is in its voice for both (the live check read only the echo)."""
+    carter = resolve_case("carter-family")
+    marcus = "My wife died four years ago, and now there's this new person taking over."
+    earlier = [said(1, "Marcus", marcus), said(2, "Therapist", PATTERN)]
+    both = (
+        "Now there's this new person taking over, he says, and every time this comes back up, voices are rising and "
+        "the same members end up on either side."
+    )
+    r = read_line(both, "Kayla", ["Therapist"], carter, earlier)
+    assert r.echo is not None and r.echo.startswith("turn 1")
+    assert r.counsellor_voice is not None and r.counsellor_voice.startswith("re-says the counsellor's turn 2 in other")
+    flags = check_line(both, speaker="Kayla", case=carter, turns=earlier, addressees=["Therapist"], language="en",
+                       finish_reason="stop")  # fmt: skip
+    assert FidelityCheck.ECHO in [f.check for f in flags]
+    assert any(f.check is FidelityCheck.SPEAKING_AS_OTHER and f.turn == 2 for f in flags)
 
 
 @pytest.mark.parametrize(

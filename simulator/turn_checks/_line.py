@@ -13,11 +13,10 @@ from personas.taxonomy import SUPPORTER_NAME
 from simulator.records import FidelityCheck, FidelityFlag, Turn
 from simulator.turn_checks._language import language_switch
 from simulator.turn_checks._room import (
-    counsellor_paraphrase,
-    counsellor_phrase,
+    CounsellorVoice,
+    counsellor_voices,
     echo_of,
     given_away,
-    self_address,
     self_named,
     third_person,
     wrong_address,
@@ -98,19 +97,9 @@ def check_line(
                 )
             )
             break
-    phrase = counsellor_phrase(text)
-    if phrase:
-        flags.append(
-            _flag(FidelityCheck.SPEAKING_AS_OTHER, f"'{phrase}' is the counsellor's voice, not {speaker}'s", phrase)
-        )
-    if self_address(text, speaker):
-        flags.append(
-            _flag(
-                FidelityCheck.SPEAKING_AS_OTHER,
-                f"{speaker} speaks to {speaker} by name; speak as {speaker}, to the others in the room",
-                speaker,
-            )
-        )
+    echo = echo_of(text, speaker, turns)
+    for voice in counsellor_voices(text, speaker, turns, echo):
+        flags.extend(_voice_flag(voice, speaker))
     said = self_named(text, speaker)  # "Theo always has these lists", said by Theo
     if said:
         flags.append(
@@ -147,7 +136,6 @@ def check_line(
                 clause,
             )
         )
-    echo = echo_of(text, speaker, turns)
     if echo is not None and rep is None:  # a line already flagged as a repeat is recorded, and re-asked, as one
         flags.append(
             _flag(
@@ -156,18 +144,6 @@ def check_line(
                 "words instead of repeating them",
                 f"turn {echo.turn.index}: {echo.turn.text}",
                 turn=echo.turn.index,
-            )
-        )
-    paraphrase = counsellor_paraphrase(text, speaker, turns) if echo is None and phrase is None else None
-    if paraphrase is not None:
-        turn, shared = paraphrase
-        flags.append(
-            _flag(
-                FidelityCheck.SPEAKING_AS_OTHER,
-                f"it re-says the counsellor's turn {turn.index} in other words ({', '.join(shared)}); say what "
-                f"{speaker} thinks of it, in {speaker}'s own words",
-                f"turn {turn.index}: {turn.text}",
-                turn=turn.index,
             )
         )
     switch = language_switch(text, language)
@@ -181,6 +157,38 @@ def check_line(
         if ref:
             flags.append(ref)
     return flags
+
+
+def _voice_flag(voice: CounsellorVoice, speaker: str) -> list[FidelityFlag]:
+    """The flag a counsellor-voice reading raises; none for the echo of a counsellor line, which the echo flag
+    (or the repeat flag) already re-asks."""
+    if voice.how == "phrase":
+        return [
+            _flag(
+                FidelityCheck.SPEAKING_AS_OTHER,
+                f"'{voice.words}' is the counsellor's voice, not {speaker}'s",
+                voice.words,
+            )
+        ]
+    if voice.how == "self_address":
+        return [
+            _flag(
+                FidelityCheck.SPEAKING_AS_OTHER,
+                f"{speaker} speaks to {speaker} by name; speak as {speaker}, to the others in the room",
+                speaker,
+            )
+        ]
+    if voice.how == "paraphrase" and voice.turn is not None:
+        return [
+            _flag(
+                FidelityCheck.SPEAKING_AS_OTHER,
+                f"it re-says the counsellor's turn {voice.turn.index} in other words ({voice.words}); say what "
+                f"{speaker} thinks of it, in {speaker}'s own words",
+                f"turn {voice.turn.index}: {voice.turn.text}",
+                turn=voice.turn.index,
+            )
+        ]
+    return []
 
 
 def _line_cut_off(text: str, finish_reason: str | None) -> str | None:

@@ -435,7 +435,7 @@ _KIN = {
 }
 # A subject at a sentence's start or after a joining word, and a verb after it: the name (or kin word) is spoken of
 # ("Sujin goes back to work at six weeks, ... and then Sujin decides"), not to ("Sujin, ..." is an address).
-_SUBJECT_START = r"(?:^|[.!?;:]\s+|\b(?:and|but|then|so|because|when|while|if|until|that|now)\s+)"
+_SUBJECT_START = r"(?:^|[.!?;:]\s+|\b(?i:and|but|then|so|because|when|while|if|until|that|now)\s+)"
 _THIRD_VERB = rf"(?:(?:{_ADVERBS}|\w+ly) )?(?:{_SELF_VERBS}|[a-z]+[^su\W]s|[a-z]+ed|will|would|won't|wouldn't)\b"
 
 
@@ -443,7 +443,7 @@ _THIRD_VERB = rf"(?:(?:{_ADVERBS}|\w+ly) )?(?:{_SELF_VERBS}|[a-z]+[^su\W]s|[a-z]
 # be that man", the card's sentence said by Shane).
 _TOLD_PAST = (
     "swore|were|went|made|kept|left|lost|took|gave|told|found|got|came|saw|grew|paid|spent|sent|met|stood|bought|"
-    "held|ran|began|brought|became|fought|sat|wrote|drove|quit|hid|can|could|should|never|always"
+    "held|ran|began|brought|became|fought|sat|wrote|drove|quit|hid|can|cannot|could|gotta|gonna|should|never|always"
 )
 
 
@@ -458,7 +458,7 @@ def self_named(text: str, speaker: str) -> str | None:
     m = re.search(rf"(?<![\w']){name}(?: (?:{_ADVERBS}|\w+ly))? (?:{_SELF_VERBS})\b", plain)
     if m:
         return m[0]
-    return _subject_of(plain, (speaker,), rf"(?:(?:{_ADVERBS}|\w+ly) )?(?:{_TOLD_PAST}|{_THIRD_VERB})")
+    return _subject_of(plain, (speaker,), rf"(?:(?:{_ADVERBS}|\w+ly) )?(?:(?:{_TOLD_PAST})\b|{_THIRD_VERB})")
 
 
 def _kin_words(case: Case, name: str) -> tuple[str, ...]:
@@ -602,6 +602,43 @@ def echo_of(text: str, speaker: str, earlier: Sequence[Turn]) -> Echo | None:
     return _echo_of(text, speaker, earlier)
 
 
+@dataclass(frozen=True)
+class CounsellorVoice:
+    """One way a member line speaks in the counsellor's voice: `how` says which (`phrase`, `self_address`, `echo`,
+    `paraphrase`), `words` what shows it (the phrase; the shared roots of a paraphrase), `turn` the counsellor line
+    re-said (echo, paraphrase)."""
+
+    how: str
+    words: str
+    turn: Turn | None = None
+
+    @property
+    def reading(self) -> str:
+        """What the room measure records."""
+        if self.how == "echo" and self.turn is not None:
+            return f"re-says the counsellor's turn {self.turn.index}"
+        if self.how == "paraphrase" and self.turn is not None:
+            return f"re-says the counsellor's turn {self.turn.index} in other words ({self.words})"
+        return self.words
+
+
+def counsellor_voices(text: str, speaker: str, earlier: Sequence[Turn], echo: Echo | None) -> list[CounsellorVoice]:
+    """Every counsellor-voice reading of a member line, in the one order the room measure (its first) and the live
+    re-ask (each as a flag) both read: the counsellor's stock phrase, the speaker's own name said as an address, the
+    echo of a counsellor line (`echo`, `_echo_of`'s reading of the line), and only when none of those holds, a
+    counsellor line said again in other words. An echo of a member does not hide a paraphrase of the counsellor."""
+    found = []
+    if (phrase := counsellor_phrase(text)) is not None:
+        found.append(CounsellorVoice("phrase", phrase))
+    if (address := self_address(text, speaker)) is not None:
+        found.append(CounsellorVoice("self_address", address))
+    if echo is not None and echo.turn.kind == "supporter":
+        found.append(CounsellorVoice("echo", echo.how, echo.turn))
+    if not found and (said := counsellor_paraphrase(text, speaker, earlier)) is not None:
+        found.append(CounsellorVoice("paraphrase", ", ".join(said[1]), said[0]))
+    return found
+
+
 _SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "you're", "you've", "you'd", "you'll"})
 # I, my and we as the one a clause is about; "without a word to me" is still about "you".
 _FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "i'll", "my", "mine", "myself", "we", "we're", "we've", "our"})
@@ -741,14 +778,10 @@ class RoomReading:
 def read_line(text: str, speaker: str, addressees: Sequence[str], case: Case, earlier: Sequence[Turn]) -> RoomReading:
     """All the room measures of one member line, against the turns before it."""
     echo = _echo_of(text, speaker, earlier)
-    voice = counsellor_phrase(text) or self_address(text, speaker)
-    if voice is None and echo is not None and echo.turn.kind == "supporter":
-        voice = f"re-says the counsellor's turn {echo.turn.index}"
-    if voice is None and (said := counsellor_paraphrase(text, speaker, earlier)) is not None:
-        voice = f"re-says the counsellor's turn {said[0].index} in other words ({', '.join(said[1])})"
+    voices = counsellor_voices(text, speaker, earlier, echo)
     return RoomReading(
         grounded=grounding(text, speaker, case, earlier),
-        counsellor_voice=voice,
+        counsellor_voice=voices[0].reading if voices else None,
         third_person=third_person(text, speaker, addressees, case, earlier) or self_named(text, speaker),
         echo=f"turn {echo.turn.index} ({echo.turn.speaker}): {echo.how}" if echo else None,
         echo_turn=echo.turn.index if echo else None,
