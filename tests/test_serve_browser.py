@@ -207,6 +207,13 @@ def test_serve_in_headless_chromium(tmp_path: Path) -> None:
             30,
         )
         calls_line = page.eval("(document.getElementById('live') || {}).textContent || ''")
+        # while the call is held, the sessions table counts the turns the transcript below it already shows
+        page.wait_for(
+            "(function () { var n = document.querySelectorAll('#transcript .turn').length;"
+            " var row = document.querySelector('#session-table tbody tr');"
+            " return n > 0 && row !== null && row.children[7].textContent === String(n); })()",
+            10,
+        )
         shot(page, tmp_path, "live")
         gate.opened.set()
         page.wait_for("document.getElementById('live') === null", 120)

@@ -462,9 +462,11 @@
     if (!D.live_url || D.sessions[i].status !== "running") return; // stopped ones (incomplete) do not grow
     live = new EventSource(D.live_url + encodeURIComponent(D.sessions[i].id));
     live.addEventListener("session", function (ev) {
-      var m = JSON.parse(ev.data), s = D.sessions[i];
-      s.status = m.status === "incomplete" ? "running" : m.status; s.end = m.end; s.turns = m.turns; // it grows: running
+      var m = JSON.parse(ev.data), s = D.sessions[i], status = m.status === "incomplete" ? "running" : m.status;
+      var grew = s.turns !== m.turns || s.status !== status;
+      s.status = status; s.end = m.end; s.turns = m.turns; // it grows: running
       D.details[i] = m.detail;
+      if (grew) renderList(); // the table's row says what the transcript below it shows
       if (state.open === i) showSession(i, m.detail, true);
     });
     live.addEventListener("calls", function (ev) {
