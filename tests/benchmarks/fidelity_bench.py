@@ -52,7 +52,7 @@ async def _run(
     for case_id in cases:
         case = resolve_case(case_id)
         for seed in seeds:
-            sid = f"{case_id}__s{seed}"
+            sid = f"{case.id}__s{seed}"  # a card file's id is its stem
             path = out / "sessions" / f"{sid}.json"
             if path.exists():
                 print(f"{sid}: already there", flush=True)
@@ -131,7 +131,7 @@ def main() -> None:
     r = sub.add_parser("run", help="simulate and save records")
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--threads", type=int, help="llama.cpp threads (default: one per core, at most 8)")
-    r.add_argument("--cases", default=",".join(CASES), help="comma-separated case ids")
+    r.add_argument("--cases", default=",".join(CASES), help="comma-separated case ids or card files")
     r.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds")
     p = sub.add_parser("report", help="measure saved records")
     p.add_argument("folders", type=Path, nargs="+")
