@@ -35,6 +35,7 @@ from simulator.records import (
 )
 from simulator.redact import redact
 from simulator.session_state import (
+    STATE_TYPES,
     SessionConfig,
     SessionState,
     initial_state,
@@ -229,8 +230,10 @@ async def run_session(
     }
     if human:  # interrupts need a checkpointer of its own
         from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-        graph = build_graph(case, client, supporter, config, InMemorySaver())
+        saver = InMemorySaver(serde=JsonPlusSerializer(allowed_msgpack_modules=STATE_TYPES))
+        graph = build_graph(case, client, supporter, config, saver)
     else:
         graph = shared_graph()
         run_config["configurable"][SESSION_NODES] = session_nodes(case, client, supporter, config)

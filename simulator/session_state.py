@@ -5,7 +5,8 @@ the LangGraph state and its reducers, and the seeds derived from it. The engine 
 from __future__ import annotations
 
 import operator
-from typing import Annotated, TypedDict
+from enum import Enum
+from typing import Annotated, TypedDict, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -88,6 +89,32 @@ def merge_safety(left: list[SafetyEvent], right: list[SafetyEvent]) -> list[Safe
     for e in right:
         merged[(e.member, e.signalled_at)] = e
     return sorted(merged.values(), key=lambda e: (e.signalled_at, e.member))
+
+
+def _types_within(*roots: type) -> tuple[type, ...]:
+    """The models and enums reachable from `roots` through their fields' annotations, roots included."""
+    found: dict[type, None] = {}
+    todo = list(roots)
+    while todo:
+        t = todo.pop()
+        if t in found:
+            continue
+        found[t] = None
+        if isinstance(t, type) and issubclass(t, BaseModel):
+            for field in t.model_fields.values():
+                todo.extend(_named_types(field.annotation))
+    return tuple(found)
+
+
+def _named_types(annotation: object) -> list[type]:
+    if isinstance(annotation, type):
+        return [annotation] if issubclass(annotation, BaseModel | Enum) else []
+    return [t for arg in get_args(annotation) for t in _named_types(arg)]
+
+
+# The record types a session's state holds, and those inside them: a checkpointer (human play) revives these and
+# nothing else. LangGraph warns on any type not named, and will refuse them in a later release.
+STATE_TYPES = _types_within(Turn, SupporterDecision, RelationSnapshot, SafetyEvent, EndReason)
 
 
 class SessionState(TypedDict, total=False):

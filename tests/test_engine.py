@@ -362,3 +362,36 @@ def test_a_disclosure_left_out_until_the_last_reask_is_signalled_once_said(coupl
     # the last re-ask starts with the stressor's own words, so the line says it after all and is signalled
     assert directed.text.startswith(opening.strip())
     assert [e.source for e in rec.safety] == ["stressor"]
+
+
+def test_a_played_session_revives_only_record_types_from_its_checkpoints(couple, caplog):
+    """A human-played session pauses at each move, so its state goes through LangGraph's checkpoint serializer.
+    The serializer is told the record types the state holds: they come back as records, and LangGraph has
+    nothing to warn about (it warns on every unnamed type, and will refuse them in a later release)."""
+    import logging
+
+    from simulator.supporters import HumanSupporter
+
+    moves = iter([{"text": "What hurts most, Dana?", "targets": ["Dana"], "strategy": "evoke"}, {"text": ""}])
+
+    async def human_input(payload, record):
+        return next(moves, {"text": ""})
+
+    client = FakeModelClient(default=RoomScript(couple))
+    with caplog.at_level(logging.WARNING, logger="langgraph"):
+        rec = asyncio.run(
+            run_session(
+                couple,
+                HumanSupporter(spec="human:t"),
+                client,
+                SessionConfig(max_turns=3, seed=1),
+                session_id="t",
+                human_input=human_input,
+            )  # fmt: skip
+        )
+    assert rec.status == SessionStatus.COMPLETED
+    assert [(t.decision.text, t.decision.strategy) for t in rec.turns if t.kind == "supporter"] == [
+        ("What hurts most, Dana?", "evoke")
+    ]
+    assert all(isinstance(t, Turn) for t in rec.turns) and rec.end_reason is EndReason.TURN_LIMIT
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("langgraph")] == []
