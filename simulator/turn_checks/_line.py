@@ -98,8 +98,7 @@ def check_line(
             )
             break
     echo = echo_of(text, speaker, turns)
-    for voice in counsellor_voices(text, speaker, turns, echo):
-        flags.extend(_voice_flag(voice, speaker))
+    flags.extend(f for v in counsellor_voices(text, speaker, turns, echo) if (f := _voice_flag(v, speaker)))
     said = self_named(text, speaker)  # "Theo always has these lists", said by Theo
     if said:
         flags.append(
@@ -159,36 +158,27 @@ def check_line(
     return flags
 
 
-def _voice_flag(voice: CounsellorVoice, speaker: str) -> list[FidelityFlag]:
+def _voice_flag(voice: CounsellorVoice, speaker: str) -> FidelityFlag | None:
     """The flag a counsellor-voice reading raises; none for the echo of a counsellor line, which the echo flag
     (or the repeat flag) already re-asks."""
     if voice.how == "phrase":
-        return [
-            _flag(
-                FidelityCheck.SPEAKING_AS_OTHER,
-                f"'{voice.words}' is the counsellor's voice, not {speaker}'s",
-                voice.words,
-            )
-        ]
+        return _flag(FidelityCheck.SPEAKING_AS_OTHER, f"'{voice.words}' is the counsellor's voice, not {speaker}'s",
+                     voice.words)  # fmt: skip
     if voice.how == "self_address":
-        return [
-            _flag(
-                FidelityCheck.SPEAKING_AS_OTHER,
-                f"{speaker} speaks to {speaker} by name; speak as {speaker}, to the others in the room",
-                speaker,
-            )
-        ]
+        return _flag(
+            FidelityCheck.SPEAKING_AS_OTHER,
+            f"{speaker} speaks to {speaker} by name; speak as {speaker}, to the others in the room",
+            speaker,
+        )
     if voice.how == "paraphrase" and voice.turn is not None:
-        return [
-            _flag(
-                FidelityCheck.SPEAKING_AS_OTHER,
-                f"it re-says the counsellor's turn {voice.turn.index} in other words ({voice.words}); say what "
-                f"{speaker} thinks of it, in {speaker}'s own words",
-                f"turn {voice.turn.index}: {voice.turn.text}",
-                turn=voice.turn.index,
-            )
-        ]
-    return []
+        return _flag(
+            FidelityCheck.SPEAKING_AS_OTHER,
+            f"it re-says the counsellor's turn {voice.turn.index} in other words ({voice.words}); say what "
+            f"{speaker} thinks of it, in {speaker}'s own words",
+            f"turn {voice.turn.index}: {voice.turn.text}",
+            turn=voice.turn.index,
+        )
+    return None
 
 
 def _line_cut_off(text: str, finish_reason: str | None) -> str | None:
