@@ -43,6 +43,7 @@ from simulator.turn_checks import (
     room_lexicon,
     session_language,
     softening_cause,
+    whole_line,
 )
 
 MAX_SOFTEN_STEP = 2.0
@@ -318,6 +319,15 @@ def clean_utterance(text: str) -> str:
     return " ".join(text.split())
 
 
+def spoken(c: Completion) -> tuple[str, str, str | None]:
+    """A drawn line as the member says it (`whole_line`): its words, the unfinished words dropped after its last
+    full sentence, and how it ended for the cut-off check. The embedded 1.5B runs past "one or two short
+    sentences" to the length limit; re-asked, it did again, and the draw kept was cut mid-sentence (3 of 12 member
+    lines on issue 42's fresh cards: "... finding a balance that works for"). The dropped words are recorded on
+    the turn (`Turn.dropped`); the call keeps finish_reason `length`."""
+    return whole_line(clean_utterance(c.text), c.call.finish_reason)
+
+
 async def _attempts(
     part: str,
     ask: Callable[[int, Sequence[FidelityFlag]], Awaitable[Completion]],
@@ -580,7 +590,7 @@ async def _ask_line(
 def _check_spoken_line(brief: _TurnBrief, c: Completion) -> list[FidelityFlag]:
     """The fidelity checks on a line, plus: a beat's line must bring up something of the case (`ungrounded`), a
     directed line must say one of `said_if` (`direction_ignored`)."""
-    text, speaker = clean_utterance(c.text), brief.speaker
+    (text, _, finish), speaker = spoken(c), brief.speaker
     flags = check_line(
         text,
         speaker=speaker,
@@ -588,7 +598,7 @@ def _check_spoken_line(brief: _TurnBrief, c: Completion) -> list[FidelityFlag]:
         turns=brief.turns,
         addressees=brief.addressees,
         language=brief.language,
-        finish_reason=c.call.finish_reason,
+        finish_reason=finish,
     )
     if brief.beat is not None and not brief.directive and grounding(text, speaker, brief.case, brief.turns) is None:
         about = ", ".join(brief.beat.words[:4]) or brief.beat.text[:80]
@@ -677,12 +687,14 @@ async def member_turn(
     state_call, state_flags, reasks, inner = await _self_report(brief, reading)
     reply = state_call.parsed
     speak_call, line_flags, line_reasks = await _draw_line(brief, inner, reply.move)
+    text, dropped, _ = spoken(speak_call)
     return Turn(
         index=len(turns) + 1,
         speaker=speaker,
         kind="member",
         addressees=list(addressees),
-        text=clean_utterance(speak_call.text),
+        text=text,
+        dropped=dropped or None,
         inner=inner,
         directive=directive,
         beat=beat if not directive else None,

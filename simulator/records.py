@@ -191,6 +191,11 @@ class Turn(Record):
         default_factory=list, description="Fidelity checks the accepted turn still failed after its re-asks."
     )
     reasks: list[Reask] = Field(default_factory=list, description="Rejected attempts before the accepted one.")
+    dropped: str | None = Field(
+        default=None,
+        description="For member turns: the unfinished words after the line's last full sentence, left out when the "
+        "line hit the length limit (its call's finish_reason stays `length`).",
+    )
 
 
 class EndReason(StrEnum):

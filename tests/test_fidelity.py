@@ -34,6 +34,7 @@ from simulator.turn_checks import (
     overlap,
     room_lexicon,
     session_language,
+    whole_sentences,
 )
 from tests._sim_fakes import RoomScript
 
@@ -429,6 +430,38 @@ def test_a_line_that_still_fails_is_accepted_and_flagged(case):
     assert turn.text == "And she just"  # the later of two equally bad attempts
     assert [f.check for f in turn.flags] == [Check.CUT_OFF] and "length limit" in turn.flags[0].detail
     assert len(turn.reasks) == 1 and turn.reasks[0].text == "I work all day and then"
+
+
+def test_a_line_the_length_limit_cut_after_full_sentences_keeps_them(case):
+    """The 1.5B runs past "one or two short sentences" to the length limit; its full sentences are the line, the
+    unfinished words after them are recorded as dropped, and nothing is re-asked. A cut line with no full sentence
+    of MIN_KEPT_WORDS words is still cut, and re-asked."""
+    long = "I work twelve hours a day at the depot. Nobody here even notices it. And when I get home she just"
+    client = FakeModelClient(replies=[*NEITHER, _state_reply(), FakeReply(long, "length")])
+    turn = play(client, case)
+    assert turn.text == "I work twelve hours a day at the depot. Nobody here even notices it."
+    assert turn.dropped == "And when I get home she just" and turn.flags == [] and turn.reasks == []
+    assert turn.calls[-1].finish_reason == "length" and not client.replies
+    short = FakeReply("No. And when I get home she just", "length")  # "No." alone is too little to be the line
+    client = FakeModelClient(replies=[*NEITHER, _state_reply(), short, "I work all day and nobody sees it."])
+    turn = play(client, case)
+    assert turn.text == "I work all day and nobody sees it." and turn.dropped is None
+    assert [f.check for f in turn.reasks[0].flags] == [Check.CUT_OFF]
+
+
+@pytest.mark.parametrize(
+    ("text", "kept", "dropped"),
+    [
+        ("Mr. Pike took the £9,500 deposit. Then he went", "Mr. Pike took the £9,500 deposit.", "Then he went"),
+        ('She said "no." And then', 'She said "no."', "And then"),
+        ("We married at St. Anne's in 2005. It was", "We married at St. Anne's in 2005.", "It was"),
+        ("What? No! I never", "What? No!", "I never"),
+        ("It cost 1.5 times the quote.", "It cost 1.5 times the quote.", ""),
+        ("I just want to", "", "I just want to"),
+    ],
+)
+def test_whole_sentences_end_at_a_sentence_mark_not_a_title_or_a_decimal(text, kept, dropped):
+    assert whole_sentences(text) == (kept, dropped)
 
 
 def test_the_attempt_with_fewer_failed_checks_is_kept(case):

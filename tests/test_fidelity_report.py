@@ -80,6 +80,25 @@ def test_audit_counts_repeats_flags_and_moves_of_an_old_style_record():
     assert sorted(a.turn_flags) == [2, 3]
 
 
+def test_the_audit_reads_a_line_kept_whole_at_the_length_limit_as_the_engine_did():
+    """A line the length limit stopped, kept to its full sentences, is not cut; a saved line that stops
+    mid-sentence at the limit (a record from before lines were kept whole) still is."""
+    from simulator.llm.types import CallRecord
+
+    case = resolve_case("arjun-and-meera")
+    at_limit = [CallRecord(model="m", role="member", latency_s=0.0, finish_reason="length")]
+    whole = "I sold the motorbike in March. Meera never even asked why."
+    cut = "I found out about the motorbike from his brother, not from him, and now he wants"
+    turns = [
+        Turn(index=1, speaker="Arjun", kind="member", addressees=["Therapist"], text=whole, calls=at_limit,
+             dropped="And she"),
+        Turn(index=2, speaker="Meera", kind="member", addressees=["Therapist"], text=cut, calls=at_limit),
+    ]  # fmt: skip
+    rec = SessionRecord(session_id="x", case=case, supporter="silent", models={}, seed=1, max_turns=2, turns=turns)
+    a = audit_record(rec)
+    assert a.flag_counts == {"cut_off": 1} and sorted(a.turn_flags) == [2]
+
+
 def test_insider_vs_tracker_gap_comes_from_the_record():
     case = resolve_case("arjun-and-meera")
     calm = {"person": "Arjun", "emotion": "calm", "intensity": 2}

@@ -38,7 +38,15 @@ from simulator.members import state_word_caps
 from simulator.records import FidelityCheck, FidelityFlag, SessionRecord, Turn
 from simulator.runfolder import RunFolder, RunFolderError
 from simulator.supporters import SilentSupporter
-from simulator.turn_checks import LEGACY_CHAR_CAPS, REPEATS, check_line, check_state, read_line, session_language
+from simulator.turn_checks import (
+    LEGACY_CHAR_CAPS,
+    REPEATS,
+    check_line,
+    check_state,
+    read_line,
+    session_language,
+    whole_line,
+)
 
 FIDELITY_SCHEMA_VERSION = 2  # 2: turn-taking beside RESCUE (fields added; version-1 reports still load)
 # Self-softening (mean of the drop in intensity and the drop in tension, in 0-10 points, first to last
@@ -242,9 +250,9 @@ class FidelityReport(Record):
 def audit_turn(turn: Turn, earlier: Sequence[Turn], record: SessionRecord, language: str) -> list[FidelityFlag]:
     """The per-turn checks, applied after the fact to one saved member turn."""
     case = record.case
-    finish = turn.calls[-1].finish_reason if turn.calls else None
+    text, _, finish = whole_line(turn.text, turn.calls[-1].finish_reason if turn.calls else None)
     flags = check_line(
-        turn.text,
+        text,
         speaker=turn.speaker,
         case=case,
         turns=earlier,

@@ -47,6 +47,7 @@ from simulator.turn_checks._line import (
     false_reference,
     repeat_of,
     tagged_speaker,
+    whole_line,
 )
 from simulator.turn_checks._reask import (
     FAULTING,
@@ -94,6 +95,7 @@ from simulator.turn_checks._text import (
     lexicon,
     overlap,
     trigrams,
+    whole_sentences,
     words,
 )
 
@@ -149,5 +151,7 @@ __all__ = [
     "tagged_speaker",
     "trigrams",
     "unearned_softening",
+    "whole_line",
+    "whole_sentences",
     "words",
 ]

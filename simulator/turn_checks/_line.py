@@ -28,6 +28,7 @@ from simulator.turn_checks._text import (
     _tag,
     lexicon,
     overlap,
+    whole_sentences,
     words,
 )
 
@@ -179,6 +180,23 @@ def _voice_flag(voice: CounsellorVoice, speaker: str) -> FidelityFlag | None:
             turn=voice.turn.index,
         )
     return None
+
+
+# A line the length limit cut keeps its full sentences when they say this much: shorter, it is cut.
+MIN_KEPT_WORDS = 4
+
+
+def whole_line(text: str, finish_reason: str | None) -> tuple[str, str, str | None]:
+    """A member line as said, the unfinished words after its last full sentence, and how it ended for the cut-off
+    check: a line the length limit stopped is its full sentences, when they have MIN_KEPT_WORDS words, and ended
+    (`stop`); otherwise it is what was drawn, ended as it was. The engine keeps what this keeps, and the audit,
+    reading the kept line with its call's `length`, finds it whole as the engine did."""
+    if finish_reason != "length":
+        return text, "", finish_reason
+    kept, dropped = whole_sentences(text)
+    if len(words(kept)) < MIN_KEPT_WORDS:
+        return text, "", finish_reason
+    return kept, dropped, "stop"
 
 
 def _line_cut_off(text: str, finish_reason: str | None) -> str | None:

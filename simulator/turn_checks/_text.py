@@ -80,6 +80,23 @@ def unquoted(text: str) -> str:
     return _QUOTED.sub(" ", text.replace("\u2019", "'"))
 
 
+# A sentence's end: its mark, any closing quote or bracket, then a space or the end. A title ("Mr.", "St.") or an
+# initial ("J.") ends nothing.
+_SENTENCE_MARK = re.compile(
+    r"(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bDr)(?<!\bSt)(?<!\bMt)(?<!\bJr)(?<!\bSr)(?<!\bvs)(?<!\b[A-Z])"
+    r"(?:[!?…]+|\.+)['\"’”)]*(?=\s|$)"
+)
+
+
+def whole_sentences(text: str) -> tuple[str, str]:
+    """The text up to the end of its last full sentence, and the unfinished words after it ("" when it ends on
+    one; the whole text after "" when it has no full sentence)."""
+    ends = [m.end() for m in _SENTENCE_MARK.finditer(text)]
+    if not ends:
+        return "", text.strip()
+    return text[: ends[-1]].strip(), text[ends[-1] :].strip()
+
+
 def words(text: str) -> list[str]:
     """Lower-cased words (letters and digits, inner apostrophes kept)."""
     return [w.replace("’", "'") for w in _WORD.findall(text.lower())]
