@@ -88,7 +88,7 @@ def test_the_audit_reads_a_line_kept_whole_at_the_length_limit_as_the_engine_did
     case = resolve_case("arjun-and-meera")
     at_limit = [CallRecord(model="m", role="member", latency_s=0.0, finish_reason="length")]
     whole = "I sold the motorbike in March. Meera never even asked why."
-    cut = "I found out about the motorbike from his brother, not from him, and now he wants"
+    cut = "I found out about the motorbike from his brother. Not from him, and now he wants"  # saved before
     turns = [
         Turn(index=1, speaker="Arjun", kind="member", addressees=["Therapist"], text=whole, calls=at_limit,
              dropped="And she"),

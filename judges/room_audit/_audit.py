@@ -250,9 +250,12 @@ class FidelityReport(Record):
 def audit_turn(turn: Turn, earlier: Sequence[Turn], record: SessionRecord, language: str) -> list[FidelityFlag]:
     """The per-turn checks, applied after the fact to one saved member turn."""
     case = record.case
-    text, _, finish = whole_line(turn.text, turn.calls[-1].finish_reason if turn.calls else None)
+    finish = turn.calls[-1].finish_reason if turn.calls else None
+    _, dropped, whole = whole_line(turn.text, finish)
+    if not dropped:  # the saved line is its full sentences, as the engine keeps a line the limit stopped
+        finish = whole
     flags = check_line(
-        text,
+        turn.text,
         speaker=turn.speaker,
         case=case,
         turns=earlier,
