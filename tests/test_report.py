@@ -215,3 +215,21 @@ def test_report_sessions_have_addresses_a_played_session_runs_and_an_unscored_su
         errors = page.errors()
         page.close()
     assert errors == []
+
+
+def test_a_line_kept_whole_at_the_length_limit_shows_what_it_left_out() -> None:
+    """The session view shows the unfinished words a member line dropped at the length limit (`Turn.dropped`), as
+    data the page writes as text."""
+    from judges.report._data import record_detail
+    from personas.library import resolve_case
+    from simulator.records import SessionRecord, Turn
+
+    case = resolve_case("dana-and-theo")
+    turns = [
+        Turn(index=1, speaker="Dana", kind="member", addressees=["Theo"], text="You were late again.",
+             dropped="And <b>then</b> you"),
+        Turn(index=2, speaker="Theo", kind="member", addressees=["Dana"], text="I was at work."),
+    ]  # fmt: skip
+    rec = SessionRecord(session_id="x", case=case, supporter="silent", models={}, seed=1, max_turns=2, turns=turns)
+    shown = record_detail(rec).model_dump(mode="json")["turns"]
+    assert shown[0]["dropped"] == "And <b>then</b> you" and "dropped" not in shown[1]

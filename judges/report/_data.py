@@ -144,6 +144,8 @@ def _turn(t, room: RoomTurn | None = None) -> dict[str, Any]:  # simulator.recor
         }
     if t.beat is not None:
         out["beat"] = f"{t.beat.kind}: {t.beat.text}"
+    if t.dropped:
+        out["dropped"] = t.dropped
     if t.inner is not None:
         out["inner"] = {
             "emotion": t.inner.emotion,

@@ -552,6 +552,7 @@
         el("div", { "class": "text" }, marked(t.text, quotes[t.i] || [], t.i)));
       if (t.dec) box.appendChild(decisionLine(t.dec));
       if (t.room) box.appendChild(roomLine(t.room));
+      if (t.dropped) box.appendChild(el("div", { "class": "room", text: "stopped at the length limit; the unfinished words left out: " + t.dropped }));
       (facts[t.i] || []).forEach(function (f) { box.appendChild(el("div", { "class": "fact " + f.kind, text: f.kind + ": " + f.text })); });
       if (state.showInner && (t.inner || t.directive || t.beat)) box.appendChild(innerBox(t.inner, t.directive, t.beat));
       tr.appendChild(box);
