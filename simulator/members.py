@@ -547,15 +547,6 @@ def voice_examples() -> tuple[str, ...]:
     return tuple(str(x) for x in data.get("examples") or ())
 
 
-def voice_line(language: str) -> str:
-    """The examples as a line of the prompt; an English session only (they are English, and a session in another
-    language must not be pulled towards it)."""
-    if language != "en" or not voice_examples():
-        return ""
-    shown = " / ".join(f'"{x}"' for x in voice_examples())
-    return f"\nHow people in rooms like this sound (other people, for the tone only; never use their words): {shown}"
-
-
 def _speak_instructions(brief: _TurnBrief, inner: InnerState, move: str) -> str:
     """The line's instructions: the sheet, how the member feels and the move it picked, then the stage direction,
     or the director's beat when no stressor directs the turn."""
@@ -574,7 +565,7 @@ def _speak_instructions(brief: _TurnBrief, inner: InnerState, move: str) -> str:
         move=move,
         addressee=brief.to,
         language=LANGUAGE_NAMES.get(brief.language, brief.language),
-        examples=voice_line(brief.language),
+        examples=" / ".join(f'"{x}"' for x in voice_examples()),
     )
     return brief.sheet + "\n\n" + speak + direction
 
