@@ -539,14 +539,6 @@ async def _self_report(
     return state_call, state_flags, reasks, inner
 
 
-@functools.cache
-def voice_examples() -> tuple[str, ...]:
-    """Lines in a member's voice, for the tone only (personas/prompts/member_voice.yaml): shown with every line
-    prompt, and never to be copied (they are in every line's `avoid`)."""
-    data = yaml.safe_load((PROMPTS_DIR / "member_voice.yaml").read_text(encoding="utf-8")) or {}
-    return tuple(str(x) for x in data.get("examples") or ())
-
-
 def _speak_instructions(brief: _TurnBrief, inner: InnerState, move: str) -> str:
     """The line's instructions: the sheet, how the member feels and the move it picked, then the stage direction,
     or the director's beat when no stressor directs the turn."""
@@ -565,7 +557,6 @@ def _speak_instructions(brief: _TurnBrief, inner: InnerState, move: str) -> str:
         move=move,
         addressee=brief.to,
         language=LANGUAGE_NAMES.get(brief.language, brief.language),
-        examples=" / ".join(f'"{x}"' for x in voice_examples()),
     )
     return brief.sheet + "\n\n" + speak + direction
 
@@ -584,7 +575,7 @@ async def _ask_line(
             instructions=_with_reask(instructions, flags),
             prefill=f'{brief.speaker} (to {brief.to}): "{start}',
             stop=('"', "\n"),
-            avoid=(*repeated_texts(flags, brief.turns), *room_lexicon().counsellor_avoid, *voice_examples()),
+            avoid=(*repeated_texts(flags, brief.turns), *room_lexicon().counsellor_avoid),
         ),
         role="member",
         max_tokens=72,

@@ -22,7 +22,6 @@ from simulator.members import (
     member_turn,
     state_schema,
     state_word_caps,
-    voice_examples,
 )
 from simulator.records import FidelityCheck, SessionRecord, Turn
 from simulator.session_state import SessionConfig
@@ -408,11 +407,9 @@ def test_a_repeated_line_is_reasked_with_the_earlier_line_to_avoid(case):
     assert turn.reasks[0].flags[0].turn == 1
     # every line avoids the counsellor's stock phrases (issue 42); a re-asked repeat puts the repeated line first,
     # then every other earlier line: kept from one, the model copied another
-    # ... and the lines shown for a member's tone (personas/prompts/member_voice.yaml), which it may not copy either
-    voice = (*room_lexicon().counsellor_avoid, *voice_examples())
-    assert "I'm here for you" in voice and "Oh, here we go again." in voice
+    voice = room_lexicon().counsellor_avoid
+    assert voice and "I'm here for you" in voice
     assert client.calls[4].prompt.avoid == voice
-    assert all(x in client.calls[4].prompt.instructions for x in voice_examples())
     assert client.calls[5].prompt.avoid == (repeat, EARLIER[1].text, *voice)
     # other failures name no earlier line to avoid
     client = FakeModelClient(replies=[*NEITHER, _state_reply(), FakeReply("I work all day and", "length"), "Fine."])
