@@ -19,7 +19,8 @@ new records are measured alike. Thresholds are module constants, documented here
 - cut off: the call stopped at its token limit (`finish_reason == "length"`); a field that ends on a dangling word
   ("remained a") or a comma, or that used every word its schema allows (the grammar ended it, so a full stop
   there proves nothing); a line without closing punctuation when
-  the finish reason is unknown.
+  the finish reason is unknown. A member line the limit stopped after a full sentence of MIN_KEPT_WORDS words is
+  kept as its full sentences and is not cut (`whole_line`; the rest is `Turn.dropped`).
 - false reference: "you mentioned X" to the counsellor when the counsellor never spoke, or never said anything
   like X.
 - unearned softening: a softening move (personas.taxonomy.SOFTENING_MOVES) needs a supporter turn since the
