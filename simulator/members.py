@@ -677,7 +677,7 @@ async def member_turn(
         opening=opening,
         beat=beat,
         previous=previous,
-        context=shared_context(case, turns, window),
+        context=shared_context(case, turns, window, codebook=False),
         sheet=member_sheet(member, previous),
         language=session_language(case),
     )

@@ -14,14 +14,19 @@ from simulator.turn_checks._text import unquoted
 DEFAULT_WINDOW = 16  # turns of transcript shown to models; older turns are summarised by count
 
 
-def case_context(case: Case) -> str:
+_CODEBOOK = "\n\nCodebook ("  # where personas/prompts/case_context.md's codebook begins
+
+
+def case_context(case: Case, *, codebook: bool = True) -> str:
     """What everyone in the room knows, plus the RESCUE codebook for the supporter and the observer.
 
-    It is identical for every role, so it heads every prompt and is processed once per session (llama.cpp's
-    prefix cache, hosted providers' prompt caching); role-specific text comes after the transcript.
+    It heads every prompt and is processed once per session per form (llama.cpp's prefix cache, hosted
+    providers' prompt caching); role-specific text comes after the transcript. Members get it without the
+    codebook (`codebook=False`): the support strategies at the head of a 1.5B member's prompt are the counsellor's
+    vocabulary, and "the people in the room never see it" did not keep it out of their lines (issue 42 (8)).
     """
     people = ", ".join(f"{m.name} ({m.role}{f', {m.age}' if m.age is not None else ''})" for m in case.members)
-    return render_prompt(
+    context = render_prompt(
         "case_context",
         group_kind="couples" if case.group == "couple" else "family",
         setting=case.setting,
@@ -31,6 +36,7 @@ def case_context(case: Case) -> str:
         patterns=_codebook(patterns_for(case.group)),
         strategies=_codebook(strategies_for(case.group)),
     )
+    return context if codebook else context.split(_CODEBOOK, 1)[0]
 
 
 def _codebook(labels: dict[str, str]) -> str:
@@ -58,8 +64,8 @@ def render_transcript(turns: Sequence[Turn], window: int = DEFAULT_WINDOW) -> st
     return "\n".join(lines) if lines else "(the session is just starting; nobody has spoken yet)"
 
 
-def shared_context(case: Case, turns: Sequence[Turn], window: int = DEFAULT_WINDOW) -> str:
-    return f"{case_context(case)}\n\nTranscript so far:\n{render_transcript(turns, window)}"
+def shared_context(case: Case, turns: Sequence[Turn], window: int = DEFAULT_WINDOW, *, codebook: bool = True) -> str:
+    return f"{case_context(case, codebook=codebook)}\n\nTranscript so far:\n{render_transcript(turns, window)}"
 
 
 def last_line(turns: Sequence[Turn]) -> str:

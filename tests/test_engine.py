@@ -395,3 +395,18 @@ def test_a_played_session_revives_only_record_types_from_its_checkpoints(couple,
     ]
     assert all(isinstance(t, Turn) for t in rec.turns) and rec.end_reason is EndReason.TURN_LIMIT
     assert [r.getMessage() for r in caplog.records if r.name.startswith("langgraph")] == []
+
+
+def test_members_never_see_the_codebook_the_counsellor_and_observer_do(couple):
+    """The RESCUE codebook (relation patterns, support strategies) heads the counsellor's and the observer's
+    prompts; a member's prompts open on the same case without it (issue 42 (8): the counsellor's vocabulary at the
+    head of a 1.5B member's prompt)."""
+    client = FakeModelClient(default=RoomScript(couple))
+    run(couple, model_supporter(client), client, max_turns=2, seed=1, tracker_every=1)
+    by_role = {}
+    for call in client.calls:
+        by_role.setdefault(call.role, []).append(call.prompt.context)
+    assert set(by_role) >= {"member", "supporter", "tracker"}
+    assert all("Support strategies:" not in c for c in by_role["member"])
+    assert sum("Why they came:" in c for c in by_role["member"]) >= 4  # each member line and self-report
+    assert all("Support strategies:" in c for r in ("supporter", "tracker") for c in by_role[r])
