@@ -189,6 +189,6 @@ def beat_direction(beat: Beat, speaker: str, addressees: Sequence[str], members:
         "secret": f"let slip or hint at what {speaker} has kept back: {beat.text}",
     }[beat.kind]
     return (
-        f"In this line to {to}, {what}.{whose} The notes speak of {speaker} by name; {speaker} says it of themself "
+        f"In this line to {to}, {what.rstrip('.')}.{whose} The notes speak of {speaker} by name; {speaker} says it of themself "
         f"with 'I' and 'my', and says 'you' to {to}. One or two short sentences."
     )

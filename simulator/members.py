@@ -38,6 +38,7 @@ from simulator.turn_checks import (
     check_line,
     check_state,
     grounding,
+    read_out,
     reask_note,
     repeated_texts,
     room_lexicon,
@@ -600,6 +601,20 @@ def _check_spoken_line(brief: _TurnBrief, c: Completion) -> list[FidelityFlag]:
         language=brief.language,
         finish_reason=finish,
     )
+    direction = (
+        beat_direction(brief.beat, speaker, brief.addressees, brief.case.member_names)
+        if brief.beat is not None and not brief.directive
+        else None
+    )
+    if direction is not None and (said := read_out(text, direction, brief.beat.text)):
+        flags.append(
+            FidelityFlag(
+                check=FidelityCheck.COPIED_TAG,
+                detail=f"the line reads out its private stage direction ('{said}'); say only what {speaker} "
+                f"would say to {brief.to}",
+                evidence=text[:120],
+            )
+        )
     if brief.beat is not None and not brief.directive and grounding(text, speaker, brief.case, brief.turns) is None:
         about = ", ".join(brief.beat.words[:4]) or brief.beat.text[:80]
         flags.append(

@@ -22,7 +22,7 @@ from simulator.members import FAULT_REASKS, member_turn
 from simulator.records import FaultKind, FidelityCheck, SessionRecord, Turn
 from simulator.session_state import SessionConfig
 from simulator.supporters import SilentSupporter
-from simulator.turn_checks import check_line, member_facts, read_line
+from simulator.turn_checks import check_line, member_facts, read_line, read_out
 from simulator.view import build_view
 from tests._sim_fakes import RoomScript
 
@@ -425,6 +425,25 @@ def test_a_beat_reaches_only_its_member_and_an_ungrounded_line_is_reasked_with_i
     assert f"what Dana has kept back: {beat.text}" in line_calls[0].prompt.instructions
     assert "what Dana has kept back" not in state_call.prompt.instructions + state_call.prompt.context
     assert "nothing of Dana's own situation" in line_calls[1].prompt.instructions
+
+
+def test_a_line_that_reads_out_its_stage_direction_is_reasked(dana):
+    """Issue 42 (9): Eleni said her direction aloud ("The notes speak of Eleni by name; I say it of themself with
+    'I' and 'my'"). The card's words the direction hands over may be said; its own wording may not."""
+    beat = next(b for b in card_beats(dana, "Dana") if b.kind == "fact" and not b.text.startswith("Dana"))
+    direction = beat_direction(beat, "Dana", ["Theo"], dana.member_names)
+    assert ".." not in direction
+    assert (
+        read_out("The notes speak of Dana by name, and I feel it.", direction, beat.text) == "the notes speak of dana"
+    )
+    assert read_out(beat.text, direction, beat.text) is None
+    assert read_out("You took the promotion and I eat alone until nine.", direction, beat.text) is None
+    leaked = "The notes speak of Dana by name; I say it of themself with 'I' and 'my'."
+    grounded = "You took the promotion and I eat alone until nine."
+    client = FakeModelClient(default=_lines_then_script([leaked, grounded], RoomScript(dana)))
+    turn = asyncio.run(member_turn(client, dana, [], "Dana", ["Theo"], seed=5, window=16, beat=beat))
+    assert turn.text == grounded and turn.flags == []
+    assert [f.check for r in turn.reasks if r.part == "line" for f in r.flags][:1] == [FidelityCheck.COPIED_TAG]
 
 
 def test_of_two_drawn_lines_the_one_that_makes_no_fault_is_kept(dana):
