@@ -601,12 +601,12 @@ def _check_spoken_line(brief: _TurnBrief, c: Completion) -> list[FidelityFlag]:
         language=brief.language,
         finish_reason=finish,
     )
-    direction = (
-        beat_direction(brief.beat, speaker, brief.addressees, brief.case.member_names)
+    scaffold = (  # the direction's own wording: the card's words it hands over left out
+        beat_direction(brief.beat.model_copy(update={"text": "..."}), speaker, brief.addressees, ())
         if brief.beat is not None and not brief.directive
         else None
     )
-    if direction is not None and (said := read_out(text, direction, brief.beat.text)):
+    if scaffold is not None and (said := read_out(text, scaffold)):
         flags.append(
             FidelityFlag(
                 check=FidelityCheck.COPIED_TAG,

@@ -431,13 +431,14 @@ def test_a_line_that_reads_out_its_stage_direction_is_reasked(dana):
     """Issue 42 (9): Eleni said her direction aloud ("The notes speak of Eleni by name; I say it of themself with
     'I' and 'my'"). The card's words the direction hands over may be said; its own wording may not."""
     beat = next(b for b in card_beats(dana, "Dana") if b.kind == "fact" and not b.text.startswith("Dana"))
-    direction = beat_direction(beat, "Dana", ["Theo"], dana.member_names)
-    assert ".." not in direction
-    assert (
-        read_out("The notes speak of Dana by name, and I feel it.", direction, beat.text) == "the notes speak of dana"
-    )
-    assert read_out(beat.text, direction, beat.text) is None
-    assert read_out("You took the promotion and I eat alone until nine.", direction, beat.text) is None
+    assert ".." not in beat_direction(beat, "Dana", ["Theo"], dana.member_names)
+    scaffold = beat_direction(beat.model_copy(update={"text": "..."}), "Dana", ["Theo"])
+    assert read_out("The notes speak of Dana by name, and I feel it.", scaffold) == "the notes speak of dana"
+    assert read_out(beat.text, scaffold) is None  # the card's words it hands over may be said
+    assert read_out("You took the promotion and I eat alone until nine.", scaffold) is None
+    grievance = next(b for b in card_beats(dana, "Dana") if b.kind == "grievance")  # "about Theo: he has chosen ..."
+    said = grievance.text.removeprefix("about Theo: ").replace("he has", "you have").replace("her", "me")
+    assert read_out(said, beat_direction(grievance.model_copy(update={"text": "..."}), "Dana", ["Theo"])) is None
     leaked = "The notes speak of Dana by name; I say it of themself with 'I' and 'my'."
     grounded = "You took the promotion and I eat alone until nine."
     client = FakeModelClient(default=_lines_then_script([leaked, grounded], RoomScript(dana)))

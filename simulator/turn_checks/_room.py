@@ -511,15 +511,14 @@ def _longest_run(a: Sequence[str], b: Sequence[str]) -> int:
 DIRECTION_RUN = 5  # words in a row of a stage direction's own wording (not the card's) that read it out
 
 
-def read_out(text: str, direction: str, card_text: str) -> str | None:
+def read_out(text: str, scaffold: str) -> str | None:
     """The words of a private stage direction a line reads out, if it has DIRECTION_RUN in a row of the
-    direction's own wording (the card's words it hands over may be said): issue 42 (9), Eleni said "The notes
-    speak of Eleni by name; I say it of themself with 'I' and 'my', and say 'you' to Therapist"."""
-    scaffold = words(direction.replace(card_text, " ... ")) if card_text else words(direction)
-    line = words(text)
+    direction's own wording (`scaffold`: the direction with the card's words left out, which may be said): issue
+    42 (9), Eleni said "The notes speak of Eleni by name; I say it of themself with 'I' and 'my'"."""
+    line, own = words(text), words(scaffold)
     for n in range(len(line) - DIRECTION_RUN + 1):
         run = line[n : n + DIRECTION_RUN]
-        if _longest_run(run, scaffold) == DIRECTION_RUN:
+        if _longest_run(run, own) == DIRECTION_RUN:
             return " ".join(run)
     return None
 
