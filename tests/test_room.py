@@ -59,10 +59,23 @@ def test_grounding_needs_something_of_this_case(dana, speaker, to, text, grounde
     assert (read_line(text, speaker, [to], dana, []).grounded is not None) is grounded
 
 
-def test_a_word_another_member_said_grounds_the_answer(dana):
+def test_a_word_another_member_said_does_not_ground_the_answer_alone(dana):
+    """Read against blind labels (issue 42 (10)), a line that shared a word with another member's grounded line
+    was the member's own case 0 times in 15: the card's words ground a line, not the other member's."""
     earlier = [said(1, "Dana", "You missed my mother's birthday for a shipment in Doncaster.", ("Theo",))]
     r = read_line("The Doncaster shipment was the one night I couldn't move.", "Theo", ["Dana"], dana, earlier)
-    assert r.grounded is not None and "doncaster" in r.grounded.lower()
+    assert r.grounded is None
+    r = read_line("The Doncaster shipment came the week of the promotion and the IVF.", "Theo", ["Dana"], dana, earlier)
+    assert r.grounded is not None and "doncaster" not in r.grounded.lower()
+
+
+def test_a_frequent_word_does_not_ground_a_line_through_a_rarer_form_on_the_card(dana):
+    """Issue 42 (10): English's most frequent words were kept out of the card's words but not the line's, so
+    "remember" in a line matched the card's "remembered". Dana's card has "promotion" and "missed"-forms: the
+    frequent "promote" and "missed" alone ground nothing, "promotion" does."""
+    assert read_line("I never wanted to promote anything.", "Dana", ["Theo"], dana, []).grounded is None
+    assert read_line("I just feel like I missed something.", "Dana", ["Theo"], dana, []).grounded is None
+    assert read_line("I missed the promotion party.", "Dana", ["Theo"], dana, []).grounded == "card: promotion"
 
 
 @pytest.mark.parametrize(
@@ -451,7 +464,7 @@ def test_of_two_drawn_lines_the_one_that_makes_no_fault_is_kept(dana):
     # README command 1: Dana's first draw was in role but ungrounded, the re-ask spoke to Theo by name in a line to
     # the counsellor; one flag each, and the later was kept, making the session a simulator fault
     generic = "I just feel so alone all the time."
-    wrong = "I missed you too, Theo. I feel like I've been left alone again."
+    wrong = "I missed you too, Theo. Since the promotion I eat alone every night."
     beat = next(b for b in card_beats(dana, "Dana") if b.kind == "fact")
     client = FakeModelClient(default=_lines_then_script([generic, wrong], RoomScript(dana)))
     turn = asyncio.run(member_turn(client, dana, [], "Dana", ["Therapist"], seed=5, window=16, beat=beat))

@@ -43,7 +43,7 @@ def _flags(per100: dict[str, float]) -> str:
 RUNS_NOTE = (
     "repeats: member turns repeating an earlier turn (verbatim + near-duplicate); re-asked: member turns with a "
     "part re-asked after failed checks; grounded: member turns that bring something of their own case (the card's "
-    "facts, people, grievances, or what another member said of them); counsellor voice: turns speaking as a therapist"
+    "facts, people, grievances; an upper bound, see judges/README.md); counsellor voice: turns speaking as a therapist"
     " would (by the phrases and moves the rule knows: a lower bound, see judges/README.md); third person: turns "
     "speaking of their addressee, or of the speaker by name, as someone absent; wrong address: turns speaking by name"
     " to a member the line is not to; fact given away: turns telling the speaker's own card fact as the listener's or"
