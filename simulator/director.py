@@ -138,7 +138,7 @@ def choose_beat(case: Case, turns: Sequence[Turn], speaker: str, seed: int) -> B
     last = turns[-1] if turns else None
     if last is not None and last.kind == "member" and last.speaker != speaker:
         about = speaker in last.addressees or _names(last.text, speaker)
-        grounded = grounding(last.text, last.speaker, case, turns[:-1])
+        grounded = grounding(last.text, case)
         if about and grounded:
             return Beat(
                 kind="reply",

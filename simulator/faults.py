@@ -297,16 +297,16 @@ def _delivery_fault(record: SessionRecord) -> list[SimulatorFault]:
 def _grounding_fault(record: SessionRecord) -> list[SimulatorFault]:
     """Session-wide: members who kept off their own case (simulator.turn_checks.grounding) on too many lines."""
     lex = room_lexicon()
-    lines = [(i, t) for i, t in enumerate(record.turns) if t.kind == "member" and t.text.strip()]
+    lines = [t for t in record.turns if t.kind == "member" and t.text.strip()]
     # only rooms the director played: a record made before it keeps the faults it was scored with (its grounding
     # is still measured and shown by the fidelity audit)
-    if not any(t.beat is not None for _, t in lines) or len(lines) < lex.ungrounded_min_member_turns:
+    if not any(t.beat is not None for t in lines) or len(lines) < lex.ungrounded_min_member_turns:
         return []
-    grounded = [t for i, t in lines if grounding(t.text, t.speaker, record.case, record.turns[:i])]
+    grounded = [t for t in lines if grounding(t.text, record.case)]
     share = len(grounded) / len(lines)
     if share >= lex.ungrounded_share:
         return []
-    first = next(t for _, t in lines if t not in grounded)
+    first = next(t for t in lines if t not in grounded)
     return [
         SimulatorFault(
             kind=FaultKind.UNGROUNDED_ROOM,

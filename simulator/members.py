@@ -615,7 +615,7 @@ def _check_spoken_line(brief: _TurnBrief, c: Completion) -> list[FidelityFlag]:
                 evidence=text[:120],
             )
         )
-    if brief.beat is not None and not brief.directive and grounding(text, speaker, brief.case, brief.turns) is None:
+    if brief.beat is not None and not brief.directive and grounding(text, brief.case) is None:
         about = ", ".join(brief.beat.words[:4]) or brief.beat.text[:80]
         flags.append(
             FidelityFlag(

@@ -214,13 +214,13 @@ def _owned_persons(text: str) -> list[str]:
     return [m.group(1).lower() for m in _OWNED.finditer(text.replace("\u2019", "'"))]
 
 
-def grounding(text: str, speaker: str, case: Case, earlier: Sequence[Turn] = ()) -> str | None:
+def grounding(text: str, case: Case) -> str | None:
     """Why the line is grounded in this case (the words that show it), or None when it brings nothing of it: a
     word specific to the card that is not one of English's most frequent (unless the card quotes it); two words
     of one card item; a person of the card said as someone's. Read against blind labels (issue 42 (10) in
     tests/benchmarks/README.md), a frequent word matched through a rarer form on the card ("remember" for the
     card's "remembered") and a word shared with another member's grounded line (own case 0 times in 15) said
-    yes where the line was not the member's case; neither grounds a line now. `earlier` is kept for callers."""
+    yes where the line was not the member's case; neither grounds a line now, so no earlier line is read."""
     cw = case_words(case)
     lex = room_lexicon()
     ws = content_words(text, case.member_names)
@@ -780,7 +780,7 @@ def read_line(text: str, speaker: str, addressees: Sequence[str], case: Case, ea
     echo = _echo_of(text, speaker, earlier)
     voices = counsellor_voices(text, speaker, earlier, echo)
     return RoomReading(
-        grounded=grounding(text, speaker, case, earlier),
+        grounded=grounding(text, case),
         counsellor_voice=voices[0].reading if voices else None,
         third_person=third_person(text, speaker, addressees, case, earlier) or self_named(text, speaker),
         echo=f"turn {echo.turn.index} ({echo.turn.speaker}): {echo.how}" if echo else None,
