@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from simulator.cli import app as cli_app
 from simulator.llm.embedded import DEFAULT_LOCAL_MODEL
+from simulator.members import APPRAISALS
 from simulator.runfolder import RunFolder
 
 pytestmark = pytest.mark.embedded  # skipped without llama-cpp-python, and then failed in CI (see conftest.py)
@@ -53,7 +54,13 @@ def test_session_file_holds_turns_states_decisions_and_calls(session_dir):
         assert t.text.strip() and t.speaker in ("Dana", "Theo")
         assert t.inner is not None and 0 <= t.inner.intensity <= 10 and t.inner.emotion.strip()
         assert {f.member for f in t.inner.toward} == {"Dana", "Theo"} - {t.speaker}
-        assert len(t.calls) == 2
+        before = rec.turns[t.index - 2] if t.index > 1 else None
+        if before is not None and before.kind == "supporter" and before.text:
+            # right after a counsellor line: what it did to the speaker (blamed, else understood) and whether the
+            # other member felt blamed, then the self-report and the line
+            assert 2 + 1 + 1 <= len(t.calls) <= 2 + len(APPRAISALS) + 1
+        else:
+            assert len(t.calls) == 2  # the self-report and the line
     tracked = [t for t in rec.turns if t.tracker is not None]
     assert tracked and tracked[-1].tracker.pattern  # the tracker ran at the final member turn
     for call in rec.calls:
