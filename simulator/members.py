@@ -589,8 +589,9 @@ async def _ask_line(
 
 
 def _check_spoken_line(brief: _TurnBrief, c: Completion) -> list[FidelityFlag]:
-    """The fidelity checks on a line, plus: a beat's line must bring up something of the case (`ungrounded`), a
-    directed line must say one of `said_if` (`direction_ignored`)."""
+    """The fidelity checks on a line, plus: a beat's line must bring up something of the case (`ungrounded`) and
+    not read out its stage direction (`copied_tag`), a directed line must say one of `said_if`
+    (`direction_ignored`)."""
     (text, _, finish), speaker = spoken(c), brief.speaker
     flags = check_line(
         text,
@@ -601,39 +602,30 @@ def _check_spoken_line(brief: _TurnBrief, c: Completion) -> list[FidelityFlag]:
         language=brief.language,
         finish_reason=finish,
     )
-    scaffold = (  # the direction's own wording: the card's words it hands over left out
-        beat_direction(brief.beat.model_copy(update={"text": "..."}), speaker, brief.addressees, ())
-        if brief.beat is not None and not brief.directive
-        else None
-    )
-    if scaffold is not None and (said := read_out(text, scaffold)):
-        flags.append(
-            FidelityFlag(
-                check=FidelityCheck.COPIED_TAG,
-                detail=f"the line reads out its private stage direction ('{said}'); say only what {speaker} "
-                f"would say to {brief.to}",
-                evidence=text[:120],
+    beat = brief.beat if not brief.directive else None
+
+    def flag(check: FidelityCheck, detail: str) -> None:
+        flags.append(FidelityFlag(check=check, detail=detail, evidence=text[:120]))
+
+    if beat is not None:
+        scaffold = beat_direction(beat.model_copy(update={"text": "..."}), speaker, brief.addressees, ())
+        if said := read_out(text, scaffold):  # the direction's own wording, the card's words it hands over left out
+            flag(
+                FidelityCheck.COPIED_TAG,
+                f"the line reads out its private stage direction ('{said}'); say only what {speaker} would say to "
+                f"{brief.to}",
             )
-        )
-    if brief.beat is not None and not brief.directive and grounding(text, brief.case) is None:
-        about = ", ".join(brief.beat.words[:4]) or brief.beat.text[:80]
-        flags.append(
-            FidelityFlag(
-                check=FidelityCheck.UNGROUNDED,
-                detail=f"the line brings up nothing of {speaker}'s own situation; bring up {about} in "
-                f"{speaker}'s own words",
-                evidence=text[:120],
+        if grounding(text, brief.case) is None:
+            about = ", ".join(beat.words[:4]) or beat.text[:80]
+            flag(
+                FidelityCheck.UNGROUNDED,
+                f"the line brings up nothing of {speaker}'s own situation; bring up {about} in {speaker}'s own words",
             )
-        )
     if brief.directive and brief.said_if and said_phrase(brief.said_if, text) is None:
         examples = "; ".join(f'"{w}"' for w in brief.said_if[:4])
-        flags.append(
-            FidelityFlag(
-                check=FidelityCheck.DIRECTION_IGNORED,
-                detail=f"the line leaves out the stage direction; say it plainly in this line, in words such as "
-                f"{examples}",
-                evidence=text[:120],
-            )
+        flag(
+            FidelityCheck.DIRECTION_IGNORED,
+            f"the line leaves out the stage direction; say it plainly in this line, in words such as {examples}",
         )
     return _allowed(brief.allow, flags)
 
