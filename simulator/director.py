@@ -32,6 +32,7 @@ from simulator.records import Beat, Turn
 from simulator.turn_checks import (
     GENDERED_PRONOUNS,
     ITEM_WORDS,
+    card_sentences,
     case_words,
     content_words,
     grounding,
@@ -42,7 +43,6 @@ from simulator.turn_checks import (
 
 WEIGHTS = {"agenda": 4, "grievance": 2, "fact": 2, "secret": 1}
 SECRET_FROM_TURN = 3  # a member's own turn from which private knowledge may be drawn
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")  # whole sentences: a piece cut at ';' read "to stay sane." (issue 42 run)
 
 
 def _material(case: Case, text: str) -> list[str]:
@@ -52,10 +52,6 @@ def _material(case: Case, text: str) -> list[str]:
     specific = case_words(case).specific
     own = [w for w in ws if stem(w) in specific]
     return own or (ws if len({stem(w) for w in ws}) >= ITEM_WORDS else [])
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(" ".join(text.split())) if s.strip()]
 
 
 def _names(text: str, name: str) -> bool:
@@ -107,15 +103,15 @@ def card_beats(case: Case, speaker: str) -> list[Beat]:
     for j, vp in enumerate(case.viewpoints):
         if vp.source == speaker:
             add("grievance", f"about {vp.target}: {vp.viewpoint}", f"viewpoints[{j}]")
-    for j, sent in enumerate(_sentences(case.presenting_problem)):  # why they came: theirs unless it is another's
+    for j, sent in enumerate(card_sentences(case.presenting_problem)):  # why they came: theirs unless it is another's
         part = own_part(sent, speaker, case)
         if part is not None:
             add("fact", part, f"presenting_problem[{j}]")
-    history = _sentences(case.history)
+    history = card_sentences(case.history)
     mine = [(j, p) for j, s in enumerate(history) if (p := own_part(s, speaker, case, anyone=False))]
     for j, part in mine or list(enumerate(history)):
         add("fact", part, f"history[{j}]")
-    for j, sent in enumerate(_sentences(member.background)):
+    for j, sent in enumerate(card_sentences(member.background)):
         add("fact", sent, f"members[{i}].background[{j}]")
     for j, item in enumerate(member.private_knowledge):
         add("secret", item, f"members[{i}].private_knowledge[{j}]")

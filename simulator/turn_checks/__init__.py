@@ -94,6 +94,7 @@ from simulator.turn_checks._self_report import (
 from simulator.turn_checks._text import (
     LEXICON_PATH,
     Lexicon,
+    card_sentences,
     lexicon,
     overlap,
     trigrams,
@@ -156,5 +157,6 @@ __all__ = [
     "unearned_softening",
     "whole_line",
     "whole_sentences",
+    "card_sentences",
     "words",
 ]

@@ -48,6 +48,7 @@ from simulator.turn_checks._text import (
     _SELF_VERBS,
     LEXICON_PATH,
     NEAR_DUPLICATE_OVERLAP,
+    card_sentences,
     lexicon,
     overlap,
     trigrams,
@@ -139,12 +140,9 @@ def card_texts(case: Case) -> list[str]:
     return [t for t in out if t]
 
 
-_SENTENCE = re.compile(r"(?<=[.;!?])\s+")
-
-
 def card_items(case: Case) -> list[str]:
     """The card's texts cut into items a member could bring up: sentences of the long fields, each list entry."""
-    return [s.strip() for t in card_texts(case) for s in _SENTENCE.split(" ".join(t.split())) if s.strip()]
+    return [s for t in card_texts(case) for s in card_sentences(t)]
 
 
 def _stems(case: Case) -> frozenset[str]:
@@ -651,7 +649,6 @@ _KNOWING = (  # "I know ...", "I've heard (about how) ...", "I've been told ..."
 )
 _CLAUSE_BREAK = re.compile(rf"[:,]+|{_CONJUNCTION}|{_KNOWING}", re.I)
 _PLAIN_BREAK = re.compile(rf"{_CONJUNCTION}|{_KNOWING}", re.I)  # a sentence with no I, my or we: commas keep it
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _OPENS_ON_PRONOUN = re.compile(r"(?:he|she|they|his|her|their|him|them)\b", re.I)
 # The one a secret is kept from is not what it is about: "... and has not told Shane".
 _TOLD = re.compile(r"\b(?:told|tell|tells|telling|asked|asking)\s+(?:\w+\s+)?$", re.I)
@@ -679,7 +676,7 @@ def member_facts(case: Case, name: str) -> list[str]:
     own = set(pronoun_of(case, name) or ())
     clauses: list[str] = []
     for text in (case.presenting_problem, case.history):
-        for sentence in _SENTENCE.split(" ".join(text.split())):
+        for sentence in card_sentences(text):
             before = False  # a clause opening on the speaker's he/she goes on from theirs ("...; she sent money")
             for clause in re.split(r";\s+", sentence):
                 opener = words(clause)[:1]

@@ -97,6 +97,15 @@ def whole_sentences(text: str) -> tuple[str, str]:
     return text[: ends[-1]].strip(), text[ends[-1] :].strip()
 
 
+_CARD_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def card_sentences(text: str) -> list[str]:
+    """A card field's sentences, whole (not cut at ';': a piece cut there read "to stay sane.", issue 42), its
+    spacing made single. Cards are written, so a plain mark and a space end a sentence."""
+    return [s.strip() for s in _CARD_SENTENCE.split(" ".join(text.split())) if s.strip()]
+
+
 def words(text: str) -> list[str]:
     """Lower-cased words (letters and digits, inner apostrophes kept)."""
     return [w.replace("’", "'") for w in _WORD.findall(text.lower())]
