@@ -499,10 +499,10 @@ def read_out(text: str, scaffold: str) -> str | None:
     direction's own wording (`scaffold`: the direction with the card's words left out, which may be said): issue
     42 (9), Eleni said "The notes speak of Eleni by name; I say it of themself with 'I' and 'my'"."""
     line, own = words(text), words(scaffold)
+    runs = {tuple(own[n : n + DIRECTION_RUN]) for n in range(len(own) - DIRECTION_RUN + 1)}
     for n in range(len(line) - DIRECTION_RUN + 1):
-        run = line[n : n + DIRECTION_RUN]
-        if _longest_run(run, own) == DIRECTION_RUN:
-            return " ".join(run)
+        if tuple(line[n : n + DIRECTION_RUN]) in runs:
+            return " ".join(line[n : n + DIRECTION_RUN])
     return None
 
 
