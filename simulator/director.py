@@ -122,7 +122,8 @@ def card_beats(case: Case, speaker: str) -> list[Beat]:
     return beats
 
 
-def _brought_up(beat: Beat, said: Sequence[str]) -> bool:
+def brought_up(beat: Beat, said: Sequence[str]) -> bool:
+    """Whether lines already said bring up this piece (two of its words, or its only one)."""
     if not beat.words:
         return False
     stems = {stem(w) for t in said for w in re.findall(r"[^\W_]+", t.lower())}
@@ -157,7 +158,7 @@ def choose_beat(case: Case, turns: Sequence[Turn], speaker: str, seed: int) -> B
     beats = [b for b in card_beats(case, speaker) if b.kind != "secret" or len(own_turns) + 1 >= SECRET_FROM_TURN]
     if not beats:
         return None
-    fresh = [b for b in beats if not _brought_up(b, own_turns)]
+    fresh = [b for b in beats if not brought_up(b, own_turns)]
     pool = fresh or beats
     return rng.choices(pool, weights=[WEIGHTS[b.kind] for b in pool], k=1)[0]
 
@@ -192,3 +193,126 @@ def beat_direction(beat: Beat, speaker: str, addressees: Sequence[str], members:
         f"In this line to {to}, {what.rstrip('.')}.{whose} The notes speak of {speaker} by name; {speaker} says it of themself "
         f"with 'I' and 'my', and says 'you' to {to}. One or two short sentences."
     )
+
+
+OPENER_WORDS = 8  # at most this many of the card's words begin the line; the member says the rest
+_MIN_OPENER = 3
+_ADVERBS = frozenset({"also", "still", "never", "always", "often", "now", "only", "just", "already", "sometimes", "then",
+                      "even", "really", "once", "secretly", "quietly", "not"})  # fmt: skip
+_AGREE = {
+    "I": {"is": "am", "isn't": "am not", "has": "have", "hasn't": "haven't", "does": "do", "doesn't": "don't",
+          "says": "say"},
+    "you": {"is": "are", "isn't": "aren't", "was": "were", "wasn't": "weren't", "has": "have", "hasn't": "haven't",
+            "does": "do", "doesn't": "don't", "says": "say"},
+}  # fmt: skip
+_OBJECT_AFTER = frozenset({"to", "in", "on", "at", "for", "with", "about", "from", "and", "but", "or", "that", "when",
+                           "if", "because", "the", "a", "an", "out", "up", "down", "back", "off", "again", "too", "so",
+                           "as", "into", "over", "alone", "anything", "everything"})  # fmt: skip
+_PEOPLE = frozenset({"father", "mother", "dad", "mum", "mom", "brother", "sister", "son", "daughter", "husband", "wife",
+                     "partner", "friend", "colleague", "boss", "grandmother", "grandfather", "uncle", "aunt", "cousin",
+                     "boyfriend", "girlfriend", "ex", "lawyer", "doctor", "teacher", "man", "woman", "boy", "girl",
+                     "stepfather", "stepmother", "fiancée", "fiancé", "sponsor", "parents", "children", "kids"})  # fmt: skip
+_FORMS = {"I": {"his": "my", "her": "my", "hers": "mine", "him": "me", "himself": "myself", "herself": "myself"},
+          "you": {"his": "your", "her": "your", "hers": "yours", "him": "you", "himself": "yourself",
+                  "herself": "yourself"}}  # fmt: skip
+_NOT_VERBS = frozenset({"was", "his", "its", "this", "perhaps", "always", "less", "yes", "unless", "towards",
+                        "afterwards", "whereas", "sometimes", "besides", "as"})  # fmt: skip
+_STRIP = ".,;:!?\"“”'’()"
+_BOUNDARY = re.compile(r"[,;:()\"“”—–.!?]")
+
+
+def _agree(verb: str, subject: str) -> str:
+    """The verb after `I` or `you` for a third-person verb of the card ("keeps" -> "keep", "has" -> "have")."""
+    if verb in _AGREE[subject]:
+        return _AGREE[subject][verb]
+    if not re.fullmatch(r"[a-z]{2,}s", verb) or verb in _NOT_VERBS or verb.endswith(("ss", "us", "is")):
+        return verb  # past tense, or not a verb in -s
+    if verb.endswith("ies"):
+        return verb[:-3] + "y"
+    if verb.endswith(("sses", "shes", "ches", "xes", "zes", "oes")):
+        return verb[:-2]
+    return verb[:-1]
+
+
+def _subject(beat: Beat, speaker: str, addressees: Sequence[str], case: Case) -> tuple[str, str, str] | None:
+    """How a card piece opens on who it is about, as (the line's subject, the rest, whose he/she-words become
+    that subject's): "Arjun bought ..." -> I; "Dana's parents ..." -> My; a secret or background line "He sold
+    ..." -> I; a grievance "about Theo: he has chosen ..." said to Theo -> you; a piece already in their voice
+    ("I want ...", an agenda may be) as it is. Else None."""
+    text = beat.text
+    if beat.kind == "grievance":
+        target, _, view = text.removeprefix("about ").partition(": ")
+        m = re.match(r"(he|she)\s+(.*)", view)
+        if m and list(addressees) == [target] and m.group(1) in (pronoun_of(case, target) or ()):
+            return "you", m.group(2), target
+        return None
+    if beat.kind not in ("fact", "secret", "agenda"):
+        return None
+    m = re.match(r"(I|I'm|I've|My)\s+(.*)", text)  # written in their voice already (an agenda may be)
+    if m:
+        return m.group(1), m.group(2), speaker
+    about_them = beat.source.startswith(f"members[{case.member_names.index(speaker)}].")
+    m = re.match(rf"{re.escape(speaker)}(?:,\s*\d+,)?\s+(?!and\b|&)(.*)", text)
+    if m is None and about_them and text.split()[0].lower() in (pronoun_of(case, speaker) or ()):
+        m = re.match(r"(?:He|She)\s+(.*)", text)
+    if m:
+        return "I", m.group(1), speaker
+    m = re.match(rf"{re.escape(speaker)}['’]s\s+(.*)", text)
+    return ("My", m.group(1), speaker) if m else None
+
+
+def _subject_is_card_third_person(beat: Beat, subject: str) -> bool:
+    """Whether the verb after the opener's subject is the card's third person, to be agreed ("Arjun keeps" ->
+    "I keep"), not already the member's own ("I keep")."""
+    return subject in ("I", "you") and not re.match(r"I\b", beat.text.removeprefix("about "))
+
+
+def beat_opener(beat: Beat, speaker: str, addressees: Sequence[str], case: Case) -> str | None:
+    """The first words of the line, the card's own, turned to the member's voice: issue 42's "a reply opened with
+    the card's own words". Over issue 42's runs the 1.5B said a beat in 23 of 72 lines: handed "Arjun bought Rohan
+    the motorbike", it took it as a topic and spoke of feelings. So a piece that opens on this member (or, a
+    grievance, on the one it is said to) begins the line in first person ("I bought Rohan the motorbike for"):
+    at most OPENER_WORDS words, cut at the first clause boundary, before a he/she-word the rule cannot place (a
+    name or a person stands before it) and before a second verb it would have to conjugate ("and runs"); the
+    one spoken to becomes "you". The member says the rest. None when the piece does not open on them, or under
+    _MIN_OPENER words are left."""
+    opened = _subject(beat, speaker, addressees, case)
+    if opened is None:
+        return None
+    subject, rest, whose = opened
+    forms = _FORMS["you" if subject == "you" else "I"]
+    mine = set(pronoun_of(case, whose) or ())
+    to = addressees[0] if len(addressees) == 1 and addressees[0] in case.member_names else None
+    tokens = rest.split()
+    out, someone, joined = [subject], False, False
+    pending = {"I": "I", "you": "you"}.get(subject) if _subject_is_card_third_person(beat, subject) else None
+    for k, token in enumerate(tokens):
+        word = token.strip(_STRIP)
+        if not word or len(out) >= OPENER_WORDS or _BOUNDARY.match(token):
+            break
+        low = word.lower()
+        if low in GENDERED_PRONOUNS:
+            if someone or low not in mine or low not in forms:
+                break  # a he/she-word the rule cannot place, or a subject it would have to conjugate
+            after = tokens[k + 1].strip(_STRIP).lower() if k + 1 < len(tokens) else ""
+            object_her = low == "her" and (not after or after in _OBJECT_AFTER or _BOUNDARY.search(token))
+            word = ("me" if subject != "you" else "you") if object_her else forms[low]
+        elif to is not None and word in (to, f"{to}'s", f"{to}’s"):
+            word, pending = ("you", "you") if word == to else ("your", pending)
+        elif pending and low not in _ADVERBS:
+            agreed = _agree(low, pending)
+            if joined and agreed != low and low not in _AGREE[pending]:
+                break  # "and runs": a verb or a plural noun; the rule cannot tell
+            word, pending, joined = agreed, None, False
+        elif low in ("and", "but", "or"):
+            if someone:
+                break  # whose verb follows is not the rule's to tell ("I know Jordan is withdrawing and fears")
+            pending, joined = ("I" if subject != "you" else "you"), True
+        elif word[0].isupper() or low in _PEOPLE:
+            someone = True
+        out.append(word)
+        if _BOUNDARY.search(token[len(token.rstrip(_STRIP)) :]):
+            break
+    while out and out[-1].lower() in ("and", "but", "or"):
+        out.pop()
+    return " ".join(out) if len(out) >= _MIN_OPENER else None
