@@ -14,7 +14,7 @@ import pytest
 from judges.room_audit import audit_record, room_turns
 from personas.case import parse_case
 from personas.library import resolve_case
-from simulator.director import beat_direction, beat_opener, card_beats, choose_beat
+from simulator.director import _FRAMES, beat_direction, beat_opener, card_beats, choose_beat
 from simulator.engine import run_session
 from simulator.faults import detect_faults
 from simulator.llm.fake import FakeModelClient
@@ -473,7 +473,7 @@ def test_a_beat_opening_on_its_member_begins_their_line_in_their_own_voice(dana)
         (arjun, "Arjun", "He sold", ["Meera"], "I sold Rohan's damaged motorbike without telling you"),
         (dana, "Dana", "Dana's parents", ["Theo"], "My parents divorced when"),  # "she" would need conjugating
         (dana, "Theo", "Theo took", ["Dana"], "I took a promotion that keeps me at"),
-        (dana, "Dana", "about Theo", ["Theo"], "you have chosen work over"),  # "her" is Dana: not Theo's
+        (dana, "Dana", "about Theo", ["Theo"], "You have chosen work over"),  # "her" is Dana: not Theo's
         (mensah, "Abena", "Abena came", ["Akua"], "I came to the UK as a nurse"),
         (carter, "Marcus", "Marcus sets", ["Renee"], "I set rules"),
         (carter, "Marcus", "He knows", ["Renee"], "I know Jordan is withdrawing"),  # "and fears": whose verb?
@@ -488,10 +488,34 @@ def test_a_beat_opening_on_its_member_begins_their_line_in_their_own_voice(dana)
         "I'm tired of eating alone while you work"
     )
     assert beat_opener(agenda("Dana wants Theo home by seven"), "Dana", ["Theo"], dana) == "I want you home by seven"
-    assert beat_opener(agenda("the anniversary dinner Theo cancelled"), "Dana", ["Theo"], dana) is None
+    # issue 42 (11): an agenda written as a noun phrase is said after a frame; one written "That ..." is the
+    # statement after it; a clause in the member's voice is said as it is
+    framed = beat_opener(agenda("The anniversary dinner Theo cancelled"), "Dana", ["Theo"], dana)
+    assert framed in {f"{f} the anniversary dinner you cancelled" for f in _FRAMES}
+    assert beat_opener(agenda("That Theo works until nine every night"), "Dana", ["Theo"], dana) == (
+        "You work until nine every night"
+    )
+    assert beat_opener(agenda("That she eats alone most nights"), "Dana", ["Theo"], dana) == "I eat alone most nights"
+    assert beat_opener(agenda("Theo asked me last week why I cry"), "Dana", ["Theo"], dana) == (
+        "You asked me last week why I cry"
+    )
+    niamh, lena, nadia = (resolve_case(c) for c in ("shane-and-niamh", "lena-and-omar", "nadia-and-craig"))
+    more = [
+        (niamh, "Niamh", "In April Niamh", ["Shane"], "In April I found €11,000 on a credit card"),  # a time first
+        (niamh, "Niamh", "She has asked a solicitor", ["Shane"], "I have asked a solicitor about separating our"),
+        (lena, "Omar", "Switches into Arabic", ["Lena"], "I switch into Arabic when overwhelmed"),  # verb first
+        (dana, "Theo", "Logistics manager", ["Dana"], None),  # a plural noun first, not a verb
+        (nadia, "Nadia", "Craig says Nadia", ["Craig"], None),  # "You say Nadia has ...": herself by name
+    ]
+    for case, speaker, starts, to, opener in more:
+        assert beat_opener(_beat(case, speaker, starts), speaker, to, case) == opener
     # said to someone else, or opening on another member: no opener
     assert beat_opener(_beat(dana, "Dana", "about Theo"), "Dana", ["Therapist"], dana) is None
-    assert beat_opener(_beat(mensah, "Kojo", "Abena's visa"), "Kojo", ["Abena"], mensah) is None
+    assert beat_opener(_beat(mensah, "Kojo", "Abena's visa"), "Kojo", ["Akua"], mensah) is None
+    # opening on the one spoken to: "you", and the speaker's own name stops it
+    assert beat_opener(_beat(mensah, "Kojo", "Abena's visa"), "Kojo", ["Abena"], mensah) == (
+        "Your visa and salary could not support bringing"
+    )
 
 
 def test_an_opener_begins_the_line_only_for_a_piece_not_yet_brought_up(dana):
