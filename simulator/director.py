@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import random
 import re
+import zlib
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from personas.case import Case
 from simulator.records import Beat, Turn
@@ -118,7 +120,8 @@ def card_beats(case: Case, speaker: str) -> list[Beat]:
     return beats
 
 
-def _brought_up(beat: Beat, said: Sequence[str]) -> bool:
+def brought_up(beat: Beat, said: Sequence[str]) -> bool:
+    """Whether lines already said bring up this piece (two of its words, or its only one)."""
     if not beat.words:
         return False
     stems = {stem(w) for t in said for w in re.findall(r"[^\W_]+", t.lower())}
@@ -153,7 +156,7 @@ def choose_beat(case: Case, turns: Sequence[Turn], speaker: str, seed: int) -> B
     beats = [b for b in card_beats(case, speaker) if b.kind != "secret" or len(own_turns) + 1 >= SECRET_FROM_TURN]
     if not beats:
         return None
-    fresh = [b for b in beats if not _brought_up(b, own_turns)]
+    fresh = [b for b in beats if not brought_up(b, own_turns)]
     pool = fresh or beats
     return rng.choices(pool, weights=[WEIGHTS[b.kind] for b in pool], k=1)[0]
 
@@ -188,3 +191,204 @@ def beat_direction(beat: Beat, speaker: str, addressees: Sequence[str], members:
         f"In this line to {to}, {what.rstrip('.')}.{whose} The notes speak of {speaker} by name; {speaker} says it of themself "
         f"with 'I' and 'my', and says 'you' to {to}. One or two short sentences."
     )
+
+
+OPENER_WORDS = 8  # at most this many of the card's words begin the line; the member says the rest
+_MIN_OPENER = 3
+_ADVERBS = frozenset({"also", "still", "never", "always", "often", "now", "only", "just", "already", "sometimes", "then",
+                      "even", "really", "once", "secretly", "quietly", "not"})  # fmt: skip
+_AGREE = {
+    "I": {"is": "am", "isn't": "am not", "has": "have", "hasn't": "haven't", "does": "do", "doesn't": "don't",
+          "says": "say"},
+    "you": {"is": "are", "isn't": "aren't", "was": "were", "wasn't": "weren't", "has": "have", "hasn't": "haven't",
+            "does": "do", "doesn't": "don't", "says": "say"},
+}  # fmt: skip
+_OBJECT_AFTER = frozenset({"to", "in", "on", "at", "for", "with", "about", "from", "and", "but", "or", "that", "when",
+                           "if", "because", "the", "a", "an", "out", "up", "down", "back", "off", "again", "too", "so",
+                           "as", "into", "over", "alone", "anything", "everything"})  # fmt: skip
+_PEOPLE = frozenset({"father", "mother", "dad", "mum", "mom", "brother", "sister", "son", "daughter", "husband", "wife",
+                     "partner", "friend", "colleague", "boss", "grandmother", "grandfather", "uncle", "aunt", "cousin",
+                     "boyfriend", "girlfriend", "ex", "lawyer", "doctor", "teacher", "man", "woman", "boy", "girl",
+                     "stepfather", "stepmother", "fiancée", "fiancé", "sponsor", "parents", "children", "kids"})  # fmt: skip
+_FORMS = {"I": {"his": "my", "her": "my", "hers": "mine", "him": "me", "himself": "myself", "herself": "myself"},
+          "you": {"his": "your", "her": "your", "hers": "yours", "him": "you", "himself": "yourself",
+                  "herself": "yourself"}}  # fmt: skip
+_NOT_VERBS = frozenset({"was", "his", "its", "this", "perhaps", "always", "less", "yes", "unless", "towards",
+                        "afterwards", "whereas", "sometimes", "besides", "as"})  # fmt: skip
+_STRIP = ".,;:!?\"“”'’()"
+_BOUNDARY = re.compile(r"[,;:()\"“”—–.!?]")
+
+
+def _agree(verb: str, subject: str) -> str:
+    """The verb after `I` or `you` for a third-person verb of the card ("keeps" -> "keep", "has" -> "have")."""
+    if verb in _AGREE[subject]:
+        return _AGREE[subject][verb]
+    if not re.fullmatch(r"[a-z]{2,}s", verb) or verb in _NOT_VERBS or verb.endswith(("ss", "us", "is")):
+        return verb  # past tense, or not a verb in -s
+    if verb.endswith("ies"):
+        return verb[:-3] + "y"
+    if verb.endswith(("sses", "shes", "ches", "xes", "zes", "oes")):
+        return verb[:-2]
+    return verb[:-1]
+
+
+class _Opening(NamedTuple):
+    """How a card piece opens on who it is about."""
+
+    lead: str  # what comes before the subject: a time ("On 12 June") or a frame ("I keep thinking about")
+    subject: str  # "I", "My", "you", or "" after a frame
+    rest: str  # the card's words after it
+    whose: str  # the member its he/she-words belong to
+    agree: bool  # the next verb is the card's third person, to be agreed with the subject ("keeps" -> "keep")
+
+
+_TIME = r"((?:On|In|Since|From|Until|Last|After|Before|By|Once)\b[^,;:.]{1,25}?),?\s+"
+_WHEN = re.compile(
+    r"\d|\b(?:January|February|March|April|May|June|July|August|September|October|November|December|Monday|Tuesday"
+    r"|Wednesday|Thursday|Friday|Saturday|Sunday|spring|summer|autumn|winter|year|month|week|night|morning|evening"
+    r"|session|weekend|Christmas|Easter|Ramadan|Diwali)s?\b"
+)  # a time, not "Every attempt to talk ends with"
+_NOUN_PHRASE_STARTS = frozenset({"the", "a", "an", "what", "that", "being", "his", "her", "their", "our", "how", "why",
+                                 "when", "whether"})  # fmt: skip
+_FRAMES = ("I want to talk about", "I keep thinking about", "I can't get past")
+
+
+def _whose_pronoun(word: str, beat: Beat, speaker: str, case: Case) -> str | None:
+    """The member a he/she-word that opens a piece stands for: the speaker for their own background or secrets,
+    else the one member the card speaks of so (a couple's "he")."""
+    low = word.lower()
+    if beat.source.startswith(f"members[{case.member_names.index(speaker)}].") and low in (
+        pronoun_of(case, speaker) or ()
+    ):
+        return speaker
+    owners = [n for n in case.member_names if low in (pronoun_of(case, n) or ())]
+    return owners[0] if len(owners) == 1 else None
+
+
+def _statement(text: str, beat: Beat, speaker: str, addressees: Sequence[str], case: Case) -> _Opening | None:
+    """A sentence that opens on the speaker or the one spoken to, by name or he/she, after a time at most:
+    "Arjun bought ..." -> I; "Dana's parents ..." -> My; "In July she accepted ..." -> In July I; "On 12 June he
+    booked ...", said to him -> On 12 June you. Else None."""
+    lead = ""
+    to = addressees[0] if len(addressees) == 1 and addressees[0] in case.member_names else None
+    who = "|".join(re.escape(n) for n in (speaker, to) if n)
+    if (m := re.match(rf"{_TIME}(?=(?:{who}|[Hh]e|[Ss]he)\b)", text)) and _WHEN.search(m.group(1)):
+        lead, text = m.group(1), text[m.end() :]
+    first = text.split()[0] if text.split() else ""
+    for name, subject in ((speaker, "I"), (to, "you")):
+        if name is None:
+            continue
+        if m := re.match(rf"{re.escape(name)}(?:,\s*\d+,)?\s+(?!and\b|&)(.*)", text):
+            return _Opening(lead, subject, m.group(1), name, True)
+        if m := re.match(rf"{re.escape(name)}['’]s\s+(.*)", text):
+            return _Opening(lead, "My" if subject == "I" else "your", m.group(1), name, False)
+        if first.lower() in ("he", "she") and _whose_pronoun(first, beat, speaker, case) == name:
+            return _Opening(lead, subject, text.split(None, 1)[1] if " " in text else "", name, True)
+    return None
+
+
+def _subject(beat: Beat, speaker: str, addressees: Sequence[str], case: Case) -> _Opening | None:
+    """How a card piece opens in the member's voice: a statement on them or the one spoken to (`_statement`); a
+    grievance "about Theo: he has chosen ..." said to Theo -> you; a piece already in their voice ("I want ...",
+    an agenda may be) as it is; a background line that opens on its verb ("Plays dominoes at ...") -> I; an
+    agenda "That Solveig has stopped ..." as the statement after its "That"; any other agenda item, a noun
+    phrase ("The night of 9 March, when ..."), after a frame ("I keep thinking about the night of 9 March").
+    Else None."""
+    text = beat.text
+    if beat.kind == "grievance":
+        target, _, view = text.removeprefix("about ").partition(": ")
+        m = re.match(r"(he|she)\s+(.*)", view)
+        if m and list(addressees) == [target] and m.group(1) in (pronoun_of(case, target) or ()):
+            return _Opening("", "you", m.group(2), target, True)
+        return None
+    if beat.kind not in ("fact", "secret", "agenda"):
+        return None
+    if m := re.match(r"(I|I'm|I've|My)\s+(.*)", text):  # written in their voice already (an agenda may be)
+        return _Opening("", m.group(1), m.group(2), speaker, False)
+    clause = beat.kind == "agenda" and (m := re.match(r"That\s+(.*)", text)) is not None
+    if clause:
+        text = m.group(1)
+    if opened := _statement(text, beat, speaker, addressees, case):
+        return opened
+    first = text.split()[0] if text.split() else ""
+    own_background = beat.source.startswith(f"members[{case.member_names.index(speaker)}].background")
+    after = text.split()[1:2]
+    plural_subject = first.lower() != "has" and (
+        first.lower().endswith("ics") or bool(after and re.fullmatch(r"\w+ed|are|were|have|had|live", after[0]))
+    )
+    if own_background and first[:1].isupper() and _agree(first.lower(), "I") != first.lower() and not plural_subject:
+        return _Opening("", "I", text, speaker, True)
+    if beat.kind != "agenda" or clause:
+        return None
+    if re.search(r"\b(?:I|me|my|I'm|I've)\b", text) and first.lower() not in _NOUN_PHRASE_STARTS:
+        return _Opening("", "", text, speaker, False)  # a clause in their voice ("Mereana asked me last week why")
+    name = re.escape(re.sub(r"['’]s$", "", first))
+    second = text.split()[1:2]
+    # a name stays capitalised after a frame ("Pauline's", "Coach Darren Pike")
+    proper = re.search(rf"[a-z,;:] {name}\b", case.model_dump_json()) or (second and second[0][:1].isupper())
+    phrase = text if proper else first.lower() + text[len(first) :]
+    return _Opening(_FRAMES[zlib.crc32(beat.source.encode()) % len(_FRAMES)], "", phrase, speaker, False)
+
+
+def beat_opener(beat: Beat, speaker: str, addressees: Sequence[str], case: Case) -> str | None:
+    """The first words of the line, the card's own, turned to the member's voice: issue 42's "a reply opened with
+    the card's own words". Over issue 42's runs the 1.5B said a beat in 23 of 72 lines: handed "Arjun bought Rohan
+    the motorbike", it took it as a topic and spoke of feelings. So a piece that opens on this member or on the one
+    it is said to (after a time, "In July she ..."), or an agenda item (after a frame when it is a noun phrase,
+    `_subject`), begins the line in their voice ("I bought Rohan the motorbike for", "In July I accepted"):
+    at most OPENER_WORDS words, cut at the first clause boundary, before a he/she-word the rule cannot place (a
+    name or a person stands before it) and before a second verb it would have to conjugate ("and runs"); the
+    one spoken to becomes "you". The member says the rest. None when the piece does not open on them, or under
+    _MIN_OPENER words are left."""
+    opened = _subject(beat, speaker, addressees, case)
+    if opened is None:
+        return None
+    lead, subject, rest, whose, agree = opened
+    you = subject in ("you", "your")
+    forms = _FORMS["you" if you else "I"]
+    mine = set(pronoun_of(case, whose) or ())
+    to = addressees[0] if len(addressees) == 1 and addressees[0] in case.member_names else None
+    tokens = rest.split()
+    if len(case.members) == 2:  # a couple's "their" is the speaker's too
+        forms = {**forms, "their": "our", "them": "us", "theirs": "ours"}
+    start = subject.lower() if lead and subject != "I" else subject  # "In 2018 my brother"
+    out, someone, joined = [*lead.split(), *start.split()], False, False
+    given = len(out)
+    pending = ("you" if you else "I") if agree else None
+    for k, token in enumerate(tokens):
+        word = token.strip(_STRIP)
+        if not word or len(out) - given >= OPENER_WORDS - 1 or _BOUNDARY.match(token):
+            break
+        low = word.lower()
+        if low in GENDERED_PRONOUNS:
+            if someone or low not in mine or low not in forms:
+                break  # a he/she-word the rule cannot place, or a subject it would have to conjugate
+            after = tokens[k + 1].strip(_STRIP).lower() if k + 1 < len(tokens) else ""
+            object_her = low == "her" and (not after or after in _OBJECT_AFTER or _BOUNDARY.search(token))
+            word = ("you" if you else "me") if object_her else forms[low]
+        elif word in (speaker, f"{speaker}'s", f"{speaker}’s"):
+            break  # the speaker by name, in a piece that opens on another: not the rule's to turn
+        elif low in forms and not someone:
+            word = forms[low]
+        elif to is not None and word in (to, f"{to}'s", f"{to}’s"):
+            word, pending = ("you", "you") if word == to else ("your", pending)
+        elif pending and low not in _ADVERBS:
+            agreed = _agree(low, pending)
+            if joined and agreed != low and low not in _AGREE[pending]:
+                break  # "and runs": a verb or a plural noun; the rule cannot tell
+            word, pending, joined = agreed, None, False
+        elif low in ("and", "but", "or"):
+            if someone:
+                break  # whose verb follows is not the rule's to tell ("I know Jordan is withdrawing and fears")
+            pending, joined = ("you" if you else "I"), True
+        elif word[0].isupper() or low in _PEOPLE:
+            someone = True
+        out.append(word)
+        if _BOUNDARY.search(token[len(token.rstrip(_STRIP)) :]):
+            break
+    while out and out[-1].lower() in ("and", "but", "or"):
+        out.pop()
+    if len(out) - given < _MIN_OPENER - 1:
+        return None
+    line = " ".join(out)
+    return line[0].upper() + line[1:]

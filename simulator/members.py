@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, create_model
 from personas.case import Case, Member
 from personas.common.prompts import PROMPTS_DIR, render_prompt
 from personas.taxonomy import MEMBER_MOVES, SOFTENING_MOVES
-from simulator.director import beat_direction
+from simulator.director import beat_direction, beat_opener, brought_up
 from simulator.llm.structured import max_words, soft_max_words
 from simulator.llm.types import CallRecord, Completion, ModelClient, ModelError, Prompt
 from simulator.records import Beat, Feeling, FidelityCheck, FidelityFlag, InnerState, Reask, Turn
@@ -400,7 +400,7 @@ class _TurnBrief:
     allow: Collection[FidelityCheck]
     said_if: Sequence[str]
     opening: str | None
-    beat: Beat | None
+    beat: Beat | None  # with its `opener` when the line begins with the card's words
     previous: InnerState  # the speaker's latest self-report, or the card's baseline
     context: str  # the shared prefix every member prompt starts with
     sheet: str  # this member's private persona sheet
@@ -565,9 +565,10 @@ def _speak_instructions(brief: _TurnBrief, inner: InnerState, move: str) -> str:
 async def _ask_line(
     brief: _TurnBrief, instructions: str, line_tries: int, attempt: int, flags: Sequence[FidelityFlag]
 ) -> Completion:
-    """One try at the line, continuing a prefill; the last re-ask of a directed line that left the direction out
-    begins with the stressor's own words (`opening`). An empty line is a model error."""
-    start = ""
+    """One try at the line, continuing a prefill: a beat's line begins with its `opener` on every try; the last
+    re-ask of a directed line that left the direction out begins with the stressor's own words (`opening`). An
+    empty line is a model error."""
+    start = f"{brief.beat.opener} " if brief.beat is not None and brief.beat.opener and not brief.directive else ""
     if brief.opening and attempt >= line_tries and any(f.check == FidelityCheck.DIRECTION_IGNORED for f in flags):
         start = brief.opening.strip() + " "
     call = await brief.client.complete(
@@ -667,10 +668,16 @@ async def member_turn(
 
     `beat`: what the director (simulator.director) gave this member to bring up, when no stressor directs the
     turn; it reaches only this member's line prompt, and a line that brings up nothing of the case is re-asked
-    with it (`ungrounded`).
+    with it (`ungrounded`). A piece the member has not yet brought up that opens on them begins their line in
+    their own voice (`Beat.opener`, English sessions), since the 1.5B said a beat handed to it in a third of
+    its lines.
     """
     member = case.member(speaker)
     previous = current_state(case, speaker, turns)
+    if beat is not None and not directive and session_language(case) == "en":
+        own = [t.text for t in turns if t.speaker == speaker and t.kind == "member"]
+        opener = None if brought_up(beat, own) else beat_opener(beat, speaker, addressees, case)
+        beat = beat.model_copy(update={"opener": opener}) if opener else beat
     brief = _TurnBrief(
         client=client,
         case=case,

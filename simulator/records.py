@@ -145,6 +145,11 @@ class Beat(Record):
         default_factory=list,
         description="Its words that ground a line bringing it up (simulator.turn_checks.grounding).",
     )
+    opener: str | None = Field(
+        default=None,
+        description="The words the member's line was begun with, the card's own in the member's voice "
+        "(simulator.director.beat_opener); the member said the rest.",
+    )
 
 
 class Turn(Record):

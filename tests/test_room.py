@@ -14,12 +14,12 @@ import pytest
 from judges.room_audit import audit_record, room_turns
 from personas.case import parse_case
 from personas.library import resolve_case
-from simulator.director import beat_direction, card_beats, choose_beat
+from simulator.director import _FRAMES, beat_direction, beat_opener, card_beats, choose_beat
 from simulator.engine import run_session
 from simulator.faults import detect_faults
 from simulator.llm.fake import FakeModelClient
 from simulator.members import FAULT_REASKS, member_turn
-from simulator.records import FaultKind, FidelityCheck, SessionRecord, Turn
+from simulator.records import Beat, FaultKind, FidelityCheck, SessionRecord, Turn
 from simulator.session_state import SessionConfig
 from simulator.supporters import SilentSupporter
 from simulator.turn_checks import check_line, member_facts, read_line, read_out
@@ -429,6 +429,8 @@ def test_a_beat_reaches_only_its_member_and_an_ungrounded_line_is_reasked_with_i
     lines = iter([generic, grounded])
     client = FakeModelClient(default=lambda call: next(lines) if call.schema is None else script(call))
     beat = next(b for b in card_beats(dana, "Dana") if b.kind == "secret")  # private: only Dana's line may see it
+    # worded so it does not open on Dana: no opener begins her line (the opener's tests are below)
+    beat = beat.model_copy(update={"text": "One-bedroom flats: she has looked at them online twice this month."})
     turn = asyncio.run(member_turn(client, dana, [], "Dana", ["Theo"], seed=5, window=16, beat=beat))
     assert turn.text == grounded and turn.beat == beat and turn.directive is None
     assert [r.flags[0].check for r in turn.reasks] == [FidelityCheck.UNGROUNDED]
@@ -458,6 +460,76 @@ def test_a_line_that_reads_out_its_stage_direction_is_reasked(dana):
     turn = asyncio.run(member_turn(client, dana, [], "Dana", ["Theo"], seed=5, window=16, beat=beat))
     assert turn.text == grounded and turn.flags == []
     assert [f.check for r in turn.reasks if r.part == "line" for f in r.flags][:1] == [FidelityCheck.COPIED_TAG]
+
+
+def _beat(case, speaker, starts):
+    return next(b for b in card_beats(case, speaker) if b.text.startswith(starts))
+
+
+def test_a_beat_opening_on_its_member_begins_their_line_in_their_own_voice(dana):
+    arjun, mensah, carter = (resolve_case(c) for c in ("arjun-and-meera", "mensah-family", "carter-family"))
+    cases = [
+        (arjun, "Arjun", "Arjun bought", ["Meera"], "I bought Rohan the motorbike for"),  # stops before "his"
+        (arjun, "Arjun", "He sold", ["Meera"], "I sold Rohan's damaged motorbike without telling you"),
+        (dana, "Dana", "Dana's parents", ["Theo"], "My parents divorced when"),  # "she" would need conjugating
+        (dana, "Theo", "Theo took", ["Dana"], "I took a promotion that keeps me at"),
+        (dana, "Dana", "about Theo", ["Theo"], "You have chosen work over"),  # "her" is Dana: not Theo's
+        (mensah, "Abena", "Abena came", ["Akua"], "I came to the UK as a nurse"),
+        (carter, "Marcus", "Marcus sets", ["Renee"], "I set rules"),
+        (carter, "Marcus", "He knows", ["Renee"], "I know Jordan is withdrawing"),  # "and fears": whose verb?
+    ]
+    for case, speaker, starts, to, opener in cases:
+        assert beat_opener(_beat(case, speaker, starts), speaker, to, case) == opener
+
+    def agenda(text):
+        return Beat(kind="agenda", text=text, source="members[0].agenda[0]")
+
+    assert beat_opener(agenda("I'm tired of eating alone while Theo works"), "Dana", ["Theo"], dana) == (
+        "I'm tired of eating alone while you work"
+    )
+    assert beat_opener(agenda("Dana wants Theo home by seven"), "Dana", ["Theo"], dana) == "I want you home by seven"
+    # issue 42 (11): an agenda written as a noun phrase is said after a frame; one written "That ..." is the
+    # statement after it; a clause in the member's voice is said as it is
+    framed = beat_opener(agenda("The anniversary dinner Theo cancelled"), "Dana", ["Theo"], dana)
+    assert framed in {f"{f} the anniversary dinner you cancelled" for f in _FRAMES}
+    assert beat_opener(agenda("That Theo works until nine every night"), "Dana", ["Theo"], dana) == (
+        "You work until nine every night"
+    )
+    assert beat_opener(agenda("That she eats alone most nights"), "Dana", ["Theo"], dana) == "I eat alone most nights"
+    assert beat_opener(agenda("Theo asked me last week why I cry"), "Dana", ["Theo"], dana) == (
+        "You asked me last week why I cry"
+    )
+    niamh, lena, nadia = (resolve_case(c) for c in ("shane-and-niamh", "lena-and-omar", "nadia-and-craig"))
+    more = [
+        (niamh, "Niamh", "In April Niamh", ["Shane"], "In April I found €11,000 on a credit card"),  # a time first
+        (niamh, "Niamh", "She has asked a solicitor", ["Shane"], "I have asked a solicitor about separating our"),
+        (lena, "Omar", "Switches into Arabic", ["Lena"], "I switch into Arabic when overwhelmed"),  # verb first
+        (dana, "Theo", "Logistics manager", ["Dana"], None),  # a plural noun first, not a verb
+        (nadia, "Nadia", "Craig says Nadia", ["Craig"], None),  # "You say Nadia has ...": herself by name
+    ]
+    for case, speaker, starts, to, opener in more:
+        assert beat_opener(_beat(case, speaker, starts), speaker, to, case) == opener
+    # said to someone else, or opening on another member: no opener
+    assert beat_opener(_beat(dana, "Dana", "about Theo"), "Dana", ["Therapist"], dana) is None
+    assert beat_opener(_beat(mensah, "Kojo", "Abena's visa"), "Kojo", ["Akua"], mensah) is None
+    # opening on the one spoken to: "you", and the speaker's own name stops it
+    assert beat_opener(_beat(mensah, "Kojo", "Abena's visa"), "Kojo", ["Abena"], mensah) == (
+        "Your visa and salary could not support bringing"
+    )
+
+
+def test_an_opener_begins_the_line_only_for_a_piece_not_yet_brought_up(dana):
+    beat = _beat(dana, "Dana", "She has looked")
+    client = FakeModelClient(default=RoomScript(dana))
+    turn = asyncio.run(member_turn(client, dana, [], "Dana", ["Theo"], seed=5, window=16, beat=beat))
+    line = next(c for c in client.calls if c.schema is None)
+    assert line.prompt.prefill.endswith('"I have looked at one-bedroom flats online twice ')
+    assert turn.text.startswith("I have looked at one-bedroom flats online twice ")
+    assert turn.beat.opener == "I have looked at one-bedroom flats online twice"
+    assert all("one-bedroom" not in (c.prompt.prefill or "") for c in client.calls if c.schema is not None)
+    before = [said(1, "Dana", "I looked at one-bedroom flats online, twice.", ("Theo",))]
+    again = asyncio.run(member_turn(client, dana, before, "Dana", ["Theo"], seed=5, window=16, beat=beat))
+    assert again.beat.opener is None and not again.text.startswith("I have looked")
 
 
 def test_of_two_drawn_lines_the_one_that_makes_no_fault_is_kept(dana):
@@ -502,8 +574,13 @@ def _room(case, lines, *, beats=True):
     it = itertools.cycle(lines)
     client = FakeModelClient(default=lambda call: next(it) if call.schema is None else script(call))
     rec = asyncio.run(run_session(case, SilentSupporter(), client, SessionConfig(max_turns=4, seed=2), session_id="g"))
-    if not beats:
-        rec = rec.model_copy(update={"turns": [t.model_copy(update={"beat": None}) for t in rec.turns]})
+    if not beats:  # as made before the director: no beat, and no line begun with the card's words
+
+        def before(t):
+            opener = t.beat.opener if t.beat is not None else None
+            return t.model_copy(update={"beat": None, "text": t.text.removeprefix(f"{opener} ") if opener else t.text})
+
+        rec = rec.model_copy(update={"turns": [before(t) for t in rec.turns]})
     return rec
 
 
@@ -512,7 +589,8 @@ def test_a_room_that_stays_off_its_case_is_a_fault_and_a_grounded_one_is_not(dan
     rec = _room(dana, vague)
     assert FaultKind.UNGROUNDED_ROOM in {f.kind for f in detect_faults(rec)}
     fid = audit_record(rec)
-    assert fid.room.member_turns == 4 and fid.room.grounded_turns == 0 and fid.room.directed_turns == 4
+    opened = sum(t.beat.opener is not None for t in rec.turns if t.kind == "member")  # begun with the card's words
+    assert fid.room.member_turns == 4 and fid.room.grounded_turns == opened < 2 and fid.room.directed_turns == 4
     grounded = [
         "You took the promotion without asking me.",
         "The IVF money had to come from somewhere.",  # no name: the engine, not the list, picks who says it
