@@ -325,7 +325,9 @@ def _subject(beat: Beat, speaker: str, addressees: Sequence[str], case: Case) ->
     name = re.escape(re.sub(r"['’]s$", "", first))
     second = text.split()[1:2]
     # a name stays capitalised after a frame ("Pauline's", "Coach Darren Pike")
-    proper = re.search(rf"[a-z,;:] {name}\b", case.model_dump_json()) or (second and second[0][:1].isupper())
+    proper = first.lower() not in _NOUN_PHRASE_STARTS and (
+        re.search(rf"[a-z,;:] {name}\b", case.model_dump_json()) or (second and second[0][:1].isupper())
+    )
     phrase = text if proper else first.lower() + text[len(first) :]
     return _Opening(_FRAMES[zlib.crc32(beat.source.encode()) % len(_FRAMES)], "", phrase, speaker, False)
 

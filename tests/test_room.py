@@ -492,6 +492,9 @@ def test_a_beat_opening_on_its_member_begins_their_line_in_their_own_voice(dana)
     # statement after it; a clause in the member's voice is said as it is
     framed = beat_opener(agenda("The anniversary dinner Theo cancelled"), "Dana", ["Theo"], dana)
     assert framed in {f"{f} the anniversary dinner you cancelled" for f in _FRAMES}
+    # "The" is never a name, even before one (issue 42 (12): "I can't get past The R2.8 million house")
+    framed = beat_opener(agenda("The IVF money Theo spent"), "Dana", ["Theo"], dana)
+    assert framed in {f"{f} the IVF money you spent" for f in _FRAMES}
     assert beat_opener(agenda("That Theo works until nine every night"), "Dana", ["Theo"], dana) == (
         "You work until nine every night"
     )
