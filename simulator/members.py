@@ -668,9 +668,9 @@ async def member_turn(
 
     `beat`: what the director (simulator.director) gave this member to bring up, when no stressor directs the
     turn; it reaches only this member's line prompt, and a line that brings up nothing of the case is re-asked
-    with it (`ungrounded`). A piece the member has not yet brought up that opens on them begins their line in
-    their own voice (`Beat.opener`, English sessions), since the 1.5B said a beat handed to it in a third of
-    its lines.
+    with it (`ungrounded`). A piece the member has not yet brought up begins their line with its own words in
+    their voice where the rule can turn it (`Beat.opener`, simulator.director.beat_opener; English sessions),
+    since the 1.5B said a beat handed to it in a third of its lines.
     """
     member = case.member(speaker)
     previous = current_state(case, speaker, turns)
