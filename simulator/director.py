@@ -236,7 +236,7 @@ class _Opening(NamedTuple):
     """How a card piece opens on who it is about."""
 
     lead: str  # what comes before the subject: a time ("On 12 June") or a frame ("I keep thinking about")
-    subject: str  # "I", "My", "you", or "" after a frame
+    subject: str  # "I", "My", "you", "your", as the card wrote it ("I'm"), or "" after a frame
     rest: str  # the card's words after it
     whose: str  # the member its he/she-words belong to
     agree: bool  # the next verb is the card's third person, to be agreed with the subject ("keeps" -> "keep")
@@ -251,6 +251,11 @@ _WHEN = re.compile(
 _NOUN_PHRASE_STARTS = frozenset({"the", "a", "an", "what", "that", "being", "his", "her", "their", "our", "how", "why",
                                  "when", "whether"})  # fmt: skip
 _FRAMES = ("I want to talk about", "I keep thinking about", "I can't get past")
+
+
+def _listener(addressees: Sequence[str], case: Case) -> str | None:
+    """The one member a line is said to, if it is said to one member (not the counsellor, not several)."""
+    return addressees[0] if len(addressees) == 1 and addressees[0] in case.member_names else None
 
 
 def _whose_pronoun(word: str, beat: Beat, speaker: str, case: Case) -> str | None:
@@ -270,7 +275,7 @@ def _statement(text: str, beat: Beat, speaker: str, addressees: Sequence[str], c
     "Arjun bought ..." -> I; "Dana's parents ..." -> My; "In July she accepted ..." -> In July I; "On 12 June he
     booked ...", said to him -> On 12 June you. Else None."""
     lead = ""
-    to = addressees[0] if len(addressees) == 1 and addressees[0] in case.member_names else None
+    to = _listener(addressees, case)
     who = "|".join(re.escape(n) for n in (speaker, to) if n)
     if (m := re.match(rf"{_TIME}(?=(?:{who}|[Hh]e|[Ss]he)\b)", text)) and _WHEN.search(m.group(1)):
         lead, text = m.group(1), text[m.end() :]
@@ -310,11 +315,10 @@ def _subject(beat: Beat, speaker: str, addressees: Sequence[str], case: Case) ->
         text = m.group(1)
     if opened := _statement(text, beat, speaker, addressees, case):
         return opened
-    first = text.split()[0] if text.split() else ""
+    first, second, *_ = [*text.split(), "", ""]
     own_background = beat.source.startswith(f"members[{case.member_names.index(speaker)}].background")
-    after = text.split()[1:2]
     plural_subject = first.lower() != "has" and (
-        first.lower().endswith("ics") or bool(after and re.fullmatch(r"\w+ed|are|were|have|had|live", after[0]))
+        first.lower().endswith("ics") or re.fullmatch(r"\w+ed|are|were|have|had|live", second) is not None
     )
     if own_background and first[:1].isupper() and _agree(first.lower(), "I") != first.lower() and not plural_subject:
         return _Opening("", "I", text, speaker, True)
@@ -323,10 +327,9 @@ def _subject(beat: Beat, speaker: str, addressees: Sequence[str], case: Case) ->
     if re.search(r"\b(?:I|me|my|I'm|I've)\b", text) and first.lower() not in _NOUN_PHRASE_STARTS:
         return _Opening("", "", text, speaker, False)  # a clause in their voice ("Mereana asked me last week why")
     name = re.escape(re.sub(r"['’]s$", "", first))
-    second = text.split()[1:2]
     # a name stays capitalised after a frame ("Pauline's", "Coach Darren Pike")
     proper = first.lower() not in _NOUN_PHRASE_STARTS and (
-        re.search(rf"[a-z,;:] {name}\b", case.model_dump_json()) or (second and second[0][:1].isupper())
+        re.search(rf"[a-z,;:] {name}\b", case.model_dump_json()) or second[:1].isupper()
     )
     phrase = text if proper else first.lower() + text[len(first) :]
     return _Opening(_FRAMES[zlib.crc32(beat.source.encode()) % len(_FRAMES)], "", phrase, speaker, False)
@@ -349,7 +352,7 @@ def beat_opener(beat: Beat, speaker: str, addressees: Sequence[str], case: Case)
     you = subject in ("you", "your")
     forms = _FORMS["you" if you else "I"]
     mine = set(pronoun_of(case, whose) or ())
-    to = addressees[0] if len(addressees) == 1 and addressees[0] in case.member_names else None
+    to = _listener(addressees, case)
     tokens = rest.split()
     if len(case.members) == 2:  # a couple's "their" is the speaker's too
         forms = {**forms, "their": "our", "them": "us", "theirs": "ours"}
