@@ -602,6 +602,7 @@ def _check_spoken_line(brief: _TurnBrief, c: Completion) -> list[FidelityFlag]:
         addressees=brief.addressees,
         language=brief.language,
         finish_reason=finish,
+        given=(brief.directive,) if brief.directive else (),
     )
     beat = brief.beat if not brief.directive else None
 

@@ -1,6 +1,7 @@
 """Checks on what a member said, against the turns before it: repeats (duplicate, near-duplicate), speaking as
 another participant, a copied speaker tag, speaking of the addressee in the third person, an echo of another
-speaker's line, a language switch, a cut-off line, and a false reference to the counsellor.
+speaker's line, a figure the card never gave, a language switch, a cut-off line, and a false reference to the
+counsellor.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from personas.case import Case
 from personas.taxonomy import SUPPORTER_NAME
 from simulator.records import FidelityCheck, FidelityFlag, Turn
+from simulator.turn_checks._figures import invented_figure
 from simulator.turn_checks._language import language_switch
 from simulator.turn_checks._room import (
     CounsellorVoice,
@@ -66,8 +68,10 @@ def check_line(
     addressees: Sequence[str],
     language: str,
     finish_reason: str | None = None,
+    given: Sequence[str] = (),
 ) -> list[FidelityFlag]:
-    """Every check on what a member said, against the turns before it."""
+    """Every check on what a member said, against the turns before it and what the member was `given` to say
+    (a stressor's stage direction)."""
     flags: list[FidelityFlag] = []
     rep = repeat_of(text, turns)
     if rep is not None:
@@ -134,6 +138,16 @@ def check_line(
                 FidelityCheck.GIVEN_AWAY,
                 f'"{clause}" tells {speaker}\'s own story as {whom}\'s; {speaker} tells it with "I" and "my"',
                 clause,
+            )
+        )
+    figure = invented_figure(text, case, turns, given)
+    if figure:
+        flags.append(
+            _flag(
+                FidelityCheck.INVENTED_FIGURE,
+                f"it states '{figure}', a figure that {speaker}'s notes and the room never gave; leave it out, or "
+                "use the notes' own figure",
+                figure,
             )
         )
     if echo is not None and rep is None:  # a line already flagged as a repeat is recorded, and re-asked, as one

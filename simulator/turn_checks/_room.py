@@ -43,6 +43,7 @@ from personas.case import Case, Member
 from personas.taxonomy import SUPPORTER_NAME
 from simulator.llm.tokenizers import common_words
 from simulator.records import Turn
+from simulator.turn_checks._figures import invented_figure
 from simulator.turn_checks._text import (
     _ADVERBS,
     _SELF_VERBS,
@@ -770,10 +771,18 @@ class RoomReading:
     echo_turn: int | None = None
     wrong_address: str | None = None
     given_away: str | None = None
+    invented_figure: str | None = None
 
 
-def read_line(text: str, speaker: str, addressees: Sequence[str], case: Case, earlier: Sequence[Turn]) -> RoomReading:
-    """All the room measures of one member line, against the turns before it."""
+def read_line(
+    text: str,
+    speaker: str,
+    addressees: Sequence[str],
+    case: Case,
+    earlier: Sequence[Turn],
+    given: Sequence[str] = (),
+) -> RoomReading:
+    """All the room measures of one member line, against the turns before it and what the member was `given`."""
     echo = _echo_of(text, speaker, earlier)
     voices = counsellor_voices(text, speaker, earlier, echo)
     return RoomReading(
@@ -784,4 +793,5 @@ def read_line(text: str, speaker: str, addressees: Sequence[str], case: Case, ea
         echo_turn=echo.turn.index if echo else None,
         wrong_address=f"speaks to {name}" if (name := wrong_address(text, speaker, addressees, case)) else None,
         given_away=f'"{gave[0]}", told of {gave[1]}' if (gave := given_away(text, speaker, addressees, case)) else None,
+        invented_figure=invented_figure(text, case, earlier, given),
     )
