@@ -16,6 +16,7 @@ from simulator.turn_checks._figures import invented_figure
 from simulator.turn_checks._language import language_switch
 from simulator.turn_checks._room import (
     CounsellorVoice,
+    claimed,
     counsellor_voices,
     echo_of,
     given_away,
@@ -137,6 +138,16 @@ def check_line(
             _flag(
                 FidelityCheck.GIVEN_AWAY,
                 f'"{clause}" tells {speaker}\'s own story as {whom}\'s; {speaker} tells it with "I" and "my"',
+                clause,
+            )
+        )
+    took = claimed(text, speaker, case)
+    if took:
+        clause, whose = took
+        flags.append(
+            _flag(
+                FidelityCheck.CLAIMED,
+                f"\"{clause}\" tells {whose}'s story as {speaker}'s own; {speaker} speaks of it as {whose}'s",
                 clause,
             )
         )

@@ -29,7 +29,16 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).parent
-MEASURES = ("grounded", "counsellor_voice", "third_person", "echo", "wrong_address", "given_away", "invented_figure")
+MEASURES = (
+    "grounded",
+    "counsellor_voice",
+    "third_person",
+    "echo",
+    "wrong_address",
+    "given_away",
+    "invented_figure",
+    "claimed",
+)
 
 
 def _turn(i: int, speaker: str, text: str, to: list[str]):
