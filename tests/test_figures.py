@@ -122,6 +122,8 @@ def test_an_invented_figure_is_flagged_reasked_and_if_it_stays_counted(dana):
         assert FidelityCheck.INVENTED_FIGURE in [f.check for r in turn.reasks for f in r.flags]
         line_calls = [c for c in client.calls if c.schema is None]
         assert "'2016'" in line_calls[1].prompt.instructions  # the re-ask names the figure
+        assert "Ever since April 2016" in line_calls[1].prompt.avoid  # and may not write it after the same words
+        assert "Ever since April 2016" not in line_calls[0].prompt.avoid
         assert turn.text == (good if fixed else bad)
         assert (FidelityCheck.INVENTED_FIGURE in [f.check for f in turn.flags]) is not fixed
     rec = _room(dana, [good, "You took the promotion without asking me."])

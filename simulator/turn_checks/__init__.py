@@ -55,6 +55,7 @@ from simulator.turn_checks._line import (
 from simulator.turn_checks._reask import (
     FAULTING,
     REPEATS,
+    invented_figures,
     reask_note,
     repeated_texts,
 )
@@ -127,6 +128,7 @@ __all__ = [
     "wrong_address",
     "given_away",
     "invented_figure",
+    "invented_figures",
     "claimed",
     "line_figures",
     "member_facts",

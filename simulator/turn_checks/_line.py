@@ -55,6 +55,17 @@ def repeat_of(text: str, earlier: Sequence[Turn]) -> tuple[FidelityCheck, Turn, 
     return best
 
 
+FIGURE_LEAD_WORDS = 3
+
+
+def _with_lead(text: str, phrase: str) -> str:
+    """`phrase` with the FIGURE_LEAD_WORDS words before it in `text`: what the re-ask may not write again ("the
+    seder in 1974": the 1.5B re-drew the same year after the same words, issue 42 (13))."""
+    at = text.find(phrase)
+    lead = text[:at].split()[-FIGURE_LEAD_WORDS:] if at > 0 else []
+    return " ".join([*lead, phrase])
+
+
 def tagged_speaker(text: str, names: Sequence[str]) -> str | None:
     """The first of `names` whose transcript speaker tag (`Ben:`, `Therapist (to Ana):`) occurs in `text`."""
     return next((n for n in names if re.search(_tag(n), text)), None)
@@ -158,7 +169,7 @@ def check_line(
                 FidelityCheck.INVENTED_FIGURE,
                 f"it states '{figure}', a figure that {speaker}'s notes and the room never gave; leave it out, or "
                 "use the notes' own figure",
-                figure,
+                _with_lead(text, figure),
             )
         )
     if echo is not None and rep is None:  # a line already flagged as a repeat is recorded, and re-asked, as one

@@ -390,6 +390,8 @@ def third_person(
         return m[0]
     if m := _subject_of(plain, (name, *_kin_words(case, name))):
         return m
+    if m := re.search(rf"\b(?:{_TO_SOMEONE}) {re.escape(name)}(?= [\w£$€₦])", plain):
+        return m[0]  # "I have been giving Avi £200", said to Avi (issue 42 (13))
     pronouns = pronoun_of(case, name)
     if pronouns is None:
         return None
@@ -411,6 +413,13 @@ def third_person(
     return None
 
 
+# A name after one of these, with the sentence going on, is the one a thing is done to or for, not the one spoken
+# to ("giving Avi £200", "worried about Avi all week"); a name spoken to stands apart ("I'm giving you this, Avi").
+_TO_SOMEONE = (
+    "give|giving|gave|given|tell|telling|told|send|sending|sent|pay|paying|paid|show|showing|showed|buy|buying|"
+    "bought|lend|lending|lent|blame|blaming|blamed|protect|protecting|protected|defend|defending|defended|about|"
+    "against|with|from"
+)
 # What a member's children call them: said as the subject of a sentence to that member ("Mum thinks she's a burden",
 # to Ayse), the word speaks of them as absent, like their name.
 _KIN = {
