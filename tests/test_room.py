@@ -188,7 +188,9 @@ def test_the_addressee_in_the_third_person(dana, speaker, to, text, third):
         ("santos-family", "Jasmine", "Cora", "Ma, you keep saying we're fine.", False),  # an address, then you
         ("santos-family", "Paolo", "Rodel", "Mom keeps telling everyone I'm fine.", False),  # not the addressee
         ("bia-and-sujin", "Bia", "Sujin", "Sujin, you go back to work and I stay here with the baby.", False),
-        ("bia-and-sujin", "Bia", "Sujin", "I told Sujin lots of things that night.", False),  # not the subject
+        ("bia-and-sujin", "Bia", "Sujin", "I told you lots of things that night, Sujin.", False),  # spoken to
+        # the one a thing is done to, by name: not the subject, still spoken of as absent (issue 42 (13))
+        ("bia-and-sujin", "Bia", "Sujin", "I told Sujin lots of things that night.", True),
     ],
 )  # fmt: skip
 def test_the_addressee_as_the_subject_of_a_sentence(case, speaker, to, text, third):
