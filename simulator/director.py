@@ -376,7 +376,8 @@ def _subject(beat: Beat, speaker: str, addressees: Sequence[str], case: Case) ->
     )
     phrase = text if proper else first.lower() + text[len(first) :]
     frame = _FRAMES[zlib.crc32(beat.source.encode()) % len(_FRAMES)]
-    return _Opening(f"{frame} how" if _is_clause(phrase) else frame, "", phrase, speaker, False)
+    how = _is_clause(phrase) and first.lower() != "that"  # "I can't get past that the calls were lies" is whole
+    return _Opening(f"{frame} how" if how else frame, "", phrase, speaker, False)
 
 
 def beat_opener(beat: Beat, speaker: str, addressees: Sequence[str], case: Case) -> str | None:
