@@ -216,6 +216,16 @@ _FORMS = {"I": {"his": "my", "her": "my", "hers": "mine", "him": "me", "himself"
 _NOT_VERBS = frozenset({"was", "his", "its", "this", "perhaps", "always", "less", "yes", "unless", "towards",
                         "afterwards", "whereas", "sometimes", "besides", "as"})  # fmt: skip
 _STRIP = ".,;:!?\"“”'’()"
+# An opener ending on one of these asks the member to finish the card's phrase, and the 1.5B finishes it wrong
+# (issue 42 (13): "the Port Talbot steelworks last" + "39 years ago"): it ends before them, and before a
+# possessive ("why Avi's").
+_NEEDS_MORE = frozenset({"a", "an", "the", "and", "but", "or", "to", "of", "in", "on", "at", "by", "for", "from",
+                         "with", "into", "about", "as", "than", "that", "which", "who", "whose", "my", "your", "our",
+                         "his", "her", "their", "its", "last", "next", "every", "each", "this", "these", "those",
+                         "some", "any", "no", "whole", "other", "after", "before", "during", "since", "until",
+                         "while", "when", "if", "because", "so", "not", "very", "more", "most", "over", "under",
+                         "between", "without", "within", "through", "against", "toward", "towards", "behind",
+                         "why", "how", "what", "where", "whether"})  # fmt: skip
 _BOUNDARY = re.compile(r"[,;:()\"“”—–.!?]")
 
 
@@ -223,7 +233,7 @@ def _agree(verb: str, subject: str) -> str:
     """The verb after `I` or `you` for a third-person verb of the card ("keeps" -> "keep", "has" -> "have")."""
     if verb in _AGREE[subject]:
         return _AGREE[subject][verb]
-    if not re.fullmatch(r"[a-z]{2,}s", verb) or verb in _NOT_VERBS or verb.endswith(("ss", "us", "is")):
+    if not re.fullmatch(r"(?:[a-z]+-)?[a-z]{2,}s", verb) or verb in _NOT_VERBS or verb.endswith(("ss", "us", "is")):
         return verb  # past tense, or not a verb in -s
     if verb.endswith("ies"):
         return verb[:-3] + "y"
@@ -251,6 +261,35 @@ _WHEN = re.compile(
 _NOUN_PHRASE_STARTS = frozenset({"the", "a", "an", "what", "that", "being", "his", "her", "their", "our", "how", "why",
                                  "when", "whether"})  # fmt: skip
 _FRAMES = ("I want to talk about", "I keep thinking about", "I can't get past")
+
+
+# A finite verb among a piece's first words makes it a clause, which a frame takes only after "how" ("I keep
+# thinking about how the phone rang during the seder"; issue 42 (13) heard "I keep thinking about the phone rang").
+_FINITE = re.compile(
+    r"(?:was|were|is|are|has|have|had|did|does|do|will|would|can|could|never|rang|ran|went|came|took|gave|told|"
+    r"said|left|lost|kept|made|found|got|saw|sent|paid|spent|met|fell|broke|put|sold|won|heard|knew|thought|felt|"
+    r"bought|brought|began|became|wrote|drove|stood|sat|hid|quit|let|asks|says|wants|thinks|knows|keeps|goes|"
+    r"comes|makes|takes|gets|needs|calls|tells|works|lives|seems|feels|refuses|expects|believes|[a-z]{3,}ed)",
+)
+_CLAUSE_REACH = 6  # the verb is looked for among this many words
+_DETERMINERS = frozenset({"the", "a", "an", "his", "her", "their", "our", "my", "your", "that", "this"})
+_SUBJECTS = frozenset({"i", "you", "he", "she", "we", "they"})
+
+
+def _is_clause(phrase: str) -> bool:
+    """Whether an agenda item is a statement ("Rhiannon was in a terrible state", "A student played the clip",
+    "In forty-one years they have never had a holiday") rather than a noun phrase ("The night of 9 March, when
+    ...", "The anniversary dinner Theo cancelled"): a finite verb after its first word, before a clause boundary,
+    that is not a relative clause's. A word in -ed first or after a determiner is an adjective ("The promised
+    holiday")."""
+    ws = [w.strip(_STRIP) for w in _BOUNDARY.split(phrase, maxsplit=1)[0].split()[:_CLAUSE_REACH]]
+    determined = bool(ws) and ws[0].lower() in _DETERMINERS
+    for i, w in enumerate(ws[1:], start=1):
+        if _FINITE.fullmatch(w.lower()) and not (i == 1 and determined and w.lower().endswith("ed")):
+            # "The anniversary dinner Theo cancelled": a verb after a name or pronoun in a determined phrase is
+            # its relative clause, and the whole a noun phrase
+            return not (determined and (ws[i - 1][:1].isupper() or ws[i - 1].lower() in _SUBJECTS))
+    return False
 
 
 def _listener(addressees: Sequence[str], case: Case) -> str | None:
@@ -283,8 +322,10 @@ def _statement(text: str, beat: Beat, speaker: str, addressees: Sequence[str], c
     for name, subject in ((speaker, "I"), (to, "you")):
         if name is None:
             continue
-        if m := re.match(rf"{re.escape(name)}(?:,\s*\d+,)?\s+(?!and\b|&)(.*)", text):
-            return _Opening(lead, subject, m.group(1), name, True)
+        if m := re.match(rf"{re.escape(name)}(,\s*\d+,)?\s+(?!and\b|&)(.*)", text):
+            if m.group(1) and re.match(r"(?:the|a|an|one)\b", m.group(2)):  # "Avi, 21, the eldest" -> "I am the"
+                return _Opening(lead, subject, f"{'am' if subject == 'I' else 'are'} {m.group(2)}", name, False)
+            return _Opening(lead, subject, m.group(2), name, True)
         if m := re.match(rf"{re.escape(name)}['’]s\s+(.*)", text):
             return _Opening(lead, "My" if subject == "I" else "your", m.group(1), name, False)
         if first.lower() in ("he", "she") and _whose_pronoun(first, beat, speaker, case) == name:
@@ -329,10 +370,14 @@ def _subject(beat: Beat, speaker: str, addressees: Sequence[str], case: Case) ->
     name = re.escape(re.sub(r"['’]s$", "", first))
     # a name stays capitalised after a frame ("Pauline's", "Coach Darren Pike")
     proper = first.lower() not in _NOUN_PHRASE_STARTS and (
-        re.search(rf"[a-z,;:] {name}\b", case.model_dump_json()) or second[:1].isupper()
+        re.search(rf"[a-z,;:] {name}\b", case.model_dump_json())
+        or second[:1].isupper()
+        or (first[:1].isupper() and re.search(r"['’]s$", first) is not None)  # "Deshawn's mother"
     )
     phrase = text if proper else first.lower() + text[len(first) :]
-    return _Opening(_FRAMES[zlib.crc32(beat.source.encode()) % len(_FRAMES)], "", phrase, speaker, False)
+    frame = _FRAMES[zlib.crc32(beat.source.encode()) % len(_FRAMES)]
+    how = _is_clause(phrase) and first.lower() != "that"  # "I can't get past that the calls were lies" is whole
+    return _Opening(f"{frame} how" if how else frame, "", phrase, speaker, False)
 
 
 def beat_opener(beat: Beat, speaker: str, addressees: Sequence[str], case: Case) -> str | None:
@@ -391,8 +436,8 @@ def beat_opener(beat: Beat, speaker: str, addressees: Sequence[str], case: Case)
         out.append(word)
         if _BOUNDARY.search(token[len(token.rstrip(_STRIP)) :]):
             break
-    while out and out[-1].lower() in ("and", "but", "or"):
-        out.pop()
+    while len(out) > given and (out[-1].lower() in _NEEDS_MORE or re.search(r"['’]s$", out[-1])):
+        out.pop()  # "... the whole time the" + "2016 caravan holiday": the member fills what it asks for
     if len(out) - given < _MIN_OPENER - 1:
         return None
     line = " ".join(out)

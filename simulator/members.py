@@ -38,6 +38,7 @@ from simulator.turn_checks import (
     check_line,
     check_state,
     grounding,
+    invented_figures,
     read_out,
     reask_note,
     repeated_texts,
@@ -577,7 +578,7 @@ async def _ask_line(
             instructions=_with_reask(instructions, flags),
             prefill=f'{brief.speaker} (to {brief.to}): "{start}',
             stop=('"', "\n"),
-            avoid=(*repeated_texts(flags, brief.turns), *room_lexicon().counsellor_avoid),
+            avoid=(*repeated_texts(flags, brief.turns), *invented_figures(flags), *room_lexicon().counsellor_avoid),
         ),
         role="member",
         max_tokens=72,
@@ -602,6 +603,7 @@ def _check_spoken_line(brief: _TurnBrief, c: Completion) -> list[FidelityFlag]:
         addressees=brief.addressees,
         language=brief.language,
         finish_reason=finish,
+        given=(brief.directive,) if brief.directive else (),
     )
     beat = brief.beat if not brief.directive else None
 

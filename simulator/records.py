@@ -108,6 +108,8 @@ class FidelityCheck(StrEnum):
     UNGROUNDED = "ungrounded"  # the line leaves out what the director gave it to bring up, and nothing of the case
     WRONG_ADDRESS = "wrong_address"  # the line speaks by name to a member it is not addressed to
     GIVEN_AWAY = "given_away"  # the line tells one of the speaker's own card facts as the listener's or another's
+    INVENTED_FIGURE = "invented_figure"  # a year, amount, age or count the card and the room never gave
+    CLAIMED = "claimed"  # the line tells another member's card fact as the speaker's own
 
 
 class FidelityFlag(Record):

@@ -92,7 +92,9 @@ def state_checks(case, s, *, turns=EARLIER, speaker="Arjun"):
 
 
 def test_a_clean_line_passes(case):
-    assert line_checks(case, "I work twelve hours a day and still I'm the bad guy?")[0] == []
+    assert line_checks(case, "I work all day at the shop and still I'm the bad guy?")[0] == []
+    # the card gives no hours: a figure of the member's own making is the one thing flagged
+    assert line_checks(case, "I work twelve hours a day and still I'm the bad guy?")[0] == [Check.INVENTED_FIGURE]
 
 
 def test_verbatim_repeat_of_another_members_turn_is_a_duplicate(case):
@@ -382,7 +384,7 @@ def play(client, case, turns=EARLIER, speaker="Arjun", to=("Therapist",)):
 
 def test_a_failing_line_is_reasked_with_the_reason_and_a_new_seed(case):
     repeat = EARLIER[0].text
-    fresh = "I work twelve hours a day and still I'm the bad guy?"
+    fresh = "I work all day at the shop and still I'm the bad guy?"
     client = FakeModelClient(replies=[*NEITHER, _state_reply(), repeat, fresh])
     turn = play(client, case)
     assert turn.text == fresh and turn.flags == [] and turn.move == "defend"
@@ -401,7 +403,7 @@ def test_a_repeated_line_is_reasked_with_the_earlier_line_to_avoid(case):
     (the embedded model bans its token runs while decoding: tests/test_embedded_e2e.py)."""
     repeat = EARLIER[0].text
     client = FakeModelClient(
-        replies=[*NEITHER, _state_reply(), repeat, "I work twelve hours a day and still I'm the bad guy?"]
+        replies=[*NEITHER, _state_reply(), repeat, "I work all day at the shop and still I'm the bad guy?"]
     )
     turn = play(client, case)
     assert turn.reasks[0].flags[0].turn == 1
@@ -436,10 +438,10 @@ def test_a_line_the_length_limit_cut_after_full_sentences_keeps_them(case):
     """The 1.5B runs past "one or two short sentences" to the length limit; its full sentences are the line, the
     unfinished words after them are recorded as dropped, and nothing is re-asked. A cut line with no full sentence
     of MIN_KEPT_WORDS words is still cut, and re-asked."""
-    long = "I work twelve hours a day at the depot. Nobody here even notices it. And when I get home she just"
+    long = "I work all day at the depot. Nobody here even notices it. And when I get home she just"
     client = FakeModelClient(replies=[*NEITHER, _state_reply(), FakeReply(long, "length")])
     turn = play(client, case)
-    assert turn.text == "I work twelve hours a day at the depot. Nobody here even notices it."
+    assert turn.text == "I work all day at the depot. Nobody here even notices it."
     assert turn.dropped == "And when I get home she just" and turn.flags == [] and turn.reasks == []
     assert turn.calls[-1].finish_reason == "length" and not client.replies
     short = FakeReply("No. And when I get home she just", "length")  # "No." alone is too little to be the line
@@ -479,7 +481,7 @@ def test_a_line_whose_every_draw_would_fault_the_session_is_asked_once_more(case
     fault by itself (a repeat, out of role, another language), the line is asked FAULT_REASKS more times. A
     re-ask whose only flag makes no fault (cut off) ends the asking."""
     repeat, cut = EARLIER[0].text, FakeReply("I work all day and nobody here even notices what I carry, and", "length")
-    fine = "I work twelve hours a day and still I'm the one who gets blamed at home."
+    fine = "I work all day at the shop and still I'm the one who gets blamed at home."
     client = FakeModelClient(replies=[*NEITHER, _state_reply(), repeat, repeat, fine])
     turn = play(client, case)
     assert FAULT_REASKS >= 1 and turn.text == fine and turn.flags == []

@@ -167,6 +167,11 @@ def test_re_saying_the_counsellor_is_its_voice_too(dana):
         ),  # to the counsellor
         ("Dana", "Theo", "Theo, you check your phone every time I talk.", False),  # a vocative, then you
         ("Theo", "Dana", "My father was never home, and he never once said sorry to my mother.", False),  # another man
+        # issue 42 (13): the one a thing is done to, by name ("giving Avi £200", said to Avi)
+        ("Dana", "Theo", "I have been giving Theo money for the IVF every month.", True),
+        ("Dana", "Theo", "I worry about Theo all week and he never sees it.", True),
+        ("Dana", "Theo", "I'm giving you this last chance, Theo.", False),  # spoken to: apart, after a comma
+        ("Dana", "Theo", "Thank you for being honest with me, Theo.", False),
     ],
 )
 def test_the_addressee_in_the_third_person(dana, speaker, to, text, third):
@@ -183,7 +188,9 @@ def test_the_addressee_in_the_third_person(dana, speaker, to, text, third):
         ("santos-family", "Jasmine", "Cora", "Ma, you keep saying we're fine.", False),  # an address, then you
         ("santos-family", "Paolo", "Rodel", "Mom keeps telling everyone I'm fine.", False),  # not the addressee
         ("bia-and-sujin", "Bia", "Sujin", "Sujin, you go back to work and I stay here with the baby.", False),
-        ("bia-and-sujin", "Bia", "Sujin", "I told Sujin lots of things that night.", False),  # not the subject
+        ("bia-and-sujin", "Bia", "Sujin", "I told you lots of things that night, Sujin.", False),  # spoken to
+        # the one a thing is done to, by name: not the subject, still spoken of as absent (issue 42 (13))
+        ("bia-and-sujin", "Bia", "Sujin", "I told Sujin lots of things that night.", True),
     ],
 )  # fmt: skip
 def test_the_addressee_as_the_subject_of_a_sentence(case, speaker, to, text, third):
@@ -469,11 +476,11 @@ def _beat(case, speaker, starts):
 def test_a_beat_opening_on_its_member_begins_their_line_in_their_own_voice(dana):
     arjun, mensah, carter = (resolve_case(c) for c in ("arjun-and-meera", "mensah-family", "carter-family"))
     cases = [
-        (arjun, "Arjun", "Arjun bought", ["Meera"], "I bought Rohan the motorbike for"),  # stops before "his"
+        (arjun, "Arjun", "Arjun bought", ["Meera"], "I bought Rohan the motorbike"),  # stops before "his", and "for"
         (arjun, "Arjun", "He sold", ["Meera"], "I sold Rohan's damaged motorbike without telling you"),
-        (dana, "Dana", "Dana's parents", ["Theo"], "My parents divorced when"),  # "she" would need conjugating
-        (dana, "Theo", "Theo took", ["Dana"], "I took a promotion that keeps me at"),
-        (dana, "Dana", "about Theo", ["Theo"], "You have chosen work over"),  # "her" is Dana: not Theo's
+        (dana, "Dana", "Dana's parents", ["Theo"], "My parents divorced"),  # "she" would need conjugating
+        (dana, "Theo", "Theo took", ["Dana"], "I took a promotion that keeps me"),
+        (dana, "Dana", "about Theo", ["Theo"], "You have chosen work"),  # "her" is Dana: not Theo's
         (mensah, "Abena", "Abena came", ["Akua"], "I came to the UK as a nurse"),
         (carter, "Marcus", "Marcus sets", ["Renee"], "I set rules"),
         (carter, "Marcus", "He knows", ["Renee"], "I know Jordan is withdrawing"),  # "and fears": whose verb?
@@ -502,10 +509,22 @@ def test_a_beat_opening_on_its_member_begins_their_line_in_their_own_voice(dana)
     assert beat_opener(agenda("Theo asked me last week why I cry"), "Dana", ["Theo"], dana) == (
         "You asked me last week why I cry"
     )
+    # issue 42 (13): a statement is framed after "how" ("I keep thinking about the phone rang" was heard), and a
+    # noun phrase that only looks like one is not; a capitalised possessive is a name
+    framed = beat_opener(agenda("The phone rang during the dinner in front of everyone"), "Dana", ["Theo"], dana)
+    assert framed in {f"{f} how the phone rang during the dinner" for f in _FRAMES}
+    framed = beat_opener(agenda("that the video calls were lies"), "Dana", ["Theo"], dana)  # (14): not "how that"
+    assert framed in {f"{f} that the video calls were lies" for f in _FRAMES}
+    framed = beat_opener(agenda("A student played the clip on a speaker"), "Dana", ["Theo"], dana)
+    assert framed in {f"{f} how a student played the clip" for f in _FRAMES}
+    framed = beat_opener(agenda("The promised holiday in Pembrokeshire"), "Dana", ["Theo"], dana)
+    assert framed in {f"{f} the promised holiday in Pembrokeshire" for f in _FRAMES}
+    framed = beat_opener(agenda("Deshawn's mother emailed the principal"), "Dana", ["Theo"], dana)
+    assert framed in {f"{f} how Deshawn's mother emailed the principal" for f in _FRAMES}
     niamh, lena, nadia = (resolve_case(c) for c in ("shane-and-niamh", "lena-and-omar", "nadia-and-craig"))
     more = [
         (niamh, "Niamh", "In April Niamh", ["Shane"], "In April I found €11,000 on a credit card"),  # a time first
-        (niamh, "Niamh", "She has asked a solicitor", ["Shane"], "I have asked a solicitor about separating our"),
+        (niamh, "Niamh", "She has asked a solicitor", ["Shane"], "I have asked a solicitor about separating"),
         (lena, "Omar", "Switches into Arabic", ["Lena"], "I switch into Arabic when overwhelmed"),  # verb first
         (dana, "Theo", "Logistics manager", ["Dana"], None),  # a plural noun first, not a verb
         (nadia, "Nadia", "Craig says Nadia", ["Craig"], None),  # "You say Nadia has ...": herself by name
@@ -519,6 +538,27 @@ def test_a_beat_opening_on_its_member_begins_their_line_in_their_own_voice(dana)
     assert beat_opener(_beat(mensah, "Kojo", "Abena's visa"), "Kojo", ["Abena"], mensah) == (
         "Your visa and salary could not support bringing"
     )
+
+
+def test_an_opener_ends_where_the_member_can_go_on_in_their_own_words(dana):
+    """Issue 42 (13): an opener cut on a word that needs what follows had the 1.5B finish the card's phrase wrong
+    ("the Port Talbot steelworks last" + "39 years ago"), and an appositive read as a verb gave "I the eldest"."""
+    from simulator.director import _NEEDS_MORE
+
+    fact = Beat(kind="fact", text="Dana, 36, the eldest of three sisters in a Leeds family, left home at 17.",
+                source="members[0].background")  # fmt: skip
+    assert beat_opener(fact, "Dana", ["Theo"], dana) == "I am the eldest of three sisters"
+    assert beat_opener(fact, "Theo", ["Dana"], dana) == "You are the eldest of three sisters"
+    retired = Beat(kind="fact", text="Theo retired from the Port Talbot steelworks last May after thirty-nine years.",
+                   source="history")  # fmt: skip
+    assert beat_opener(retired, "Theo", ["Dana"], dana) == "I retired from the Port Talbot steelworks"
+    cards = [resolve_case(c) for c in ("dana-and-theo", "mensah-family", "nguyen-family", "lena-and-omar")]
+    for case in cards:
+        for speaker in case.member_names:
+            for beat in card_beats(case, speaker):
+                opener = beat_opener(beat, speaker, [n for n in case.member_names if n != speaker][:1], case)
+                last = opener.split()[-1].lower() if opener else ""
+                assert last not in _NEEDS_MORE and not last.endswith("'s"), opener
 
 
 def test_an_opener_begins_the_line_only_for_a_piece_not_yet_brought_up(dana):

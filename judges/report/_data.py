@@ -139,6 +139,8 @@ def _turn(t, room: RoomTurn | None = None) -> dict[str, Any]:  # simulator.recor
             "third": room.third_person,
             "address": room.wrong_address,
             "given": room.given_away,
+            "figure": room.invented_figure,
+            "claimed": room.claimed,
             "echo": room.echo,
             "echo_recorded": room.echo_recorded,
         }

@@ -80,6 +80,12 @@ class RoomTurn(Record):
     given_away: str | None = Field(
         default=None, description="The clause telling the speaker's own card fact as someone else's, and whose, if any."
     )
+    invented_figure: str | None = Field(
+        default=None, description="A figure (year, amount, age, count) the card and the room never gave, if any."
+    )
+    claimed: str | None = Field(
+        default=None, description="The clause telling another member's card fact as the speaker's own, whose, if any."
+    )
     echo_recorded: bool = Field(
         default=True, description="The turn's own flags record it as a repeat or an echo (re-asked, then kept)."
     )
@@ -98,6 +104,8 @@ class RoomFigures(Record):
     echo_turns: int = Field(default=0, description="Turns re-saying another speaker's line.")
     wrong_address_turns: int = Field(default=0, description="Turns speaking by name to a member not addressed.")
     given_away_turns: int = Field(default=0, description="Turns telling the speaker's own fact as someone else's.")
+    invented_figure_turns: int = Field(default=0, description="Turns stating a figure the card and room never gave.")
+    claimed_turns: int = Field(default=0, description="Turns telling another member's fact as the speaker's own.")
     echo_unrecorded: int = Field(default=0, description="Echoes the record's flags do not carry.")
     directed_turns: int = Field(default=0, description="Turns the director gave something to bring up.")
 
@@ -115,7 +123,7 @@ def room_turns(record: SessionRecord) -> dict[int, RoomTurn]:
     for i, t in enumerate(record.turns):
         if t.kind != "member" or not t.text.strip():
             continue
-        r = read_line(t.text, t.speaker, t.addressees, record.case, record.turns[:i])
+        r = read_line(t.text, t.speaker, t.addressees, record.case, record.turns[:i], (t.directive or "",))
         out[t.index] = RoomTurn(
             grounded=r.grounded,
             counsellor_voice=r.counsellor_voice,
@@ -123,6 +131,8 @@ def room_turns(record: SessionRecord) -> dict[int, RoomTurn]:
             echo=r.echo,
             wrong_address=r.wrong_address,
             given_away=r.given_away,
+            invented_figure=r.invented_figure,
+            claimed=r.claimed,
             echo_recorded=r.echo is None or any(f.check in REPEATS for f in t.flags),
             beat=f"{t.beat.kind}: {t.beat.text}" if t.beat is not None else None,
         )
@@ -139,6 +149,8 @@ def room_figures(turns: dict[int, RoomTurn]) -> RoomFigures:
         echo_turns=sum(r.echo is not None for r in rows),
         wrong_address_turns=sum(r.wrong_address is not None for r in rows),
         given_away_turns=sum(r.given_away is not None for r in rows),
+        invented_figure_turns=sum(r.invented_figure is not None for r in rows),
+        claimed_turns=sum(r.claimed is not None for r in rows),
         echo_unrecorded=sum(r.echo is not None and not r.echo_recorded for r in rows),
         directed_turns=sum(r.beat is not None for r in rows),
     )

@@ -71,6 +71,8 @@ def _summary_rows(summaries: list[FidelitySummary], *, runs: bool) -> list[tuple
         ("third person", [_pct(s.room.share("third_person")) for s in summaries]),
         ("wrong address", [_pct(s.room.share("wrong_address")) for s in summaries]),
         ("fact given away", [_pct(s.room.share("given_away")) for s in summaries]),
+        ("figure not on card", [_pct(s.room.share("invented_figure")) for s in summaries]),
+        ("another's fact claimed", [_pct(s.room.share("claimed")) for s in summaries]),
         ("echo", [f"{_pct(s.room.share('echo'))} ({s.room.echo_unrecorded} unrecorded)" for s in summaries]),
         ("language", [_pct(s.language_drift) for s in summaries]),
         ("gap", [f"{_num(s.intensity_gap, 1)} / {_num(s.tension_gap, 1)}" for s in summaries]),

@@ -27,12 +27,14 @@ new records are measured alike. Thresholds are module constants, documented here
   member last spoke, and the member's `cue` must be words from it (SOFTENING_CUE_OVERLAP of its content words).
 
 - room measures (issue 42, `_room`): grounded in the case, counsellor voice, the addressee in the third person,
-  echo of another speaker; see that module.
+  echo of another speaker; see that module. A figure (year, amount, age, count) that the card, the room and the
+  member's stage direction never gave (`_figures`).
 
 The checks live in this package by what they look at: the lexicon and word measures (`_text`), language
 (`_language`), the line (`_line`), the self-report (`_self_report`), and what a re-ask is told (`_reask`).
 """
 
+from simulator.turn_checks._figures import invented_figure, line_figures
 from simulator.turn_checks._language import (
     LANGUAGE_MIN_WORDS,
     LANGUAGE_NAMES,
@@ -53,6 +55,7 @@ from simulator.turn_checks._line import (
 from simulator.turn_checks._reask import (
     FAULTING,
     REPEATS,
+    invented_figures,
     reask_note,
     repeated_texts,
 )
@@ -64,6 +67,7 @@ from simulator.turn_checks._room import (
     RoomLexicon,
     RoomReading,
     case_words,
+    claimed,
     content_words,
     counsellor_phrase,
     echo_of,
@@ -123,6 +127,10 @@ __all__ = [
     "GENDERED_PRONOUNS",
     "wrong_address",
     "given_away",
+    "invented_figure",
+    "invented_figures",
+    "claimed",
+    "line_figures",
     "member_facts",
     "LANGUAGE_MIN_WORDS",
     "LANGUAGE_NAMES",

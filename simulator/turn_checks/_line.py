@@ -1,6 +1,7 @@
 """Checks on what a member said, against the turns before it: repeats (duplicate, near-duplicate), speaking as
 another participant, a copied speaker tag, speaking of the addressee in the third person, an echo of another
-speaker's line, a language switch, a cut-off line, and a false reference to the counsellor.
+speaker's line, a figure the card never gave, a language switch, a cut-off line, and a false reference to the
+counsellor.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from collections.abc import Sequence
 from personas.case import Case
 from personas.taxonomy import SUPPORTER_NAME
 from simulator.records import FidelityCheck, FidelityFlag, Turn
+from simulator.turn_checks._figures import invented_figure
 from simulator.turn_checks._language import language_switch
 from simulator.turn_checks._room import (
     CounsellorVoice,
+    claimed,
     counsellor_voices,
     echo_of,
     given_away,
@@ -52,6 +55,17 @@ def repeat_of(text: str, earlier: Sequence[Turn]) -> tuple[FidelityCheck, Turn, 
     return best
 
 
+FIGURE_LEAD_WORDS = 3
+
+
+def _with_lead(text: str, phrase: str) -> str:
+    """`phrase` with the FIGURE_LEAD_WORDS words before it in `text`: what the re-ask may not write again ("the
+    seder in 1974": the 1.5B re-drew the same year after the same words, issue 42 (13))."""
+    at = text.find(phrase)
+    lead = text[:at].split()[-FIGURE_LEAD_WORDS:] if at > 0 else []
+    return " ".join([*lead, phrase])
+
+
 def tagged_speaker(text: str, names: Sequence[str]) -> str | None:
     """The first of `names` whose transcript speaker tag (`Ben:`, `Therapist (to Ana):`) occurs in `text`."""
     return next((n for n in names if re.search(_tag(n), text)), None)
@@ -66,8 +80,10 @@ def check_line(
     addressees: Sequence[str],
     language: str,
     finish_reason: str | None = None,
+    given: Sequence[str] = (),
 ) -> list[FidelityFlag]:
-    """Every check on what a member said, against the turns before it."""
+    """Every check on what a member said, against the turns before it and what the member was `given` to say
+    (a stressor's stage direction)."""
     flags: list[FidelityFlag] = []
     rep = repeat_of(text, turns)
     if rep is not None:
@@ -134,6 +150,26 @@ def check_line(
                 FidelityCheck.GIVEN_AWAY,
                 f'"{clause}" tells {speaker}\'s own story as {whom}\'s; {speaker} tells it with "I" and "my"',
                 clause,
+            )
+        )
+    took = claimed(text, speaker, case)
+    if took:
+        clause, whose = took
+        flags.append(
+            _flag(
+                FidelityCheck.CLAIMED,
+                f"\"{clause}\" tells {whose}'s story as {speaker}'s own; {speaker} speaks of it as {whose}'s",
+                clause,
+            )
+        )
+    figure = invented_figure(text, case, turns, given)
+    if figure:
+        flags.append(
+            _flag(
+                FidelityCheck.INVENTED_FIGURE,
+                f"it states '{figure}', a figure that {speaker}'s notes and the room never gave; leave it out, or "
+                "use the notes' own figure",
+                _with_lead(text, figure),
             )
         )
     if echo is not None and rep is None:  # a line already flagged as a repeat is recorded, and re-asked, as one

@@ -31,6 +31,12 @@ def repeated_texts(flags: Sequence[FidelityFlag], turns: Sequence[Turn]) -> tupl
     return tuple(dict.fromkeys([*first, *(t.text for t in reversed(turns) if t.text)]))
 
 
+def invented_figures(flags: Sequence[FidelityFlag]) -> tuple[str, ...]:
+    """What the re-ask of a line with an invented figure may not write: the figure after the words that led to
+    it (a decoding ban on the embedded model, like a repeated line's words)."""
+    return tuple(f.evidence for f in flags if f.check == FidelityCheck.INVENTED_FIGURE and f.evidence)
+
+
 def reask_note(flags: Sequence[FidelityFlag]) -> str:
     """What a re-asked model is told: the reasons its last answer was not accepted."""
     reasons = "; ".join(dict.fromkeys(f.detail for f in flags))

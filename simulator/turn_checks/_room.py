@@ -22,6 +22,8 @@ member's own role, and does it re-say another speaker's line. Rules over words, 
   counsellor).
 - fact given away: a clause that tells one of the speaker's own facts as the listener's or another member's
   ("your father was absent through long shifts", said by Theo, whose father it was; `given_away`).
+- fact claimed: the other way round, a clause that tells another member's fact as the speaker's own ("my father
+  was never there", said by Dana of Theo's; `claimed`).
 - echo: the line re-says another speaker's line: the same words, most of its word trigrams (at least
   ECHO_MIN_TRIGRAMS of them), or `room.echo_run` words in a row, read with I and you as one seat (`seatless`:
   a line re-said from the other side is still re-said).
@@ -43,6 +45,7 @@ from personas.case import Case, Member
 from personas.taxonomy import SUPPORTER_NAME
 from simulator.llm.tokenizers import common_words
 from simulator.records import Turn
+from simulator.turn_checks._figures import invented_figure
 from simulator.turn_checks._text import (
     _ADVERBS,
     _SELF_VERBS,
@@ -387,6 +390,8 @@ def third_person(
         return m[0]
     if m := _subject_of(plain, (name, *_kin_words(case, name))):
         return m
+    if m := re.search(rf"\b(?:{_TO_SOMEONE}) {re.escape(name)}(?= [\w£$€₦])", plain):
+        return m[0]  # "I have been giving Avi £200", said to Avi (issue 42 (13))
     pronouns = pronoun_of(case, name)
     if pronouns is None:
         return None
@@ -408,6 +413,13 @@ def third_person(
     return None
 
 
+# A name after one of these, with the sentence going on, is the one a thing is done to or for, not the one spoken
+# to ("giving Avi £200", "worried about Avi all week"); a name spoken to stands apart ("I'm giving you this, Avi").
+_TO_SOMEONE = (
+    "give|giving|gave|given|tell|telling|told|send|sending|sent|pay|paying|paid|show|showing|showed|buy|buying|"
+    "bought|lend|lending|lent|blame|blaming|blamed|protect|protecting|protected|defend|defending|defended|about|"
+    "against|with|from"
+)
 # What a member's children call them: said as the subject of a sentence to that member ("Mum thinks she's a burden",
 # to Ayse), the word speaks of them as absent, like their name.
 _KIN = {
@@ -759,6 +771,65 @@ def given_away(text: str, speaker: str, addressees: Sequence[str], case: Case) -
     return None
 
 
+_SELF = frozenset({"i", "i'm", "i've", "i'd", "i'll", "my", "mine", "myself"})  # not we: a couple's "we" is shared
+# he/she as someone the clause is about; "his" and "her" may be the speaker's own ("my father had his stroke")
+_SOMEONE_ELSE = GENDERED_PRONOUNS - {"his", "her"}
+
+
+def _fact_words(text: str, names: Sequence[str]) -> set[str]:
+    """A text's content stems, kin words as their group ("dad" and "father" are one word here)."""
+    groups = room_lexicon().person_groups
+    return {stem(groups.get(w.lower(), w)) for w in content_words(text, names)}
+
+
+@functools.lru_cache(maxsize=256)
+def _claimable(card_key: str, name: str) -> tuple[tuple[frozenset[str], frozenset[str], str | None], ...]:
+    """(the members a fact is about, its content stems, its head) for each of `name`'s facts (`member_facts`).
+    The head is what a clause of the problem or history does or has after its subject, "Theo('s)" or "he": "took"
+    in "Theo took a promotion", "father" in "Theo's father was absent"; a background, fear or secret has none, as
+    it is all its owner's."""
+    case = Case.model_validate_json(card_key)
+    member = case.member(name)
+    whole = {t for t in (member.background, member.core_fear, *member.private_knowledge) if t.strip()}
+    out = []
+    for f in member_facts(case, name):
+        head = None
+        if f not in whole:
+            rest = re.sub(rf"^(?:{re.escape(name)}(?:'s)?|he|she|they|his|her|their)\b", "", f.strip(), flags=re.I)
+            first = content_words(rest, case.member_names)[:1]
+            head = min(_fact_words(first[0], ()), default=None) if first else None
+        about = frozenset(m.name for m in case.members if _about(f, m, name))
+        out.append((about, frozenset(_fact_words(f, case.member_names)), head))
+    return tuple(out)
+
+
+def claimed(text: str, speaker: str, case: Case) -> tuple[str, str] | None:
+    """The clause and whose fact it is, when a line tells another member's fact as the speaker's own: in README
+    command 1 Dana told Theo's absent father as hers; in issue 42's runs Kojo told of "my visa", his mother's. A
+    clause with I or my, and no "you", he/she or other member in it (his or her may be the speaker's own: "my
+    father had his stroke"), that shares ITEM_WORDS content words (kin words by their group: "dad" is "father")
+    with another member's fact (not one about the speaker), less every word of the speaker's own facts, claims it; of a fact of the problem or history, the shared words must hold
+    its head ("I took a promotion" claims Theo's "Theo took a promotion"; "since the promotion I eat alone" does
+    not). Quoted words are not the speaker's."""
+    names = case.member_names
+    key = _card_key(case)
+    own = {w for _, f, _ in _claimable(key, speaker) for w in f}
+    others = {n.lower() for n in names if n != speaker}
+    for clause, you in _clauses(unquoted(text), case):
+        ws = set(words(clause))
+        if you or not _SELF & ws or _SECOND_PERSON & ws or _SOMEONE_ELSE & ws or others & ws:
+            continue
+        said = _fact_words(clause, names)
+        for other in names:
+            if other == speaker:
+                continue
+            for about, fact, head in _claimable(key, other):
+                shared = (said - own) & fact  # the head may be the speaker's too ("father"): the rest may not
+                if speaker not in about and len(shared) >= ITEM_WORDS and (head is None or head in said):
+                    return clause.strip(), other
+    return None
+
+
 @dataclass(frozen=True)
 class RoomReading:
     """The room measures of one member line, each with the words that show it (None: it does not hold)."""
@@ -770,10 +841,19 @@ class RoomReading:
     echo_turn: int | None = None
     wrong_address: str | None = None
     given_away: str | None = None
+    invented_figure: str | None = None
+    claimed: str | None = None
 
 
-def read_line(text: str, speaker: str, addressees: Sequence[str], case: Case, earlier: Sequence[Turn]) -> RoomReading:
-    """All the room measures of one member line, against the turns before it."""
+def read_line(
+    text: str,
+    speaker: str,
+    addressees: Sequence[str],
+    case: Case,
+    earlier: Sequence[Turn],
+    given: Sequence[str] = (),
+) -> RoomReading:
+    """All the room measures of one member line, against the turns before it and what the member was `given`."""
     echo = _echo_of(text, speaker, earlier)
     voices = counsellor_voices(text, speaker, earlier, echo)
     return RoomReading(
@@ -784,4 +864,6 @@ def read_line(text: str, speaker: str, addressees: Sequence[str], case: Case, ea
         echo_turn=echo.turn.index if echo else None,
         wrong_address=f"speaks to {name}" if (name := wrong_address(text, speaker, addressees, case)) else None,
         given_away=f'"{gave[0]}", told of {gave[1]}' if (gave := given_away(text, speaker, addressees, case)) else None,
+        invented_figure=invented_figure(text, case, earlier, given),
+        claimed=f'"{took[0]}", {took[1]}\'s' if (took := claimed(text, speaker, case)) else None,
     )

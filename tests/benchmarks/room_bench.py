@@ -13,7 +13,9 @@ reports the question alone and as `ask_room` uses it: the rule first, the questi
 `case_from_sample` on that part), and every member line of the other two thirds is read against it, with the
 rows before it as the transcript: the share of real lines the rule calls grounded is the real-people reference
 for grounding; the shares it calls counsellor voice, third person or echo are false-positive rates on real people
-(a real member is never the counsellor; the third-person rule is reported with its lines, to be read).
+(a real member is never the counsellor; the third-person rule is reported with its lines, to be read). A real
+member may state a figure the first third never gave, rightly: `invented_figure`'s share there is how often the
+rule would re-ask a real person, not an error rate.
 `sessions`: the four shares over the member turns of saved sessions (the audit's figures).
 Prints its figures; asserts nothing.
 """
@@ -27,7 +29,16 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).parent
-MEASURES = ("grounded", "counsellor_voice", "third_person", "echo", "wrong_address", "given_away")
+MEASURES = (
+    "grounded",
+    "counsellor_voice",
+    "third_person",
+    "echo",
+    "wrong_address",
+    "given_away",
+    "invented_figure",
+    "claimed",
+)
 
 
 def _turn(i: int, speaker: str, text: str, to: list[str]):

@@ -428,8 +428,11 @@
     if (room.third) parts.push("third person: " + room.third);
     if (room.address) parts.push("wrong address: " + room.address);
     if (room.given) parts.push("own fact given away: " + room.given);
+    if (room.figure) parts.push("figure not on the card: " + room.figure);
+    if (room.claimed) parts.push("another's fact told as own: " + room.claimed);
     if (room.echo) parts.push("echo of " + room.echo + (room.echo_recorded ? "" : " (not flagged)"));
-    var bad = !room.grounded || room.voice || room.third || room.address || room.given || room.echo;
+    var bad = !room.grounded || room.voice || room.third || room.address || room.given || room.figure || room.claimed ||
+      room.echo;
     return el("div", { "class": "room" + (bad ? " room-bad" : ""), text: "room: " + parts.join(" · ") });
   }
 
