@@ -824,6 +824,9 @@ def test_a_frequent_english_word_alone_does_not_ground_a_line_unless_the_card_qu
         ("Your mother told the whole town Shane lost his job.", None),  # reported after a verb, not a joiner
         ("Shane gotta stop lying to himself.", "Shane gotta"),  # the whole word, not "got" cut from it
         ("So Shane got angry and walked out.", "Shane got"),  # a joining word that opens the sentence
+        # README command 1 (issue 42 (14)): the problem read aloud, the speaker's name before a verb in -ing
+        ("Every talk ends with you listing what I missed and Shane going silent.", "Shane going"),
+        ("Every talk ends with you listing what I missed and me going silent.", None),
     ],
 )
 def test_a_member_speaking_of_themself_by_name_is_in_the_third_person(text, self_named):

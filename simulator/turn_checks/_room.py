@@ -446,14 +446,17 @@ def self_named(text: str, speaker: str) -> str | None:
     """The words that speak of the speaker by their own name as someone absent, outside quotation marks: the name
     before one of `_SELF_VERBS` anywhere ("I guess Theo is just tired", said by Theo), or as a sentence's subject
     before any third-person verb ("... and Shane swore he would never be that man", said by Shane: a member reading
-    their card aloud). The name after a word that is not a joining word ("Mum tells everyone Shane is ...") is
+    their card aloud; "... and Theo going silent or leaving the room", README command 1's Theo reading the
+    problem aloud, with a verb in -ing). The name after a word that is not a joining word ("Mum tells everyone Shane is ...") is
     reported speech, and passes, unless its verb is one of `_SELF_VERBS`."""
     plain = unquoted(text)
     name = re.escape(speaker)
     m = re.search(rf"(?<![\w']){name}(?: (?:{_ADVERBS}|\w+ly))? (?:{_SELF_VERBS})\b", plain)
     if m:
         return m[0]
-    return _subject_of(plain, (speaker,), rf"(?:(?:{_ADVERBS}|\w+ly) )?(?:(?:{_TOLD_PAST})\b|{_THIRD_VERB})")
+    return _subject_of(
+        plain, (speaker,), rf"(?:(?:{_ADVERBS}|\w+ly) )?(?:(?:{_TOLD_PAST})\b|{_THIRD_VERB}|[a-z]{{2,}}ing\b)"
+    )
 
 
 def _kin_words(case: Case, name: str) -> tuple[str, ...]:
