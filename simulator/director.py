@@ -376,7 +376,9 @@ def _subject(beat: Beat, speaker: str, addressees: Sequence[str], case: Case) ->
     )
     phrase = text if proper else first.lower() + text[len(first) :]
     frame = _FRAMES[zlib.crc32(beat.source.encode()) % len(_FRAMES)]
-    how = _is_clause(phrase) and first.lower() != "that"  # "I can't get past that the calls were lies" is whole
+    # a that- or wh-clause is whole after a frame: "I can't get past that the calls were lies", "... how thin you
+    # have become" (issue 42 (15) heard "how how thin")
+    how = _is_clause(phrase) and first.lower() not in ("that", "how", "what", "why", "when", "where", "whether")
     return _Opening(f"{frame} how" if how else frame, "", phrase, speaker, False)
 
 

@@ -515,6 +515,8 @@ def test_a_beat_opening_on_its_member_begins_their_line_in_their_own_voice(dana)
     assert framed in {f"{f} how the phone rang during the dinner" for f in _FRAMES}
     framed = beat_opener(agenda("that the video calls were lies"), "Dana", ["Theo"], dana)  # (14): not "how that"
     assert framed in {f"{f} that the video calls were lies" for f in _FRAMES}
+    framed = beat_opener(agenda("how thin the girls have become since June"), "Dana", ["Theo"], dana)  # (15)
+    assert framed in {f"{f} how thin the girls have become" for f in _FRAMES}  # not "how how"
     framed = beat_opener(agenda("A student played the clip on a speaker"), "Dana", ["Theo"], dana)
     assert framed in {f"{f} how a student played the clip" for f in _FRAMES}
     framed = beat_opener(agenda("The promised holiday in Pembrokeshire"), "Dana", ["Theo"], dana)
