@@ -104,15 +104,16 @@ def _spelled_value(phrase: str) -> float | None:
     return float(total + current)
 
 
-def _digit_values(text: str) -> list[tuple[str, float]]:
-    """Each number in digits with its value, a multiplier applied ("£4k" -> 4000, "R2.8 million" -> 2.8e6)."""
+def _digit_values(text: str) -> list[tuple[int, str, float]]:
+    """Each number in digits, where it starts and its value, a multiplier applied ("£4k" -> 4000, "R2.8 million"
+    -> 2.8e6). Idioms are blanked to spaces of their own length, so a start is a place in `text`."""
     out = []
-    text = _IDIOMS.sub(" ", text)
+    text = _IDIOMS.sub(lambda m: " " * len(m[0]), text)
     for m in _DIGITS.finditer(text):
         value = float(m["n"].replace(",", ""))
         mult = (m["mult"] or "").lower()
         sign = text[m.start() - 1] if m.start() and text[m.start() - 1] in "$£€₦¥R'’" else ""
-        out.append((sign + m[0].strip(), value * _MULTIPLIERS[mult] if mult else value))
+        out.append((m.start(), sign + m[0].strip(), value * _MULTIPLIERS[mult] if mult else value))
     return out
 
 
@@ -123,7 +124,7 @@ def _readings(phrase: str, value: float) -> set[float]:
 
 def _values(text: str) -> set[float]:
     """Every number `text` holds, in any wording, with the parts of a time or decimal ("7.30" -> 7, 30)."""
-    out = set().union(*(_readings(p, v) for p, v in _digit_values(text)), set())
+    out = set().union(*(_readings(p, v) for _, p, v in _digit_values(text)), set())
     out |= {v for m in _SPELLED.finditer(text) if (v := _spelled_value(m[0])) is not None}
     out |= {float(_ORDINALS[m[0].lower()]) for m in _ORDINAL.finditer(text)}
     for m in re.finditer(r"\b(\d{1,2})[.:](\d{2})\b", text):
@@ -161,7 +162,7 @@ def _card_values(card_json: str) -> frozenset[float]:
 def line_figures(text: str) -> list[tuple[str, float]]:
     """The figures a line states: numbers in digits (idioms aside), and numbers in words before a unit ("five
     grand" is 5,000), as an age or a time of day, or with a scale word. In the order they are said."""
-    found = [(m.start(), p, v) for m, (p, v) in zip(_DIGITS.finditer(_IDIOMS.sub(" ", text)), _digit_values(text))]
+    found = _digit_values(text)
     spans: set[tuple[int, int]] = set()
     for pattern in (_SPELLED_FIGURE, _SPELLED_AGE, _SPELLED_TIME, _SPELLED_SCALED):
         for m in pattern.finditer(text):
