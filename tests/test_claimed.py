@@ -5,7 +5,6 @@ only."""
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 
@@ -81,12 +80,3 @@ def test_a_claimed_fact_is_flagged_reasked_and_if_it_stays_counted(dana):
     audit = audit_record(rec.model_copy(update={"turns": turns}))
     assert audit.room.claimed_turns == 1
     assert audit.room_turns[first.index].claimed == '"My father was absent through long shifts", Theo\'s'
-
-
-def test_an_audit_written_before_the_claimed_measure_still_loads(dana):
-    audit = audit_record(_room(dana, ["You took the promotion without asking me.", "Married six years, Theo."]))
-    data = json.loads(audit.model_dump_json())
-    data["room"].pop("claimed_turns")
-    for t in data["room_turns"].values():
-        t.pop("claimed")
-    assert type(audit).model_validate(data).room.claimed_turns == 0

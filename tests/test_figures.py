@@ -4,7 +4,6 @@ re-asked like the other fidelity flags, counted by the room audit and shown. Fak
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 
@@ -132,12 +131,3 @@ def test_an_invented_figure_is_flagged_reasked_and_if_it_stays_counted(dana):
     audit = audit_record(rec.model_copy(update={"turns": turns}))
     assert audit.room.invented_figure_turns == 1
     assert audit.room_turns[first.index].invented_figure == "2016"
-
-
-def test_an_audit_written_before_the_figure_measure_still_loads(dana):
-    audit = audit_record(_room(dana, ["You took the promotion without asking me.", "Married six years, Theo."]))
-    data = json.loads(audit.model_dump_json())
-    data["room"].pop("invented_figure_turns")
-    for t in data["room_turns"].values():
-        t.pop("invented_figure")
-    assert type(audit).model_validate(data).room.invented_figure_turns == 0

@@ -693,13 +693,21 @@ def test_a_role_fault_in_a_line_is_reasked_and_if_it_stays_counted_and_a_fault(
     assert getattr(audit.room, f"{check.value}_turns") == 1 and audit.room.share(check.value) == 1.0
 
 
-def test_an_audit_written_before_the_given_away_measure_still_loads(dana):
-    audit = audit_record(_room(dana, ["You took the promotion without asking me.", "My father worked long shifts."]))
+@pytest.mark.parametrize(
+    ("measure", "second"),
+    [
+        ("given_away", "My father worked long shifts."),
+        ("invented_figure", "Married six years, Theo."),
+        ("claimed", "Married six years, Theo."),
+    ],
+)
+def test_an_audit_written_before_a_measure_still_loads(dana, measure, second):
+    audit = audit_record(_room(dana, ["You took the promotion without asking me.", second]))
     data = json.loads(audit.model_dump_json())
-    data["room"].pop("given_away_turns")
+    data["room"].pop(f"{measure}_turns")
     for t in data["room_turns"].values():
-        t.pop("given_away")
-    assert type(audit).model_validate(data).room.given_away_turns == 0
+        t.pop(measure)
+    assert getattr(type(audit).model_validate(data).room, f"{measure}_turns") == 0
 
 
 def test_an_old_record_without_beats_loads_and_keeps_its_faults(dana):
